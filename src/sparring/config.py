@@ -125,7 +125,9 @@ class SelectionConfig:
     test_validity: float = _f(0.3, "checkpoint score weight of the generator test validity", ge=0.0)
     min_validity: float = _f(0.2, "refuse to promote when validity falls below", ge=0.0, le=1.0)
     max_duplicate_rate: float = _f(0.8, "refuse to promote when duplicates exceed", ge=0, le=1)
-    max_zero_std_groups: float = _f(1.0, "refuse when this share of GRPO groups is flat", ge=0, le=1)
+    max_zero_std_groups: float = _f(
+        1.0, "refuse when this share of GRPO groups is flat", ge=0, le=1
+    )
     registered_model: str = _f("sparring-answerer", "MLflow registered model name")
     alias: str = _f("champion", "MLflow alias given to the selected version")
 
@@ -151,7 +153,9 @@ class SandboxConfig:
 class DataConfig:
     train: list[str] = _f(["bundled"], "problem sources: bundled, FILE.json(l), DIR, s3://…")
     eval: str = _f("humaneval", "held-out evaluation set: humaneval or a problem source")
-    val_fraction: float = _f(0.1, "share of training problems held out for validation", ge=0, le=0.9)
+    val_fraction: float = _f(
+        0.1, "share of training problems held out for validation", ge=0, le=0.9
+    )
     max_problems: int = _f(0, "cap on training problems (0 = all)", ge=0)
     humaneval_limit: int = _f(20, "HumanEval tasks evaluated (0 = all 164)", ge=0, le=164)
     eval_samples: int = _f(1, "samples per HumanEval task (pass@k needs k or more)", ge=1)
@@ -351,7 +355,7 @@ def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
             import difflib
 
             close = difflib.get_close_matches(str(key), fields, n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
+            hint = f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(fields)}"
             where = f"in '{prefix}'" if prefix else "at the top level"
             raise ConfigError(f"{path}: unknown key {where}{hint}")
         converted = _convert(value, hints[key], path)

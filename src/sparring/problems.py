@@ -247,3 +247,30 @@ def write_jsonl(problems: list[Problem], path: str | Path) -> None:
 
 def read_jsonl(path: str | Path) -> list[Problem]:
     return parse_problems(Path(path).read_text(), str(path), jsonl=True)
+
+
+def check_problems(problems: list[Problem], timeout_s: float = 5.0) -> list[tuple[str, str]]:
+    """Run every reference solution against its own baseline tests in the sandbox.
+
+    Returns (problem id, what failed) for each problem whose reference solution does not pass
+    all of its tests, or that has fewer than one test.
+    """
+    from sparring.sandbox import Sandbox, SandboxLimits
+
+    failures: list[tuple[str, str]] = []
+    jobs = [(p.reference_solution, p.baseline_tests) for p in problems]
+    with Sandbox(SandboxLimits(timeout_s=timeout_s)) as sandbox:
+        reports = sandbox.run_many(jobs)
+    for problem, report in zip(problems, reports, strict=True):
+        if not problem.baseline_tests:
+            failures.append((problem.id, "no baseline tests"))
+        elif report.infra_error:
+            failures.append((problem.id, f"sandbox error: {report.infra_error}"))
+        else:
+            bad = [r for r in report.results if not r.passed]
+            if bad:
+                first = bad[0]
+                failures.append(
+                    (problem.id, f"{len(bad)} test(s) fail, e.g. {first.test!r}: {first.outcome}")
+                )
+    return failures

