@@ -54,15 +54,11 @@ def _config_show(args: argparse.Namespace) -> int:
 
 
 def _config_reference(args: argparse.Namespace) -> int:
-    rows = config_mod.reference()
     if args.markdown:
-        print("| key | type | default | meaning |\n| --- | --- | --- | --- |")
-        for key, tp, default, doc in rows:
-            cell = default.replace("|", "\\|")
-            print(f"| `{key}` | {tp.replace('|', 'or')} | `{cell}` | {doc} |")
-    else:
-        for key, tp, default, doc in rows:
-            print(f"{key:45s} {tp:30s} {default:20s} {doc}")
+        sys.stdout.write(config_mod.reference_markdown())
+        return 0
+    for key, tp, default, doc in config_mod.reference():
+        print(f"{key:45s} {tp:30s} {default:20s} {doc}")
     return 0
 
 

@@ -127,3 +127,8 @@ def test_cli_validate_and_show_a_good_file():
     shown = _cli("config", "show", "--config", "configs/smoke.yaml", "--set", "rounds=4")
     assert shown.returncode == 0
     assert "rounds: 4" in shown.stdout
+
+
+def test_config_reference_doc_is_in_sync():
+    doc = (ROOT / "docs" / "config-reference.md").read_text()
+    assert doc == cfgmod.reference_markdown(), "run: sparring config reference --markdown"
