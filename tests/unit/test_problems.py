@@ -143,3 +143,18 @@ def test_cli_missing_source_is_one_line():
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert "nope.json: not found" in result.stderr
+
+
+def test_cli_check_passes_bundled_and_names_a_broken_problem(tmp_path):
+    good = _cli("problems", "check", "--source", "bundled")
+    assert good.returncode == 0, good.stderr
+    assert "66/66" in good.stdout or "/" in good.stdout
+    broken = dict(
+        RECORD, id="broken_add", reference_solution="def add_two(a, b):\n    return a - b\n"
+    )
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps([RECORD, broken]))
+    result = _cli("problems", "check", "--source", str(path))
+    assert result.returncode == 1
+    assert "FAIL broken_add" in result.stderr
+    assert "1/2 reference solutions pass" in result.stdout

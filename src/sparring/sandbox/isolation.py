@@ -1,0 +1,166 @@
+"""How a worker process is started: the bubblewrap command line, or the unisolated fallback.
+
+With bwrap (Linux): new PID, network, IPC, UTS and cgroup namespaces, all capabilities dropped,
+`--die-with-parent`, `--new-session`, a cleared environment, a read-only view of only what Python
+needs (/usr, the interpreter's prefix and the venv), a private size-capped tmpfs at /tmp and
+/dev/shm (the only writable places; the sandbox's root is remounted read-only), a fresh /proc
+(only the sandbox's own processes) and a minimal /dev. The worker script is bound read-only at
+/sandbox/worker.py.
+
+Without bwrap ("none", e.g. macOS): same worker, rlimits + process groups + (x86_64 Linux) seccomp
+only, with a loud warning once. No file system, network or /proc isolation in that mode.
+
+Covers: building and probing the command. Does not cover: the pool (pool.py) or what happens inside
+(worker.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+WORKER_PATH = str(Path(__file__).with_name("worker.py"))
+WORKER_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}  # everything else is dropped
+TMPFS_BYTES = 64 * 1024 * 1024
+
+
+def _python_roots() -> list[str]:
+    roots: list[str] = []
+    for p in (sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable))):
+        real = os.path.realpath(p)
+        if real.startswith("/usr/") or real == "/usr":
+            continue
+        for cand in sorted({p, real}):
+            if os.path.isdir(cand) and cand not in roots:
+                roots.append(cand)
+    roots.sort()
+    kept: list[str] = []
+    for r in roots:  # drop directories already inside a kept root
+        if not any(r.startswith(k.rstrip("/") + "/") for k in kept):
+            kept.append(r)
+    return kept
+
+
+def bwrap_command(python: str | None = None, seccomp: bool = True) -> list[str]:
+    """Full argv that starts one sandboxed worker under bubblewrap."""
+    bwrap = shutil.which("bwrap") or "/usr/bin/bwrap"
+    cmd = [
+        bwrap,
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--cap-drop",
+        "ALL",
+        "--clearenv",
+        "--setenv",
+        "PATH",
+        "/usr/bin:/bin",
+        "--setenv",
+        "LANG",
+        "C.UTF-8",
+        "--setenv",
+        "HOME",
+        "/tmp",
+        "--hostname",
+        "sandbox",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+    ]
+    for name in ("bin", "lib", "lib64", "lib32", "sbin"):
+        p = "/" + name
+        if os.path.islink(p):
+            cmd += ["--symlink", os.readlink(p), p]
+        elif os.path.isdir(p):
+            cmd += ["--ro-bind", p, p]
+    for f in ("/etc/ld.so.cache", "/etc/localtime", "/etc/nsswitch.conf", "/etc/passwd"):
+        if os.path.exists(f):
+            cmd += ["--ro-bind", f, f]
+    for root in _python_roots():
+        cmd += ["--ro-bind", root, root]
+    cmd += [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--size",
+        str(TMPFS_BYTES),
+        "--tmpfs",
+        "/tmp",
+        "--size",
+        str(TMPFS_BYTES // 4),
+        "--tmpfs",
+        "/dev/shm",
+        "--ro-bind",
+        WORKER_PATH,
+        "/sandbox/worker.py",
+        "--remount-ro",
+        "/",
+        "--chdir",
+        "/tmp",
+        python or sys.executable,
+        "-I",
+        "-B",
+        "/sandbox/worker.py",
+        "--pidns",
+        "--base",
+        "/tmp",
+    ]
+    return cmd if seccomp else [*cmd, "--no-seccomp"]
+
+
+def plain_command(python: str | None = None, seccomp: bool = True) -> list[str]:
+    cmd = [python or sys.executable, "-I", "-B", WORKER_PATH]
+    return cmd if seccomp else [*cmd, "--no-seccomp"]
+
+
+@functools.cache
+def bwrap_usable() -> bool:
+    """True when bubblewrap exists and can start Python with our full command line."""
+    if sys.platform != "linux" or not shutil.which("bwrap"):
+        return False
+    cmd = bwrap_command()
+    cmd = [*cmd[: cmd.index("/sandbox/worker.py", cmd.index("-I"))], "-c", "pass"]
+    try:
+        r = subprocess.run(cmd, env=WORKER_ENV, capture_output=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    if r.returncode != 0:
+        log.warning("bwrap present but unusable: %s", r.stderr.decode(errors="replace")[:300])
+    return r.returncode == 0
+
+
+_warned = False
+
+
+def resolve_isolation(mode: str) -> str:
+    """'auto' -> 'bwrap' if usable else 'none' (warning once); 'bwrap' raises if unusable."""
+    global _warned
+    if mode == "bwrap":
+        if not bwrap_usable():
+            raise RuntimeError("isolation='bwrap' requested but bubblewrap is not usable here")
+        return "bwrap"
+    if mode == "auto" and bwrap_usable():
+        return "bwrap"
+    if not _warned:
+        _warned = True
+        msg = (
+            "sparring.sandbox: running untrusted code WITHOUT bubblewrap isolation (rlimits, "
+            "process groups and seccomp only): no file system, network or /proc isolation. "
+            "Install bubblewrap on Linux."
+        )
+        warnings.warn(msg, RuntimeWarning, stacklevel=3)
+        log.warning(msg)
+    return "none"

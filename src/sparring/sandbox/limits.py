@@ -1,0 +1,90 @@
+"""Limits and result types of the sandbox (plain data, no processes).
+
+Covers: `SandboxLimits`, the per-test `TestResult`, the per-request `RunReport`, outcome names.
+Does not cover: running anything (see `pool.py`) or deciding pass/fail (see `plan.py`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+PASSED = "passed"
+FAILED = "failed"
+ERROR = "error"
+TIMEOUT = "timeout"
+MEMORY_LIMIT = "memory_limit"
+OUTPUT_LIMIT = "output_limit"
+INFRA_ERROR = "infra_error"  # the sandbox broke, not the code: rewards should drop it
+OUTCOMES = (PASSED, FAILED, ERROR, TIMEOUT, MEMORY_LIMIT, OUTPUT_LIMIT, INFRA_ERROR)
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    timeout_s: float = 2.0  # wall clock per test
+    memory_mb: int = 512  # address space (RLIMIT_AS)
+    max_output_bytes: int = 65536  # stdout+stderr cap per test
+    max_test_chars: int = 2000  # longer tests are invalid (validation)
+    workers: int = 0  # 0 = number of cores
+    isolation: str = "auto"  # "auto" | "bwrap" | "none"
+
+    def __post_init__(self) -> None:
+        if self.timeout_s <= 0:
+            raise ValueError(f"timeout_s must be > 0, got {self.timeout_s}")
+        if self.memory_mb < 32:
+            raise ValueError(f"memory_mb must be >= 32, got {self.memory_mb}")
+        if self.max_output_bytes < 1:
+            raise ValueError(f"max_output_bytes must be >= 1, got {self.max_output_bytes}")
+        if self.max_test_chars < 1:
+            raise ValueError(f"max_test_chars must be >= 1, got {self.max_test_chars}")
+        if self.workers < 0:
+            raise ValueError(f"workers must be >= 0, got {self.workers}")
+        if self.isolation not in ("auto", "bwrap", "none"):
+            raise ValueError(f"isolation must be auto, bwrap or none, got {self.isolation!r}")
+
+    @property
+    def n_workers(self) -> int:
+        return self.workers or max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class TestResult:
+    __test__ = False  # not a pytest test class
+
+    test: str
+    outcome: str
+    detail: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == PASSED
+
+
+@dataclass(frozen=True)
+class RunReport:
+    results: list[TestResult] = field(default_factory=list)
+    infra_error: str | None = None
+
+    @property
+    def passed(self) -> int:
+        return sum(r.passed for r in self.results)
+
+    @property
+    def total(self) -> int:
+        return len(self.results)
+
+    @property
+    def pass_rate(self) -> float | None:
+        if self.infra_error is not None:
+            return None
+        return self.passed / self.total if self.results else 0.0
+
+    def to_dict(self) -> dict:
+        return {
+            "results": [
+                {"test": r.test, "outcome": r.outcome, "detail": r.detail} for r in self.results
+            ],
+            "passed": self.passed,
+            "total": self.total,
+            "infra_error": self.infra_error,
+        }

@@ -1,0 +1,554 @@
+"""Hostile solutions: each case asserts the outcome AND that the host is untouched.
+
+Main target: bwrap isolation. The reward-hacking tricks (point 3 of the issue) also run with
+isolation="none", where that is safe. Every solution carries MARKER so that leftover processes can
+be found on the host afterwards.
+"""
+
+import os
+import socket
+import textwrap
+import warnings
+
+import pytest
+
+from sparring.sandbox import Sandbox, SandboxLimits
+from sparring.sandbox.isolation import bwrap_usable
+
+pytestmark = pytest.mark.integration
+
+MARKER = "sparring-hostile-7d3f1c"
+SECRET = "FAKESECRET-do-not-leak-91ab"
+NEEDS_BWRAP = pytest.mark.skipif(not bwrap_usable(), reason="bubblewrap not usable here")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def fake_secret():
+    old = os.environ.get("AWS_SECRET_ACCESS_KEY")
+    os.environ["AWS_SECRET_ACCESS_KEY"] = SECRET
+    yield
+    if old is None:
+        del os.environ["AWS_SECRET_ACCESS_KEY"]
+    else:
+        os.environ["AWS_SECRET_ACCESS_KEY"] = old
+
+
+@pytest.fixture(scope="module")
+def bwrap_sb(fake_secret):
+    if not bwrap_usable():
+        pytest.skip("bubblewrap not usable here")
+    sb = Sandbox(SandboxLimits(timeout_s=1.0, memory_mb=256, workers=2, isolation="bwrap"))
+    yield sb
+    sb.close()
+
+
+@pytest.fixture(scope="module")
+def none_sb(fake_secret):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        sb = Sandbox(SandboxLimits(timeout_s=1.0, memory_mb=256, workers=1, isolation="none"))
+    yield sb
+    sb.close()
+
+
+@pytest.fixture(params=["bwrap", "none"])
+def any_sb(request):
+    return request.getfixturevalue(f"{request.param}_sb")
+
+
+def host_processes_with(marker: str) -> list[int]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if marker.encode() in f.read():
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def run1(sb, solution: str, test: str) -> tuple[str, str]:
+    src = f"# {MARKER}\n" + textwrap.dedent(solution)
+    rep = sb.run(src, [test])
+    assert rep.infra_error is None, rep.infra_error
+    r = rep.results[0]
+    return r.outcome, r.detail
+
+
+# ------------------------------------------------------------ point 3: not fooled
+TRICKS = {
+    "always_equal": """
+        class A:
+            def __eq__(self, o): return True
+            def __ne__(self, o): return False
+            __hash__ = object.__hash__
+        def f(x): return A()
+    """,
+    "int_subclass": """
+        class I(int):
+            def __eq__(self, o): return True
+        def f(x): return I(0)
+    """,
+    "str_subclass": """
+        class S(str):
+            def __eq__(self, o): return True
+        def f(x): return S("no")
+    """,
+    "list_subclass": """
+        class Li(list):
+            def __eq__(self, o): return True
+        def f(x): return Li()
+    """,
+    "print_pass_marker": """
+        def f(x):
+            print("PASSED"); print("All tests passed"); print("OK")
+            return -1
+    """,
+    "os_exit_zero": """
+        import os
+        def f(x): os._exit(0)
+    """,
+    "os_exit_zero_at_import": """
+        import os
+        os._exit(0)
+    """,
+    "sys_exit_zero": """
+        import sys
+        def f(x): sys.exit(0)
+    """,
+    "keyboard_interrupt": """
+        def f(x): raise KeyboardInterrupt
+    """,
+    "base_exception": """
+        class Boom(BaseException): pass
+        def f(x): raise Boom()
+    """,
+    "patch_builtins": """
+        import builtins
+        builtins.isinstance = lambda *a: True
+        builtins.AssertionError = type("AE", (Exception,), {})
+        builtins.type = lambda *a: int
+        builtins.__import__ = lambda *a, **k: None
+        def f(x): return -1
+    """,
+    "patch_encoder_via_main": """
+        import sys
+        m = sys.modules["__main__"]
+        m.encode = lambda *a, **k: ["i", "12345"] if False else ["b", True]
+        m.json = None
+        def f(x): return -1
+    """,
+    "frame_inspection": """
+        import sys, gc, re
+        def f(x):
+            found = -1
+            fr = sys._getframe(1)
+            while fr is not None:
+                for c in fr.f_code.co_consts:
+                    if type(c) is int and c > 10000 and found == -1:
+                        found = c
+                for v in list(fr.f_locals.values()):
+                    m = re.search(r"== *(\\d{5,})", str(v)[:100000])
+                    if m and found == -1:
+                        found = int(m.group(1))
+                fr = fr.f_back
+            for o in gc.get_objects():
+                if type(o) is str:
+                    m = re.search(r"== *(\\d{5,})", o)
+                    if m:
+                        found = int(m.group(1))
+            return found
+    """,
+    "traceback_inspection": """
+        import traceback, re
+        def f(x):
+            m = re.search(r"== *(\\d{5,})", "".join(traceback.format_stack()))
+            return int(m.group(1)) if m else -1
+    """,
+    "forge_result_channel": """
+        import os
+        def f(x):
+            msg = b'{"v": ["b", true]}'
+            for fd in range(3, 64):
+                try:
+                    os.write(fd, msg)
+                except OSError:
+                    pass
+            os._exit(0)
+    """,
+    "hostile_exception_str": """
+        class E(Exception):
+            def __str__(self):
+                raise SystemExit(0)
+        def f(x): raise E()
+    """,
+    "deep_nesting_result": """
+        def f(x):
+            v = []
+            for _ in range(10000):
+                v = [v]
+            return v
+    """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRICKS))
+def test_trick_does_not_pass(any_sb, name):
+    # expected value 12345 is a literal: it never enters the sandbox
+    outcome, _ = run1(any_sb, TRICKS[name], "assert f(1) == 12345")
+    assert outcome != "passed"
+    # sanity: the same search does find the value when it is in reach of the solution
+    outcome, _ = run1(
+        any_sb, "X = 'f(1) == 12345'\n" + textwrap.dedent(TRICKS[name]), "assert f(1) == 12345"
+    )
+    if name == "frame_inspection":
+        assert outcome == "passed"
+
+
+PATCHER = """
+    import builtins, math
+    builtins.abs = lambda x: 0
+    builtins.len = lambda x: 3
+    builtins.sorted = lambda x, **k: [1, 2, 3]
+    builtins.isinstance = lambda *a: True
+    math.isclose = lambda *a, **k: True
+    def f(x): return [9]
+"""
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        "assert abs(f(1)[0] - 0.5) < 1e-9",
+        "assert math.isclose(f(1)[0], 0.5)",
+        "assert len(f(1)) == 3",
+        "assert sorted(f(1)) == [1, 2, 3]",
+        "assert isinstance(f(1), list) and f(1) == [1]",
+        "assert isinstance(f(1), int)",
+    ],
+)
+def test_patched_builtins_and_modules_do_not_help(any_sb, test):
+    assert run1(any_sb, PATCHER, test)[0] != "passed"
+
+
+def test_truthy_object_does_not_pass_bare_assert(any_sb):
+    sol = """
+        class T:
+            def __bool__(self): return True
+        def f(x): return T()
+    """
+    assert run1(any_sb, sol, "assert f(1)")[0] == "error"
+    assert run1(any_sb, "def f(x): return True", "assert f(1)")[0] == "passed"
+
+
+def test_not_equal_trick(any_sb):
+    sol = """
+        class N(int):
+            def __ne__(self, o): return True
+        def f(x): return N(5)
+    """
+    assert run1(any_sb, sol, "assert f(1) != 5")[0] == "error"
+    assert run1(any_sb, "def f(x): return 5", "assert f(1) != 5")[0] == "failed"
+
+
+# ------------------------------------------------------------ point 4: contained (bwrap)
+@NEEDS_BWRAP
+def test_infinite_loop(bwrap_sb):
+    assert run1(bwrap_sb, "def f(x):\n    while True: pass", "assert f(1) == 1")[0] == "timeout"
+
+
+@NEEDS_BWRAP
+def test_sleep_ignoring_signals(bwrap_sb):
+    sol = """
+        import signal, time
+        def f(x):
+            for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGXCPU):
+                signal.signal(s, signal.SIG_IGN)
+            time.sleep(30)
+    """
+    assert run1(bwrap_sb, sol, "assert f(1) == 1")[0] == "timeout"
+
+
+@NEEDS_BWRAP
+def test_memory_bomb(bwrap_sb):
+    sol = "def f(x):\n    return len(bytearray(2 * 1024**3))"
+    assert run1(bwrap_sb, sol, "assert f(1) == 1")[0] == "memory_limit"
+
+
+@NEEDS_BWRAP
+def test_output_flood(bwrap_sb):
+    sol = "def f(x):\n    while True: print('x' * 10000)"
+    assert run1(bwrap_sb, sol, "assert f(1) == 1")[0] == "output_limit"
+
+
+@NEEDS_BWRAP
+def test_non_utf8_output_and_value(bwrap_sb):
+    sol = """
+        import os, sys
+        def f(x):
+            os.write(1, b"\\xff\\xfe\\x80 garbage")
+            sys.stderr.buffer.write(b"\\xc3\\x28")
+            return b"\\xff\\x00"
+    """
+    assert run1(bwrap_sb, sol, "assert f(1) == b'\\xff\\x00'")[0] == "passed"
+
+
+@NEEDS_BWRAP
+def test_deep_recursion(bwrap_sb):
+    sol = """
+        import sys
+        sys.setrecursionlimit(10**7)
+        def f(x): return f(x + 1)
+    """
+    assert run1(bwrap_sb, sol, "assert f(1) == 1")[0] in ("error", "memory_limit", "timeout")
+    assert run1(bwrap_sb, "def f(x): return f(x)", "assert f(1) == 1")[0] == "error"
+
+
+@NEEDS_BWRAP
+def test_fork_bomb(bwrap_sb):
+    sol = f"""
+        import os
+        def f(x):
+            while True:
+                try:
+                    os.fork()
+                except OSError:
+                    pass
+                os.execv("/bin/sh", ["/bin/sh", "-c", "sleep 30 # {MARKER}-forkbomb"])
+    """
+    assert run1(bwrap_sb, sol, "assert f(1) == 1")[0] in ("error", "timeout")
+    assert host_processes_with(f"{MARKER}-forkbomb") == []
+
+
+@NEEDS_BWRAP
+def test_spawn_shell(bwrap_sb, tmp_path):
+    target = tmp_path / "pwned"
+    sol = f"""
+        import os, subprocess
+        def f(x):
+            a = os.system("touch {target}")
+            try:
+                subprocess.run(["/bin/sh", "-c", "touch {target}"])
+            except OSError as e:
+                return (a, str(e))
+            return (a, "ran")
+    """
+    outcome, detail = run1(bwrap_sb, sol, "assert f(1) == 1")
+    assert outcome == "failed" and "ran" not in detail
+    assert not target.exists()
+
+
+@NEEDS_BWRAP
+def test_files_outside_workdir(bwrap_sb, tmp_path):
+    sentinel = tmp_path / "sentinel.txt"
+    sentinel.write_text("original")
+    sol = f"""
+        import os
+        def f(x):
+            hits = 0
+            for action in (
+                lambda: open({str(sentinel)!r}, "w").write("pwned"),
+                lambda: os.remove({str(sentinel)!r}),
+                lambda: open("/work/main/pwned-{MARKER}", "w").write("x"),
+                lambda: open("/pwned-{MARKER}", "w").write("x"),
+                lambda: open("/usr/pwned-{MARKER}", "w").write("x"),
+                lambda: os.remove("/usr/bin/env"),
+            ):
+                try:
+                    action()
+                    hits += 1
+                except OSError:
+                    pass
+            return hits
+    """
+    outcome, detail = run1(bwrap_sb, sol, "assert f(1) == 5")
+    assert outcome == "failed" and "= 0" in detail, detail
+    assert sentinel.read_text() == "original"
+    assert not os.path.exists(f"/work/main/pwned-{MARKER}")
+    assert not os.path.exists(f"/usr/pwned-{MARKER}")
+    assert os.path.exists("/usr/bin/env")
+
+
+@NEEDS_BWRAP
+def test_workdir_is_writable_and_private(bwrap_sb):
+    sol = """
+        import os
+        def f(x):
+            open("scratch.txt", "w").write("ok")
+            return open("scratch.txt").read()
+    """
+    assert run1(bwrap_sb, sol, "assert f(1) == 'ok'")[0] == "passed"
+    # the next test does not see the previous test's files
+    outcome, _ = run1(bwrap_sb, "import os\ndef f(x): return os.listdir('.')", "assert f(1) == []")
+    assert outcome == "passed"
+
+
+@NEEDS_BWRAP
+def test_network_to_host_loopback(bwrap_sb):
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(5)
+    srv.settimeout(0.3)
+    port = srv.getsockname()[1]
+    sol = f"""
+        import socket
+        def f(x):
+            s = socket.socket()
+            s.settimeout(0.5)
+            s.connect(("127.0.0.1", {port}))
+            return "connected"
+    """
+    try:
+        outcome, detail = run1(bwrap_sb, sol, "assert f(1) == 'connected'")
+        assert outcome == "error" and "refused" in detail.lower()
+        with pytest.raises(socket.timeout):
+            srv.accept()
+    finally:
+        srv.close()
+
+
+@NEEDS_BWRAP
+def test_env_secrets_not_visible(bwrap_sb):
+    sol = """
+        import os
+        def f(x):
+            return sorted(k for k in os.environ if "AWS" in k or "SECRET" in k)
+    """
+    assert run1(bwrap_sb, sol, "assert f(1) == []")[0] == "passed"
+
+
+@NEEDS_BWRAP
+@pytest.mark.parametrize("path", ["/proc/1/environ", f"/proc/{os.getpid()}/environ", "ALL"])
+def test_proc_secrets_not_visible(bwrap_sb, path):
+    sol = f"""
+        import os
+        def f(x):
+            paths = [{path!r}]
+            if paths == ["ALL"]:
+                paths = [f"/proc/{{p}}/{{n}}" for p in os.listdir("/proc") if p.isdigit()
+                         for n in ("environ", "cmdline")]
+            hits = 0
+            for p in paths:
+                try:
+                    with open(p, "rb") as fh:
+                        hits += {SECRET.encode()!r} in fh.read()
+                except OSError:
+                    pass
+            return hits
+    """
+    assert run1(bwrap_sb, sol, "assert f(1) == 0")[0] == "passed"
+
+
+@NEEDS_BWRAP
+def test_only_own_namespace_processes_visible(bwrap_sb):
+    sol = "import os\ndef f(x): return len([p for p in os.listdir('/proc') if p.isdigit()])"
+    outcome, detail = run1(bwrap_sb, sol, "assert f(1) <= 3")
+    assert outcome == "passed", detail
+
+
+@NEEDS_BWRAP
+def test_orphan_via_setsid(bwrap_sb):
+    sol = f"""
+        import os, subprocess
+        def f(x):
+            subprocess.Popen(["/bin/sh", "-c", "sleep 30 # {MARKER}-orphan"],
+                             start_new_session=True)
+            return 1
+    """
+    run1(bwrap_sb, sol, "assert f(1) == 1")
+    assert host_processes_with(f"{MARKER}-orphan") == []
+
+
+@NEEDS_BWRAP
+def test_pid_namespace_alone_reaps_setsid_orphans_and_forks():
+    # seccomp off: the PID namespace + kill(-1) after each test must still leave nothing behind
+    with Sandbox(SandboxLimits(timeout_s=1.0, workers=1, isolation="bwrap"), seccomp=False) as sb:
+        sol = f"""
+            import os, subprocess, time
+            def f(x):
+                for i in range(5):
+                    subprocess.Popen(["/bin/sh", "-c", "sleep 30 # {MARKER}-nsorphan"],
+                                     start_new_session=True)
+                if os.fork() == 0:
+                    os.setsid()
+                    if os.fork() == 0:
+                        os.execv("/bin/sh", ["/bin/sh", "-c", "sleep 30 # {MARKER}-nsdaemon"])
+                    os._exit(0)
+                time.sleep(0.1)
+                return len([p for p in os.listdir("/proc") if p.isdigit()])
+        """
+        outcome, detail = run1(sb, sol, "assert f(1) == 0")
+        assert outcome == "failed", detail  # the processes existed inside the sandbox
+        assert host_processes_with(f"{MARKER}-ns") == []
+        outcome, detail = run1(
+            sb, "import os\ndef f(x): return os.listdir('/proc')", "assert f(1) == 0"
+        )
+        procs = [p for p in detail.split("[", 1)[1] if p.isdigit()] if "[" in detail else []
+        assert outcome == "failed" and len(procs) <= 3, detail
+        assert run1(sb, "def f(x): return x", "assert f(2) == 2")[0] == "passed"
+
+
+@NEEDS_BWRAP
+def test_cannot_kill_or_trace_worker(bwrap_sb):
+    sol = """
+        import os, signal
+        def f(x):
+            out = []
+            for pid in (os.getppid(), 1, -1):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    out.append("killed")
+                except OSError:
+                    out.append("denied")
+            return out
+    """
+    assert run1(bwrap_sb, sol, "assert f(1) == ['denied', 'denied', 'denied']")[0] == "passed"
+    assert run1(bwrap_sb, "def f(x): return x", "assert f(3) == 3")[0] == "passed"
+
+
+@NEEDS_BWRAP
+def test_killing_the_worker_is_blamed_on_the_code(bwrap_sb, monkeypatch):
+    # even if a solution found a way to kill its worker, the result is an error, not infra_error
+    from sparring.sandbox import pool
+
+    real = pool._leaf_outcome
+    calls = []
+
+    def flaky(msg):
+        calls.append(1)
+        raise pool.WorkerError("simulated worker death")
+
+    monkeypatch.setattr(pool, "_leaf_outcome", flaky)
+    rep = bwrap_sb.run("def f(x): return x", ["assert f(1) == 1"])
+    monkeypatch.setattr(pool, "_leaf_outcome", real)
+    assert rep.infra_error is None and rep.results[0].outcome == "error"
+    assert len(calls) == 2
+
+
+@NEEDS_BWRAP
+def test_tmp_mess_is_wiped_even_after_an_early_exit():
+    sol = """
+        import os
+        def f(x):
+            for i in range(200):
+                open(f"junk{i}", "w").write("x")
+            open("/tmp/left-behind", "w").write("x")
+            os.mkdir("locked"); open("locked/f", "w").write("x"); os.chmod("locked", 0)
+            os._exit(0)
+    """
+    check = "import os\ndef f(x): return (os.listdir('.'), os.path.exists('/tmp/left-behind'))"
+    with Sandbox(SandboxLimits(timeout_s=1.0, workers=1, isolation="bwrap")) as sb:  # same worker
+        assert run1(sb, sol, "assert f(1) == 1")[0] == "error"
+        outcome, detail = run1(sb, check, "assert f(1) == ([], False)")
+    assert outcome == "passed", detail
+
+
+# ------------------------------------------------------------ after the suite
+def test_zz_nothing_left_and_normal_test_passes(bwrap_sb, none_sb):
+    assert host_processes_with(MARKER) == []
+    for sb in (bwrap_sb, none_sb):
+        rep = sb.run("def add(a, b):\n    return a + b\n", ["assert add(2, 3) == 5"])
+        assert rep.results[0].outcome == "passed"

@@ -1,0 +1,147 @@
+"""Pool behaviour with real worker processes (small, ~2 s): order, per-test timeouts, run_many,
+worker replacement, infra errors. Uses bwrap when usable, else the unisolated fallback."""
+
+import os
+import signal
+import warnings
+
+import pytest
+
+from sparring.sandbox import Sandbox, SandboxLimits, run_tests
+from sparring.sandbox.pool import WorkerError, WorkerProcess
+
+SOL = "def f(x):\n    return x + 1\n"
+
+
+@pytest.fixture(scope="module")
+def sb():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        box = Sandbox(SandboxLimits(timeout_s=0.5, workers=2))
+    yield box
+    box.close()
+
+
+def test_results_in_order_one_per_test(sb):
+    tests = [f"assert f({i}) == {i + 1 if i % 3 else 0}" for i in range(10)]
+    rep = sb.run(SOL, tests)
+    assert [r.test for r in rep.results] == tests
+    assert [r.outcome for r in rep.results] == [
+        "failed" if i % 3 == 0 else "passed" for i in range(10)
+    ]
+    assert rep.passed == 6 and rep.total == 10 and rep.infra_error is None
+
+
+def test_timeout_in_one_test_does_not_affect_others(sb):
+    sol = SOL + "def spin():\n    while True:\n        pass\n"
+    rep = sb.run(sol, ["assert f(1) == 2", "assert spin() == 1", "assert f(2) == 3"])
+    assert [r.outcome for r in rep.results] == ["passed", "timeout", "passed"]
+
+
+def test_invalid_test_is_an_error_not_a_crash(sb):
+    rep = sb.run(SOL, ["assert f(1) == 2", "this is not python", "x = f(1)"])
+    assert [r.outcome for r in rep.results] == ["passed", "error", "error"]
+
+
+def test_solution_syntax_error(sb):
+    rep = sb.run("def f(:\n", ["assert f(1) == 2"])
+    assert rep.results[0].outcome == "error" and "SyntaxError" in rep.results[0].detail
+
+
+def test_run_many_keeps_order(sb):
+    jobs = [
+        (f"def f(x):\n    return x + {k}\n", [f"assert f(0) == {k}", "assert f(0) == -1"])
+        for k in range(6)
+    ]
+    reps = sb.run_many(jobs)
+    assert [r.results[0].outcome for r in reps] == ["passed"] * 6
+    assert [r.results[1].outcome for r in reps] == ["failed"] * 6
+    assert [r.results[0].test for r in reps] == [f"assert f(0) == {k}" for k in range(6)]
+
+
+def test_killed_worker_is_replaced(sb):
+    sb.run(SOL, ["assert f(1) == 2"])
+    idle = []
+    while not sb._idle.empty():
+        idle.append(sb._idle.get())
+    for w in idle:  # kill every idle worker from outside, then hand them back
+        os.killpg(w.proc.pid, signal.SIGKILL)
+        w.proc.wait()
+        sb._idle.put(w)
+    before = sb.replaced
+    rep = sb.run(SOL, ["assert f(1) == 2", "assert f(2) == 3"])
+    assert [r.outcome for r in rep.results] == ["passed", "passed"]
+    assert rep.infra_error is None and sb.replaced > before
+    assert all(w.proc.poll() is None for w in list(sb._idle.queue))
+
+
+def test_worker_that_cannot_start_is_infra_error(monkeypatch):
+    def broken(self, mode, seccomp=True):
+        raise WorkerError("cannot start")
+
+    monkeypatch.setattr(WorkerProcess, "__init__", broken)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        box = Sandbox(SandboxLimits(workers=1))
+    rep = box.run(SOL, ["assert f(1) == 2", "assert f(2) == 3"])
+    assert rep.infra_error and rep.pass_rate is None
+    assert [r.outcome for r in rep.results] == ["infra_error", "infra_error"]
+    box.close()
+
+
+def test_run_tests_convenience():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rep = run_tests(SOL, ["assert f(1) == 2"], SandboxLimits(workers=1))
+    assert rep.pass_rate == 1.0
+
+
+def test_threads_still_work(sb):
+    sol = (
+        "import threading\n"
+        "def f(x):\n"
+        "    out = []\n"
+        "    t = threading.Thread(target=lambda: out.append(x * 2))\n"
+        "    t.start(); t.join()\n"
+        "    return out[0]\n"
+    )
+    assert sb.run(sol, ["assert f(21) == 42"]).results[0].outcome == "passed"
+
+
+def test_validate_tests_end_to_end(sb):
+    from sparring.sandbox import validate_tests
+
+    ref = "def add(a, b):\n    return a + b\n"
+    wrong = "def add(a, b):\n    return a - b\n"
+    always_equal = (
+        "class A:\n    def __eq__(self, o):\n        return True\ndef add(a, b):\n    return A()\n"
+    )
+    tests = [
+        "assert add(1, 2) == 3",
+        "assert add(1,2)==3",  # duplicate
+        "assert add(0, 0) == 0",  # valid, breaks only always_equal
+        "assert add(1, 1) == 3",  # fails the reference
+        "print(1)",  # not an assert
+    ]
+    rep = validate_tests(ref, tests, [wrong, ref, always_equal], sandbox=sb)
+    v = rep.verdicts
+    assert [x.valid for x in v] == [True, False, True, False, False]
+    assert v[0].breaks == [0, 2] and v[2].breaks == [2]
+    assert v[1].duplicate and not v[0].duplicate
+    assert "reference" in v[3].reason and "assert" in v[4].reason
+    assert rep.valid_tests == ["assert add(1, 2) == 3", "assert add(0, 0) == 0"]
+    assert rep.validity == pytest.approx(2 / 5) and rep.discrimination == 1.0
+    assert rep.infra_error is None
+
+
+def test_workers_dying_on_arrival_is_infra_error(monkeypatch):
+    def dead_send(self, obj):
+        raise WorkerError("pipe closed")
+
+    monkeypatch.setattr(WorkerProcess, "send", dead_send)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        box = Sandbox(SandboxLimits(workers=1))
+    rep = box.run(SOL, ["assert f(1) == 2"])
+    box.close()
+    assert rep.infra_error and rep.results[0].outcome == "infra_error"
