@@ -370,12 +370,33 @@ def test_sandbox_pods_are_default_denied(rendered, name, reference_pod):
     ]
     assert deny, "no default-deny (Ingress+Egress, no rules) NetworkPolicy selects sandbox pods"
     assert deny[0]["spec"]["podSelector"] == {"matchLabels": SANDBOX_LABELS}
-    opening = [
+    # Every other policy selecting sandbox pods may only open egress to the launcher's routes.
+    allowed = {"sandbox-launcher-egress", "sandbox-egress-object-store"}
+    opening = {
         p["metadata"]["name"]
         for p in policies
         if p["spec"].get("ingress") or p["spec"].get("egress")
-    ]
-    assert not opening, f"policies opening traffic to/from sandbox pods: {opening}"
+    }
+    assert opening <= allowed, f"unexpected policies opening traffic for sandbox pods: {opening}"
+    for p in policies:
+        assert not p["spec"].get("ingress"), "nothing may reach a sandbox pod"
+
+
+@pytest.mark.parametrize("name", OVERLAYS)
+def test_sandbox_egress_is_only_dns_kfp_and_object_store(rendered, name):
+    launcher = by_name(rendered[name], "NetworkPolicy", "sandbox-launcher-egress")["spec"]
+    ports = sorted(p["port"] for rule in launcher["egress"] for p in rule["ports"])
+    assert ports == [53, 53, 8080, 8887, 8888]
+    store = by_name(rendered[name], "NetworkPolicy", "sandbox-egress-object-store")["spec"]
+    (rule,) = store["egress"]
+    if name == "dev":
+        assert rule["to"] == [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "minio"}}}]
+        assert rule["ports"] == [{"port": 9000, "protocol": "TCP"}]
+    else:
+        (block,) = rule["to"]
+        assert "169.254.0.0/16" in block["ipBlock"]["except"], "metadata service must stay closed"
+        assert "10.0.0.0/8" in block["ipBlock"]["except"]
+        assert rule["ports"] == [{"port": 443, "protocol": "TCP"}]
 
 
 def test_reference_sandbox_pod_holds_no_secret_and_no_token(reference_pod, rendered):
