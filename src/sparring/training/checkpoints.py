@@ -1,0 +1,165 @@
+"""Checkpoints of the plain-Python runner: atomic folders with a completion marker, resume, best.
+
+A checkpoint is a folder `<root>/<phase name>/` holding the state after that phase: the current
+model artifacts of both roles (`answerer/`, `generator/`, hard-linked when possible), the
+adversarial test bank (`bank.jsonl`), and `checkpoint.json` (round, phase, stage, metrics, config
+digest, time, score). It is written into a hidden temp folder, the `COMPLETE` marker is written
+last, then the folder is renamed into place: a folder without the marker (a killed writer) is
+ignored by `list_checkpoints`, `latest` and `best`.
+
+Covers: writing, listing, loading, the latest complete checkpoint, best-checkpoint selection by
+`rewards.checkpoint_score` with the config's selection weights. Does not cover: what the runner
+does with them (training.loop).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sparring import rewards
+from sparring.errors import SparringError
+
+MARKER = "COMPLETE"
+META = "checkpoint.json"
+
+
+class CheckpointError(SparringError):
+    """A checkpoint cannot be used (missing, incomplete, from another config)."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    path: Path
+    meta: dict[str, Any]
+
+    @property
+    def index(self) -> int:
+        return int(self.meta["phase_index"])
+
+    def model(self, role: str) -> str | None:
+        rel = self.meta.get("models", {}).get(role)
+        return str(self.path / rel) if rel else None
+
+    @property
+    def bank(self) -> Path:
+        return self.path / "bank.jsonl"
+
+
+def _link_tree(src: str | Path, dst: Path) -> None:
+    def link(s: str, d: str) -> None:
+        try:
+            os.link(s, d)
+        except OSError:
+            shutil.copy2(s, d)
+
+    shutil.copytree(src, dst, copy_function=link)
+
+
+def write_checkpoint(
+    root: str | Path,
+    name: str,
+    meta: Mapping[str, Any],
+    models: Mapping[str, str | None],
+    bank: str | Path | None,
+) -> Checkpoint:
+    """Write a complete checkpoint atomically. `models`: role -> artifact folder, or a base
+    model name (recorded, not copied), or None."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / name
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
+    try:
+        recorded: dict[str, str | None] = {}
+        bases: dict[str, str] = {}
+        for role, src in models.items():
+            if src and os.path.isdir(src):
+                _link_tree(src, tmp / role)
+                recorded[role] = role
+            else:
+                recorded[role] = None
+                if src:
+                    bases[role] = src
+        if bank and Path(bank).is_file():
+            shutil.copy2(bank, tmp / "bank.jsonl")
+        else:
+            (tmp / "bank.jsonl").write_text("")
+        record = {**meta, "models": recorded, "base_models": bases, "time": time.time()}
+        (tmp / META).write_text(json.dumps(record, indent=1, sort_keys=True))
+        with open(tmp / MARKER, "w") as fh:  # last: its presence means everything is there
+            fh.write(name + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        if final.exists():
+            shutil.rmtree(final)
+        os.rename(tmp, final)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return Checkpoint(final, record)
+
+
+def is_complete(path: str | Path) -> bool:
+    p = Path(path)
+    return (p / MARKER).is_file() and (p / META).is_file()
+
+
+def load_checkpoint(path: str | Path) -> Checkpoint:
+    p = Path(path)
+    if not p.is_dir():
+        raise CheckpointError(f"{path}: no such checkpoint folder")
+    if not is_complete(p):
+        raise CheckpointError(f"{path}: incomplete checkpoint (no {MARKER} marker); pick another")
+    return Checkpoint(p, json.loads((p / META).read_text()))
+
+
+def list_checkpoints(root: str | Path) -> list[Checkpoint]:
+    """Complete checkpoints under `root`, in phase order (incomplete ones are ignored)."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    found = [load_checkpoint(p) for p in root.iterdir() if p.is_dir() and is_complete(p)]
+    return sorted(found, key=lambda c: c.index)
+
+
+def latest(root: str | Path) -> Checkpoint | None:
+    found = list_checkpoints(root)
+    return found[-1] if found else None
+
+
+def score_of(meta: Mapping[str, Any], weights: Mapping[str, float] | None = None) -> float | None:
+    """Checkpoint score from the running answerer reward and test validity in `meta`."""
+    reward = meta.get("answerer_reward")
+    validity = meta.get("test_validity")
+    if reward is None and validity is None:
+        return None
+    return rewards.checkpoint_score(float(reward or 0.0), float(validity or 0.0), weights)
+
+
+def select_best(
+    checkpoints: list[Checkpoint], weights: Mapping[str, float] | None = None
+) -> Checkpoint | None:
+    """The checkpoint with the highest score (ties: the later one); None when none is scored."""
+    best: tuple[float, int] | None = None
+    chosen = None
+    for c in checkpoints:
+        s = score_of(c.meta, weights)
+        if s is None:
+            continue
+        if best is None or (s, c.index) >= best:
+            best, chosen = (s, c.index), c
+    return chosen
+
+
+def selection_weights(cfg: Any) -> dict[str, float]:
+    return {
+        "answerer_reward": cfg.selection.answerer_reward,
+        "test_validity": cfg.selection.test_validity,
+    }

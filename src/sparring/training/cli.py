@@ -1,0 +1,136 @@
+"""`sparring train` (the plain-Python runner) and `sparring phase …` (one phase by hand).
+
+Workdir layout of `sparring phase` (chosen so phases chain by hand):
+  D/data/                    materialize: train/val/eval.jsonl, bank.jsonl, manifest.json
+  D/round-N/answerer/        train-answerer: the model artifact (init: D/round-(N-1)/answerer)
+  D/round-N/generator/       train-generator: model/, tests.jsonl, frozen_solutions.jsonl
+                             (frozen answerer: D/round-N/answerer if present, else round N-1,
+                             else the base model)
+  D/round-N/bank.jsonl       validate: the bank after round N (input: round N-1's, else data's)
+`sparring train` uses its own layout (see sparring.training.loop): D/data, D/rNN-pMM-KIND,
+D/checkpoints, D/phases.log, D/summary.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from sparring.cli_common import add_config_args, config_from_args
+from sparring.errors import SparringError
+
+PHASES = ("materialize", "train-answerer", "train-generator", "validate")
+
+
+def add_commands(sub) -> None:
+    from sparring.commands import add_group
+
+    p = sub.add_parser(
+        "train",
+        help="run every phase locally in plain Python, with checkpoints and resume",
+        description="Run the whole self-play schedule in this process (no Kubeflow). "
+        "Checkpoints after every phase go to WORKDIR/checkpoints; see the layout in "
+        "`sparring.training.loop`.",
+    )
+    add_config_args(p, required=True)
+    p.add_argument("--workdir", required=True, help="output folder of the run")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--resume", action="store_true", help="continue after the latest checkpoint")
+    g.add_argument("--resume-from", metavar="PATH", help="continue after this checkpoint folder")
+    p.add_argument("--dry-run", action="store_true", help="no GRPO updates (same as dry_run: true)")
+    p.set_defaults(func=_train)
+
+    grp = add_group(sub, "phase", "run one phase by hand (debugging); layout in --help")
+    for name in PHASES:
+        q = grp.add_parser(
+            name,
+            help=f"run the {name} phase",
+            description=__doc__,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        add_config_args(q, required=True)
+        q.add_argument("--workdir", required=True, help="folder holding data/ and round-N/")
+        q.add_argument("--round", type=int, default=1, help="round number (1-based)")
+        q.add_argument("--dry-run", action="store_true", help="no model calls, no GRPO update")
+        q.set_defaults(func=_phase, phase=name)
+
+
+def _cfg(args: argparse.Namespace):
+    cfg = config_from_args(args)
+    if getattr(args, "dry_run", False):
+        import dataclasses
+
+        cfg = dataclasses.replace(cfg, dry_run=True)
+    return cfg
+
+
+def _train(args: argparse.Namespace) -> int:
+    from sparring.training.loop import run_selfplay
+
+    cfg = _cfg(args)
+    summary = run_selfplay(cfg, args.workdir, resume=args.resume, resume_from=args.resume_from)
+    print(f"done: {len(summary['phases'])} phases run in {summary['seconds']:.1f}s")
+    print(f"best checkpoint: {summary['best_checkpoint']} (score {summary['best_score']})")
+    print(f"summary: {Path(args.workdir) / 'summary.json'}")
+    return 0
+
+
+def _existing(path: Path) -> str | None:
+    return str(path) if path.exists() else None
+
+
+def _phase(args: argparse.Namespace) -> int:
+    from sparring import phases
+
+    cfg = _cfg(args)
+    d = Path(args.workdir)
+    n = args.round
+    if n < 1:
+        raise SparringError("--round: rounds are numbered from 1")
+    data = d / "data"
+    if args.phase != "materialize" and not (data / "train.jsonl").is_file():
+        raise SparringError(f"{data}: no datasets; run `sparring phase materialize` first")
+    rd, prev = d / f"round-{n}", d / f"round-{n - 1}"
+    rd.mkdir(parents=True, exist_ok=True)
+    bank_prev = _existing(prev / "bank.jsonl") or str(data / "bank.jsonl")
+    if args.phase == "materialize":
+        metrics = phases.materialize(cfg, str(data))
+    elif args.phase == "train-answerer":
+        bank = _existing(rd / "bank.jsonl") or bank_prev
+        metrics = phases.train_answerer(
+            cfg, n, str(data), bank, _existing(prev / "answerer"), str(rd / "answerer")
+        )
+    elif args.phase == "train-generator":
+        frozen = (
+            _existing(rd / "answerer")
+            or _existing(prev / "answerer")
+            or cfg.model_for("answerer").name
+        )
+        g = rd / "generator"
+        g.mkdir(exist_ok=True)
+        metrics = phases.train_generator(
+            cfg,
+            n,
+            str(data),
+            frozen,
+            _existing(prev / "generator" / "model"),
+            str(g / "model"),
+            str(g / "tests.jsonl"),
+            str(g / "frozen_solutions.jsonl"),
+        )
+    else:
+        g = rd / "generator"
+        if not (g / "tests.jsonl").is_file():
+            raise SparringError(f"{g}/tests.jsonl: missing; run train-generator --round {n}")
+        metrics = phases.validate_tests(
+            cfg,
+            n,
+            str(data),
+            str(g / "tests.jsonl"),
+            str(g / "frozen_solutions.jsonl"),
+            bank_prev,
+            str(rd / "bank.jsonl"),
+        )
+    print(json.dumps(metrics, indent=1, sort_keys=True))
+    return 0

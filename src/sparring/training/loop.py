@@ -1,0 +1,185 @@
+"""The plain-Python runner: every phase of a self-play run in schedule order, with checkpoints.
+
+Workdir layout (`run_selfplay(cfg, workdir)`):
+  data/                      materialize output (train/val/eval.jsonl, bank.jsonl, manifest.json)
+  rNN-pMM-KIND/              outputs of phase MM (round NN): model/, tests.jsonl,
+                             frozen_solutions.jsonl, bank.jsonl, metrics.json
+  checkpoints/rNN-pMM-KIND/  state after that phase (models of both roles, bank, checkpoint.json,
+                             COMPLETE marker written last); incomplete ones are ignored
+  phases.log                 one `start`/`done` line per phase (what ran, for humans and tests)
+  summary.json               metrics of every phase, the best checkpoint, timings
+
+Resume: `resume=True` continues after the latest complete checkpoint; `resume_from=PATH` after a
+given one. The state (current model of each role and the adversarial bank) comes from the
+checkpoint, so finished phases are not repeated and the bank is not lost.
+Does not cover: MLflow or KFP (the pipeline runs the same phase functions as components).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from sparring import phases as ph
+from sparring.config import Config
+from sparring.errors import SparringError
+from sparring.training import checkpoints as ck
+from sparring.training.schedule import Phase, plan_phases
+
+log = logging.getLogger(__name__)
+
+
+def _say(workdir: Path, text: str) -> None:
+    line = f"{time.strftime('%H:%M:%S')} {text}"
+    print(line, flush=True)
+    with open(workdir / "phases.log", "a") as fh:
+        fh.write(line + "\n")
+
+
+def run_phase(cfg: Config, phase: Phase, workdir: Path, state: dict[str, Any]) -> dict[str, float]:
+    """Run one phase, updating `state` (models, bank, running scores); returns its metrics."""
+    data = workdir / "data"
+    out = workdir / phase.name
+    if out.exists():
+        shutil.rmtree(out)  # a killed earlier attempt of this phase
+    out.mkdir(parents=True)
+    if phase.kind == "materialize":
+        metrics = ph.materialize(cfg, str(data), state.get("bank_in"))
+        state["bank"] = str(data / "bank.jsonl")
+    elif phase.kind == "answerer":
+        metrics = ph.train_answerer(
+            cfg,
+            phase.round,
+            str(data),
+            state["bank"],
+            state["answerer"],
+            str(out / "model"),
+            phase="answerer-alt" if phase.alternating else f"answerer-p{phase.index}",
+        )
+        state["answerer"] = str(out / "model")
+        state["answerer_reward"] = metrics.get("reward", state.get("answerer_reward"))
+    elif phase.kind == "generator":
+        frozen = state["answerer"] or cfg.model_for("answerer").name
+        metrics = ph.train_generator(
+            cfg,
+            phase.round,
+            str(data),
+            frozen,
+            state["generator"],
+            str(out / "model"),
+            str(out / "tests.jsonl"),
+            str(out / "frozen_solutions.jsonl"),
+        )
+        state["generator"] = str(out / "model")
+        state["last_generator_out"] = str(out)
+    elif phase.kind == "validate":
+        gen = Path(state["last_generator_out"])
+        metrics = ph.validate_tests(
+            cfg,
+            phase.round,
+            str(data),
+            str(gen / "tests.jsonl"),
+            str(gen / "frozen_solutions.jsonl"),
+            state["bank"],
+            str(out / "bank.jsonl"),
+        )
+        state["bank"] = str(out / "bank.jsonl")
+        state["test_validity"] = metrics["validity"]
+    else:  # pragma: no cover
+        raise SparringError(f"unknown phase kind {phase.kind}")
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=1, sort_keys=True))
+    return metrics
+
+
+def run_selfplay(
+    cfg: Config, workdir: str, resume: bool = False, resume_from: str | None = None
+) -> dict[str, Any]:
+    """Run (or resume) the whole self-play run; returns the summary (also in summary.json)."""
+    root = Path(workdir)
+    root.mkdir(parents=True, exist_ok=True)
+    ck_root = root / "checkpoints"
+    plan = plan_phases(cfg)
+    state: dict[str, Any] = {"answerer": None, "generator": None, "bank": None}
+    history: list[dict[str, Any]] = []
+    start_index = 0
+    start = ck.load_checkpoint(resume_from) if resume_from else None
+    if resume and start is None:
+        start = ck.latest(ck_root)
+        if start is None:
+            _say(root, "resume: no complete checkpoint; starting from the beginning")
+    elif not resume and not resume_from and ck.list_checkpoints(ck_root):
+        raise SparringError(
+            f"{ck_root}: holds checkpoints of an earlier run; pass --resume, or use a new --workdir"
+        )
+    if start is not None:
+        if start.meta.get("config_digest") != cfg.digest():
+            log.warning("checkpoint %s was written with another config digest", start.path)
+        start_index = start.index + 1
+        state = dict(start.meta["state"])
+        state["answerer"] = start.model("answerer")
+        state["generator"] = start.model("generator")
+        if not (root / "data" / "train.jsonl").is_file():
+            raise SparringError(
+                f"{root}/data: no datasets; resume in the --workdir of the checkpoint's run"
+            )
+        # the bank lives in the checkpoint: copy it back so later phases read it
+        bank = root / "data" / f"bank-resumed-{start.index:02d}.jsonl"
+        shutil.copyfile(start.bank, bank)
+        state["bank"] = str(bank)
+        history = list(start.meta.get("history", []))
+        _say(root, f"resume after {start.path.name} (phase {start_index} of {len(plan)})")
+    t0 = time.perf_counter()
+    for phase in plan[start_index:]:
+        _say(root, f"start {phase.name} steps={phase.steps}")
+        t = time.perf_counter()
+        metrics = run_phase(cfg, phase, root, state)
+        seconds = time.perf_counter() - t
+        history.append({**phase.to_dict(), "seconds": seconds, "metrics": metrics})
+        meta = {
+            "phase_index": phase.index,
+            "round": phase.round,
+            "phase": phase.kind,
+            "stage": phase.stages,
+            "metrics": metrics,
+            "config_digest": cfg.digest(),
+            "answerer_reward": state.get("answerer_reward"),
+            "test_validity": state.get("test_validity"),
+            "state": {k: v for k, v in state.items() if k not in ("answerer", "generator")},
+            "history": history,
+        }
+        meta["score"] = ck.score_of(meta, ck.selection_weights(cfg))
+        ck.write_checkpoint(
+            ck_root,
+            phase.name,
+            meta,
+            {"answerer": state["answerer"], "generator": state["generator"]},
+            state.get("bank"),
+        )
+        _say(root, f"done {phase.name} in {seconds:.1f}s " + _brief(metrics))
+    best = ck.select_best(ck.list_checkpoints(ck_root), ck.selection_weights(cfg))
+    summary = {
+        "name": cfg.name,
+        "config_digest": cfg.digest(),
+        "dry_run": cfg.dry_run,
+        "phases": history,
+        "n_phases": len(plan),
+        "seconds": time.perf_counter() - t0,
+        "best_checkpoint": str(best.path) if best else None,
+        "best_score": best.meta.get("score") if best else None,
+        "final": {
+            "answerer": state["answerer"],
+            "generator": state["generator"],
+            "bank": state.get("bank"),
+        },
+    }
+    (root / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True))
+    return summary
+
+
+def _brief(metrics: dict[str, float]) -> str:
+    keys = ("reward", "pass_rate", "validity", "new_tests", "bank_size", "problems_train")
+    return " ".join(f"{k}={metrics[k]:.3g}" for k in keys if k in metrics)

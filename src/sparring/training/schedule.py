@@ -1,0 +1,94 @@
+"""The order of phases (pure): phase schedule, staged step counts, and the reasoning curriculum.
+
+Covers:
+- `plan_phases(cfg)`: every phase of a self-play run in order (materialize, then per round the
+  phases of `cfg.phase_schedule`, each generator phase followed by a validation phase, then
+  `cfg.steps.alternating` extra (answerer 1 step, generator 1 step + validation) pairs), with its
+  GRPO step count and the answerer's reasoning stages;
+- `reasoning_stages(cfg, round)`: with `reasoning.curriculum`, the five-stage curriculum grows by
+  one stage per round (round 1: code only; round 2: informal, code; ... round 5+: informal,
+  structured, pseudocode, constraints, code); without it, `reasoning.stages` as configured.
+
+Does not cover: running phases (training.loop) or what a phase does (sparring.phases).
+No I/O, no heavy imports: unit-tested in milliseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sparring.config import REASONING_STAGES, Config
+
+KINDS = ("materialize", "answerer", "generator", "validate")
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One phase of the run. `index` is its position in the whole run (0 = materialize)."""
+
+    index: int
+    round: int
+    kind: str
+    steps: int = 0
+    stages: list[str] = field(default_factory=list)
+    alternating: bool = False
+
+    @property
+    def name(self) -> str:
+        """Stable folder and checkpoint name, e.g. `r01-p03-generator`."""
+        return f"r{self.round:02d}-p{self.index:02d}-{self.kind}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "name": self.name}
+
+
+def reasoning_stages(cfg: Config, round_index: int) -> list[str]:
+    """The answerer's reasoning stages in a round (1-based); always ends with `code`."""
+    if not cfg.reasoning.curriculum:
+        return list(cfg.reasoning.stages)
+    extra = [s for s in REASONING_STAGES if s != "code"]
+    n = max(0, min(len(extra), round_index - 1))
+    return [*extra[:n], "code"]
+
+
+def round_phases(cfg: Config) -> list[str]:
+    """Kinds of the main phases of one round (validation follows each generator phase)."""
+    if cfg.phase_schedule == "answerer_generator_answerer":
+        order = ["answerer", "generator", "answerer"]
+    else:
+        order = ["generator", "answerer"]
+    out: list[str] = []
+    for kind in order:
+        out.append(kind)
+        if kind == "generator":
+            out.append("validate")
+    return out
+
+
+def plan_phases(cfg: Config) -> list[Phase]:
+    """Every phase of the run, in execution order."""
+    phases = [Phase(0, 0, "materialize")]
+
+    def add(round_index: int, kind: str, steps: int, alternating: bool = False) -> None:
+        stages = reasoning_stages(cfg, round_index) if kind == "answerer" else []
+        phases.append(Phase(len(phases), round_index, kind, steps, stages, alternating))
+
+    for r in range(1, cfg.rounds + 1):
+        for kind in round_phases(cfg):
+            steps = {"answerer": cfg.steps.answerer, "generator": cfg.steps.generator}.get(kind, 0)
+            add(r, kind, steps)
+        for _ in range(cfg.steps.alternating):
+            add(r, "answerer", 1, True)
+            add(r, "generator", 1, True)
+            add(r, "validate", 0, True)
+    return phases
+
+
+def total_steps(phases: list[Phase]) -> dict[str, int]:
+    """GRPO steps per role over the run."""
+    out = {"answerer": 0, "generator": 0}
+    for p in phases:
+        if p.kind in out:
+            out[p.kind] += p.steps
+    return out

@@ -1,0 +1,217 @@
+"""The phase functions and the plain runner on tiny-random with the real sandbox: the frozen
+snapshot stays frozen, the shared topology trains both adapters on one base, dry runs change no
+weights, and a run killed mid-phase resumes without repeating finished phases."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sparring import models, phases
+from sparring.config import load_config
+
+pytestmark = pytest.mark.integration
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+ROOT = Path(__file__).resolve().parents[2]
+SMALL = [
+    "data.max_problems=6",
+    "data.humaneval_limit=2",
+    "steps.problems_per_phase=2",
+    "sandbox.workers=2",
+]
+
+
+def cfg_for(*sets):
+    return load_config(ROOT / "configs/smoke.yaml", [*SMALL, *sets])
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("data")
+    metrics = phases.materialize(cfg_for(), str(out))
+    assert metrics["problems_train"] >= 2 and metrics["problems_eval"] == 2
+    for name in ("train", "val", "eval", "bank"):
+        assert (out / f"{name}.jsonl").is_file()
+    assert json.loads((out / "manifest.json").read_text())["seed"] == 0
+    return out
+
+
+def tree_hash(folder: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(folder.rglob("*")):
+        if p.is_file():
+            h.update(p.name.encode() + p.read_bytes())
+    return h.hexdigest()
+
+
+def test_materialize_is_idempotent(data_dir, tmp_path):
+    phases.materialize(cfg_for(), str(tmp_path))
+    for name in ("train.jsonl", "val.jsonl", "eval.jsonl", "manifest.json"):
+        assert (tmp_path / name).read_text() == (data_dir / name).read_text()
+
+
+def test_frozen_snapshot_stays_frozen(data_dir, tmp_path):
+    from sparring.generation import generate
+    from sparring.problems import read_jsonl
+    from sparring.prompts import answerer_messages
+
+    cfg = cfg_for()
+    frozen = tmp_path / "answerer"
+    m = phases.train_answerer(
+        cfg, 1, str(data_dir), str(data_dir / "bank.jsonl"), None, str(frozen)
+    )
+    assert m["steps"] == 1 and "reward" in m and "trl/loss" in m
+    before = tree_hash(frozen)
+    model, tok = models.load_model(str(frozen), merge=True)
+    problems = read_jsonl(data_dir / "train.jsonl")[:2]
+    msgs = [answerer_messages(p) for p in problems]
+    texts_before = generate(model, tok, msgs, max_new_tokens=8, temperature=0.9, seed=1)
+    g = phases.train_generator(
+        cfg,
+        1,
+        str(data_dir),
+        str(frozen),
+        None,
+        str(tmp_path / "gen"),
+        str(tmp_path / "tests.jsonl"),
+        str(tmp_path / "frozen.jsonl"),
+    )
+    assert g["steps"] == 1 and "validity" in g and g["frozen_sampling_s"] > 0
+    assert tree_hash(frozen) == before  # the snapshot's weights are untouched
+    model2, tok2 = models.load_model(str(frozen), merge=True)
+    assert generate(model2, tok2, msgs, max_new_tokens=8, temperature=0.9, seed=1) == texts_before
+    rows = [json.loads(x) for x in (tmp_path / "frozen.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and all(len(r["solutions"]) == cfg.steps.frozen_samples for r in rows)
+    # same seed, same snapshot: the sampled solutions are reproduced exactly
+    drawn = phases.draw_problems(cfg, read_jsonl(data_dir / "train.jsonl"), 1, "generator")
+    again = phases.sample_frozen_solutions(cfg, model2, tok2, drawn, 1, progress=False)
+    assert again == rows
+    v = phases.validate_tests(
+        cfg,
+        1,
+        str(data_dir),
+        str(tmp_path / "tests.jsonl"),
+        str(tmp_path / "frozen.jsonl"),
+        str(data_dir / "bank.jsonl"),
+        str(tmp_path / "bank.jsonl"),
+    )
+    assert {"validity", "discrimination", "duplicate_rate", "bank_size", "new_tests"} <= set(v)
+
+
+def test_shared_topology_phases(data_dir, tmp_path):
+    models.clear_shared()
+    cfg = cfg_for("topology=shared", "shared_model=tiny-random")
+    phases.train_answerer(
+        cfg, 1, str(data_dir), str(data_dir / "bank.jsonl"), None, str(tmp_path / "a")
+    )
+    phases.train_generator(
+        cfg,
+        1,
+        str(data_dir),
+        str(tmp_path / "a"),
+        None,
+        str(tmp_path / "g"),
+        str(tmp_path / "t.jsonl"),
+        str(tmp_path / "f.jsonl"),
+    )
+    assert len(models._SHARED) == 1  # one base in the process for both roles
+    ((model, _),) = models._SHARED.values()
+    assert {"answerer", "generator"} <= set(model.peft_config)
+    for role in ("a", "g"):
+        meta = models.read_meta(tmp_path / role)
+        assert meta["tuning_mode"] == "lora" and meta["base"] == "tiny-random"
+        assert not (tmp_path / role / "model.safetensors").exists()
+    models.clear_shared()
+
+
+def test_dry_run_writes_summary_and_changes_no_weights(tmp_path):
+    from sparring.training.loop import run_selfplay
+
+    cache = models.tiny_random_dir()
+    before = tree_hash(cache)
+    cfg = cfg_for("dry_run=true", "rounds=2", "steps.alternating=1")
+    start = time.perf_counter()
+    summary = run_selfplay(cfg, str(tmp_path))
+    assert time.perf_counter() - start < 60
+    assert json.loads((tmp_path / "summary.json").read_text())["dry_run"] is True
+    assert len(summary["phases"]) == summary["n_phases"] == 1 + 2 * (3 + 3)
+    final = models.read_meta(summary["final"]["answerer"])
+    assert final["tuning_mode"] == "base" and final["base"] == "tiny-random"
+    assert not list(tmp_path.rglob("*.safetensors"))
+    assert tree_hash(cache) == before
+    gen = [p for p in summary["phases"] if p["kind"] == "generator"]
+    assert all(p["metrics"]["generated_tests"] > 0 for p in gen)  # fallback tests exist
+    assert (tmp_path / "data" / "eval.jsonl").read_text()
+
+
+def _starts(log: str) -> list[str]:
+    return [line.split()[2] for line in log.splitlines() if line.split()[1:2] == ["start"]]
+
+
+def _dones(log: str) -> list[str]:
+    return [line.split()[2] for line in log.splitlines() if line.split()[1:2] == ["done"]]
+
+
+def test_resume_after_sigkill_mid_phase(tmp_path):
+    work = tmp_path / "run"
+    cmd = [
+        sys.executable,
+        "-m",
+        "sparring.cli",
+        "train",
+        "--config",
+        str(ROOT / "configs/smoke.yaml"),
+        "--workdir",
+        str(work),
+        "--set",
+        "rounds=1",
+        *[x for s in SMALL for x in ("--set", s)],
+    ]
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    marker = work / "checkpoints" / "r01-p01-generator" / "COMPLETE"
+    deadline = time.monotonic() + 240
+    try:
+        while not marker.exists():
+            assert proc.poll() is None, "runner exited before the phase-1 checkpoint"
+            assert time.monotonic() < deadline, "no phase-1 checkpoint in time"
+            time.sleep(0.2)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+    first = (work / "phases.log").read_text()
+    finished = set(_dones(first))
+    assert {"r00-p00-materialize", "r01-p01-generator"} <= finished
+    assert "r01-p03-answerer" not in finished  # killed before the end
+    mtimes = {p.name: p.stat().st_mtime for p in (work / "checkpoints").iterdir()}
+    done = subprocess.run([*cmd, "--resume"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    log = (work / "phases.log").read_text()
+    starts = _starts(log)
+    for name in finished:
+        assert starts.count(name) == 1, f"finished phase {name} ran again"
+    assert "r01-p03-answerer" in _dones(log)
+    for name, mtime in mtimes.items():
+        if name in finished:
+            assert (work / "checkpoints" / name).stat().st_mtime == mtime
+    summary = json.loads((work / "summary.json").read_text())
+    assert [p["name"] for p in summary["phases"]] == [
+        "r00-p00-materialize",
+        "r01-p01-generator",
+        "r01-p02-validate",
+        "r01-p03-answerer",
+    ]
+    # the bank travels with the checkpoint
+    assert (work / "checkpoints" / "r01-p03-answerer" / "bank.jsonl").is_file()

@@ -1,0 +1,50 @@
+"""Checkpoint writing, the completion marker, latest and best selection (files only, fast)."""
+
+import json
+
+import pytest
+
+from sparring.training import checkpoints as ck
+
+
+def write(root, name, index, reward=None, validity=None, model_dir=None):
+    meta = {"phase_index": index, "answerer_reward": reward, "test_validity": validity}
+    return ck.write_checkpoint(root, name, meta, {"answerer": model_dir, "generator": None}, None)
+
+
+def test_write_and_load(tmp_path):
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "w.bin").write_bytes(b"123")
+    c = write(tmp_path / "ck", "r01-p01-generator", 1, 0.5, 0.5, str(model))
+    assert (c.path / ck.MARKER).is_file()
+    assert (c.path / "answerer" / "w.bin").read_bytes() == b"123"
+    assert c.model("answerer") == str(c.path / "answerer") and c.model("generator") is None
+    assert c.bank.read_text() == ""
+    loaded = ck.load_checkpoint(c.path)
+    assert loaded.meta["phase_index"] == 1 and "time" in loaded.meta
+    assert not [p for p in (tmp_path / "ck").iterdir() if p.name.startswith(".")]
+
+
+def test_incomplete_checkpoint_is_ignored(tmp_path):
+    root = tmp_path / "ck"
+    write(root, "r00-p00-materialize", 0)
+    broken = root / "r01-p01-generator"
+    broken.mkdir()
+    (broken / "checkpoint.json").write_text(json.dumps({"phase_index": 1}))
+    assert [c.index for c in ck.list_checkpoints(root)] == [0]
+    assert ck.latest(root).index == 0
+    with pytest.raises(ck.CheckpointError, match="incomplete"):
+        ck.load_checkpoint(broken)
+
+
+def test_best_by_checkpoint_score(tmp_path):
+    root = tmp_path / "ck"
+    write(root, "a", 0)
+    write(root, "b", 1, reward=0.9, validity=0.0)  # 0.63
+    write(root, "c", 2, reward=0.5, validity=1.0)  # 0.65
+    best = ck.select_best(ck.list_checkpoints(root))
+    assert best.path.name == "c"
+    only_reward = {"answerer_reward": 1.0, "test_validity": 0.0}
+    assert ck.select_best(ck.list_checkpoints(root), only_reward).path.name == "b"
+    assert ck.select_best([]) is None

@@ -1,0 +1,125 @@
+"""Reward assembly of the code duel from fake RunReports (pure; no sandbox, no model)."""
+
+import pytest
+
+from sparring import duel
+from sparring.sandbox.limits import FAILED, INFRA_ERROR, PASSED, RunReport, TestResult
+
+
+def report(*outcomes, infra=None):
+    return RunReport([TestResult(f"t{i}", o) for i, o in enumerate(outcomes)], infra_error=infra)
+
+
+def test_answerer_rewards_difficulty_and_parse():
+    reports = [report(PASSED, PASSED), report(PASSED, FAILED), None, report(infra="boom")]
+    codes = ["def f(): pass", "def f(): pass", None, "def f(): pass"]
+    out = duel.answerer_rewards_from_reports(codes, reports, ["easy", "hard", "medium", "hard"])
+    assert out == [0.8, 0.6, 0.0, None]
+
+
+class FakeSandbox:
+    """Records what it is asked to run; a solution passes a test when the test's text is in
+    its `passes` set. `calls` counts (solution, test) pairs actually run."""
+
+    def __init__(self, passes, infra=False):
+        self.passes = passes
+        self.infra = infra
+        self.calls = 0
+
+    def run_many(self, jobs):
+        out = []
+        for code, tests in jobs:
+            self.calls += len(tests)
+            if self.infra:
+                out.append(RunReport([TestResult(t, INFRA_ERROR) for t in tests], "down"))
+                continue
+            ok = self.passes.get(code, set())
+            out.append(RunReport([TestResult(t, PASSED if t in ok else FAILED) for t in tests]))
+        return out
+
+
+REF = "def f(x):\n    return x\n"
+BAD = "def f(x):\n    return 0\n"
+
+
+def info():
+    return {"p": duel.ProblemInfo("p", "f", REF, ["assert f(1) == 1"], [BAD, BAD + "#"])}
+
+
+def test_generator_score_hardness_validity_consistency():
+    s = duel.generator_score(
+        ["assert f(2) == 2", "assert f(3) == 4"],
+        "f",
+        reference_passed=[True, False],
+        solutions_passed=[[False, False], [True, False]],
+        earlier_tests=["assert f(1) == 1"],
+    )
+    assert s.validity == 0.5 and s.consistency == 1.0
+    assert s.hardness == pytest.approx(0.25)  # frozen pass rate 0.5 on the valid test
+    assert s.valid_tests == ["assert f(2) == 2"]
+    assert s.reward == pytest.approx(1.0 * 0.25 + 0.2 * 0.5 + 0.1 * 1.0 * 0.5 + 0.1)
+
+
+def test_generator_score_no_tests_and_infra():
+    assert duel.generator_score([], "f", [], [], []).reward == 0.0
+    assert duel.generator_score(["assert f(1) == 1"], "f", [None], [], []).reward is None
+
+
+def test_scorer_caches_results_and_penalises_repeats():
+    passes = {REF: {"assert f(2) == 2", "assert f(0) == 0"}, BAD: {"assert f(0) == 0"}}
+    sb = FakeSandbox(passes)
+    scorer = duel.GeneratorScorer(info(), sb)
+    text = "```python\nassert f(2) == 2\nassert f(0) == 0\n```"
+    first = scorer.score([text, text], ["p", "p"])
+    assert first[0].reward == first[1].reward  # one group's identical completions: alike
+    runs = sb.calls
+    assert runs == 2 * 3  # 2 new tests on the reference and on 2 frozen solutions
+    again = scorer.score([text], ["p"])
+    assert sb.calls == runs  # every (solution, test) came from the cache
+    assert again[0].diversity == 0.0 < first[0].diversity
+    assert scorer.generated["p"] == ["assert f(2) == 2", "assert f(0) == 0"]
+
+
+def test_scorer_infra_error_is_no_signal():
+    scorer = duel.GeneratorScorer(info(), FakeSandbox({}, infra=True))
+    assert scorer.score(["assert f(2) == 2"], ["p"])[0].reward is None
+    assert len(scorer.cache) == 0  # failures are not cached
+
+
+def test_answerer_reward_fn_trl_columns():
+    from sparring.config import from_dict
+
+    sb = FakeSandbox({REF: {"assert f(1) == 1"}})
+    fn = duel.AnswererRewardFn(sb, from_dict({}).rewards)
+    logged = {}
+    comps = [
+        [{"role": "assistant", "content": f"```python\n{REF}```"}],
+        [{"role": "assistant", "content": "no code"}],
+    ]
+    out = fn(
+        prompts=[None, None],
+        completions=comps,
+        tests=[["assert f(1) == 1"]] * 2,
+        difficulty=["hard", "hard"],
+        function_name=["f", "f"],
+        log_metric=lambda k, v: logged.__setitem__(k, v),
+    )
+    assert out == [1.2, 0.0]
+    assert logged["sparring/parse_rate"] == 0.5
+
+
+def test_proposer_goldilocks_gate():
+    good = (
+        '```json\n{"description": "id", "function_signature": "def g(x):", '
+        '"reference_solution": "def g(x):\\n    return x\\n", '
+        '"baseline_tests": ["assert g(1) == 1"]}\n```'
+    )
+    ref = "def g(x):\n    return x\n"
+    sb = FakeSandbox({ref: {"assert g(1) == 1"}})
+
+    def solve(problems):
+        return [[f"```python\n{ref}```", "nothing"] for _ in problems]
+
+    out, valid = duel.proposer_rewards([good, "garbage"], sb, solve, target=0.5)
+    assert out == [1.0, 0.0]  # solver pass rate 0.5 hits the target
+    assert valid[0] and valid[1] is None

@@ -1,0 +1,41 @@
+"""Model helpers that need no weights: device/dtype choice, LoRA config, error messages."""
+
+import os
+
+import pytest
+
+from sparring import models
+from sparring.config import from_dict
+
+
+def test_resolve_device_and_dtype():
+    import torch
+
+    dev = models.resolve_device("auto")
+    assert dev in ("cpu", "cuda", "mps")
+    assert models.resolve_device("cpu") == "cpu"
+    assert models.resolve_dtype("auto", "cpu") is torch.float32
+    assert models.resolve_dtype("bfloat16", "cpu") is torch.bfloat16
+    with pytest.raises(models.ModelError):
+        models.resolve_device("tpu")
+
+
+def test_lora_config_from_cfg():
+    cfg = from_dict({"lora": {"r": 4, "alpha": 8, "target_modules": ["q_proj"]}})
+    lc = models.peft_lora_config(cfg.lora)
+    assert lc.r == 4 and lc.lora_alpha == 8 and set(lc.target_modules) == {"q_proj"}
+
+
+def test_missing_folder_and_offline_hub_id_are_one_line_errors(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(models.ModelError, match="no such folder"):
+        models.load_model(str(tmp_path / "nope"))
+    with pytest.raises(models.ModelError, match="nobody/no-such-model") as exc:
+        models.load_model("nobody/no-such-model")
+    assert "\n" not in str(exc.value)
+
+
+def test_cache_dir_honours_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("SPARRING_CACHE", str(tmp_path))
+    assert models.cache_dir() == tmp_path / "models"
+    assert os.fspath(models.cache_dir()).startswith(str(tmp_path))
