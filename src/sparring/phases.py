@@ -163,7 +163,17 @@ def _save_trained(
         model.sparring_sources[role] = out_model
 
 
+def _check_backend(cfg: Config) -> None:
+    if cfg.backend == "mlx":
+        raise SparringError(
+            "backend: 'mlx' is available as a library (sparring.mlx_backend: load, generate, "
+            "train_grpo, save_adapter) but the pipeline phases train with torch only so far; "
+            "use backend: torch"
+        )
+
+
 def _check_shared_beta(cfg: Config) -> None:
+    _check_backend(cfg)
     if cfg.topology == "shared" and cfg.grpo.beta != 0.0:
         raise SparringError(
             "grpo.beta: the shared topology trains named adapters and needs beta 0 "

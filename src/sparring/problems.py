@@ -249,6 +249,16 @@ def read_jsonl(path: str | Path) -> list[Problem]:
     return parse_problems(Path(path).read_text(), str(path), jsonl=True)
 
 
+def _reference_job(problem: Problem) -> tuple[str, list[str]]:
+    """(solution, tests) to check a reference solution; HumanEval's `check` function is split
+    into single asserts that the sandbox can judge in the parent."""
+    if problem.entry_point:
+        from sparring.evaluation import humaneval_job
+
+        return humaneval_job(problem)
+    return problem.reference_solution, problem.baseline_tests
+
+
 def check_problems(problems: list[Problem], timeout_s: float = 5.0) -> list[tuple[str, str]]:
     """Run every reference solution against its own baseline tests in the sandbox.
 
@@ -258,7 +268,7 @@ def check_problems(problems: list[Problem], timeout_s: float = 5.0) -> list[tupl
     from sparring.sandbox import Sandbox, SandboxLimits
 
     failures: list[tuple[str, str]] = []
-    jobs = [(p.reference_solution, p.baseline_tests) for p in problems]
+    jobs = [_reference_job(p) for p in problems]
     with Sandbox(SandboxLimits(timeout_s=timeout_s)) as sandbox:
         reports = sandbox.run_many(jobs)
     for problem, report in zip(problems, reports, strict=True):

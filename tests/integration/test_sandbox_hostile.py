@@ -234,6 +234,23 @@ def test_patched_builtins_and_modules_do_not_help(any_sb, test):
     assert run1(any_sb, PATCHER, test)[0] != "passed"
 
 
+@pytest.mark.parametrize(
+    "rebind",
+    [
+        "import builtins\nbuiltins.abs = lambda x: 0\nbuiltins.len = lambda x: 3\n",
+        "abs = lambda x: 0\nlen = lambda x: 3\n",
+        "def abs(x):\n    return 0\ndef len(x):\n    return 3\n",
+        "globals()['abs'] = lambda x: 0\nglobals()['len'] = lambda x: 3\n",
+    ],
+    ids=["builtins-module", "global-assign", "global-def", "globals-dict"],
+)
+def test_rebinding_trusted_functions_does_not_change_the_verdict(any_sb, rebind):
+    sol = rebind + "def f(x):\n    return [9]\n"
+    assert run1(any_sb, sol, "assert abs(f(1)[0] - 1) < 1e-6")[0] == "failed"
+    assert run1(any_sb, sol, "assert len(f(1)) == 3")[0] == "failed"
+    assert run1(any_sb, sol, "assert len(f(1)) == 1")[0] == "passed"
+
+
 def test_truthy_object_does_not_pass_bare_assert(any_sb):
     sol = """
         class T:

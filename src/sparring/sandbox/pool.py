@@ -34,7 +34,6 @@ from sparring.sandbox import isolation
 from sparring.sandbox import limits as L
 from sparring.sandbox.limits import RunReport, SandboxLimits, TestResult
 from sparring.sandbox.plan import (
-    SAFE_NAMES,
     DecodeError,
     InvalidTest,
     LeafOutcome,
@@ -294,8 +293,11 @@ class Sandbox:
         """Run all tests of one problem against one solution; one TestResult per test, in order."""
         plans: list[TestPlan | str] = []
         specs: list[LeafSpec] = []
+        # Trusted functions in a test (abs, len, sorted, …) always mean the real builtins, applied
+        # here: a solution that rebinds them (`builtins.abs = …`, `def abs`, `abs = …`) must not
+        # change how its results are judged. Functions under test never share these names.
+        shadowed: frozenset[str] = frozenset()
         defined = solution_names(solution)
-        shadowed = SAFE_NAMES if defined is None else SAFE_NAMES & defined
         for t in tests:
             try:
                 plan = parse_test(t, self.limits.max_test_chars, shadowed)

@@ -1,0 +1,56 @@
+"""Thin KFP components, one per phase; each body imports `sparring` and calls one function of
+`sparring.pipeline_support`.
+
+The plain functions live in this package's modules; `make_components(cfg)` turns them into KFP
+components whose `base_image` comes from the config (trainer image; sandbox image for validation;
+MLX image when `backend: mlx`). Every component is a lightweight Python component with
+`install_kfp_package=False` and no `packages_to_install`: the images ship sparring and kfp, and
+`kfp.local.SubprocessRunner(use_venv=False)` runs the same functions in the current environment.
+Unit tests call `make_components(cfg).<name>.python_func` directly.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from kfp import dsl
+
+from components.evaluate import evaluate
+from components.init_models import init_models
+from components.materialize import materialize
+from components.select_champion import select
+from components.snapshot import snapshot_first, snapshot_next
+from components.train_answerer import train_answerer
+from components.train_generator import train_generator
+from components.validate_tests import validate_tests
+
+FUNCTIONS = {
+    "materialize": materialize,
+    "init_models": init_models,
+    "train_answerer": train_answerer,
+    "train_generator": train_generator,
+    "validate_tests": validate_tests,
+    "snapshot_first": snapshot_first,
+    "snapshot_next": snapshot_next,
+    "evaluate": evaluate,
+    "select": select,
+}
+
+
+def image_for(cfg, name: str) -> str:
+    """The container image of a component under a config."""
+    images = cfg.kubernetes.images
+    if name == "validate_tests":
+        return images.sandbox
+    return images.mlx if cfg.backend == "mlx" else images.trainer
+
+
+def make_components(cfg) -> SimpleNamespace:
+    """KFP components for a config: one attribute per entry of FUNCTIONS."""
+    return SimpleNamespace(
+        **{
+            name: dsl.component(func=func, base_image=image_for(cfg, name),
+                                install_kfp_package=False)
+            for name, func in FUNCTIONS.items()
+        }
+    )  # fmt: skip

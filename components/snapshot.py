@@ -1,0 +1,27 @@
+"""snapshot: append one round's answerer and generated tests (by artifact URI) to the manifest
+that evaluation reads. Two variants because the first round has no previous manifest."""
+
+from kfp.dsl import Artifact, Dataset, Input, Model, Output
+
+
+def snapshot_first(
+    round_index: int,
+    answerer: Input[Model],
+    tests: Input[Dataset],
+    snapshots: Output[Artifact],
+):
+    from sparring import pipeline_support as ps
+
+    ps.add_snapshot(None, round_index, answerer.uri, tests.uri, snapshots.path)
+
+
+def snapshot_next(
+    round_index: int,
+    previous: Input[Artifact],
+    answerer: Input[Model],
+    tests: Input[Dataset],
+    snapshots: Output[Artifact],
+):
+    from sparring import pipeline_support as ps
+
+    ps.add_snapshot(previous.path, round_index, answerer.uri, tests.uri, snapshots.path)

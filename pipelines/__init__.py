@@ -1,0 +1,1 @@
+"""KFP pipelines of Sparring (see selfplay.py)."""

@@ -1,0 +1,262 @@
+"""The self-play DAG: materialize -> init_models -> rounds (unrolled) -> evaluate -> select.
+
+`build_pipeline(cfg)` returns the @dsl.pipeline function for one config; `compile_pipeline(cfg,
+path)` writes deterministic KFP IR YAML (same config -> same bytes).
+
+Within a round (`phase_schedule`):
+- generator_answerer: train generator against the frozen answerer of the previous round (round 1:
+  the initial answerer) -> validate tests (sandbox image) -> train answerer on the updated bank;
+- answerer_generator_answerer: train answerer -> train generator against that frozen answerer ->
+  validate -> train answerer again.
+After each round a tiny `snapshot` task appends the round's answerer and tests (artifact URIs) to a
+manifest; evaluate reads all snapshots from it (a compile-time list of artifacts cannot be passed
+to one task in KFP v2; dsl.Collected only gathers ParallelFor outputs).
+
+Cluster settings (ignored silently by kfp.local): GPU type/count and memory on training tasks,
+CPU/memory elsewhere, retries on idempotent tasks (materialize, validate, snapshot, evaluate),
+S3 and MLflow Secrets as environment on every task except validation, node selectors and
+tolerations, per-task timeouts, non-root security context, and on validation pods the label
+`sparring.io/sandbox: "true"` (the NetworkPolicy selects it) plus the annotation
+`sparring.io/runtime-class` (kfp-kubernetes 2.17 has no RuntimeClass setter; an admission policy
+can map the annotation to runtimeClassName). The service account is a run option (`sparring
+submit`), not part of the IR.
+
+Caching: the seed and every other knob reach each task through the config YAML parameter, so a
+training task's inputs fix its sampling and KFP caching stays on (that is what `sparring run
+--resume` relies on). In the cluster build, materialize and init_models read mutable state (the
+persisted bank, the registered champion, a fresh KFP run id), so their caching is off and every
+run recomputes downstream. The local build (`local=True`) takes the run id as a parameter instead
+of `dsl.PIPELINE_JOB_ID_PLACEHOLDER`, so a resumed local run reproduces the same cache keys.
+"""
+
+# No `from __future__ import annotations`: KFP reads the pipeline signature's real types.
+from pathlib import Path
+
+import yaml
+from kfp import compiler, dsl, kubernetes
+
+from components import make_components
+from sparring.config import Config, to_dict
+
+S3_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL")
+MLFLOW_ENV = ("MLFLOW_TRACKING_URI", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")
+SANDBOX_LABEL = ("sparring.io/sandbox", "true")
+RUNTIME_CLASS_ANNOTATION = "sparring.io/runtime-class"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+RUN_AS = 1000  # the uid/gid of the sparring user in all three images
+
+
+def config_line(cfg: Config) -> str:
+    """The resolved config as one-line (flow-style) YAML: the `config_yaml` parameter default.
+
+    One line because the compiler copies defaults into the IR's header comment verbatim, and a
+    multi-line default breaks out of the comment and makes the file invalid YAML."""
+    text = yaml.safe_dump(
+        to_dict(cfg), default_flow_style=True, sort_keys=False, width=1_000_000
+    ).strip()
+    assert "\n" not in text
+    return text
+
+
+def pipeline_name(cfg: Config) -> str:
+    return f"sparring-{cfg.name}".lower().replace("_", "-")
+
+
+class _Tasks:
+    """Applies the per-kind Kubernetes settings of one config to tasks."""
+
+    def __init__(self, cfg: Config):
+        self.cfg = cfg
+        self.k8s = cfg.kubernetes
+
+    def _common(self, task, display: str, secrets: bool = True):
+        task.set_display_name(display)
+        kubernetes.set_timeout(task, self.k8s.timeout_s)
+        kubernetes.set_security_context(
+            task, run_as_user=RUN_AS, run_as_group=RUN_AS, run_as_non_root=True
+        )
+        if secrets:
+            s = self.k8s.secrets
+            kubernetes.use_secret_as_env(task, s.s3, {k: k for k in S3_ENV})
+            kubernetes.use_secret_as_env(task, s.mlflow, {k: k for k in MLFLOW_ENV})
+        return task
+
+    @staticmethod
+    def _place(task, node_selector: dict[str, str], tolerations) -> None:
+        for key, value in sorted(node_selector.items()):
+            kubernetes.add_node_selector(task, key, value)
+        for t in tolerations:
+            kubernetes.add_toleration(
+                task,
+                key=t.key or None,
+                operator=t.operator,
+                value=t.value or None,
+                effect=t.effect or None,
+            )
+
+    def light(self, task, display: str, retry: bool = False, cache: bool = True):
+        """Materialize, init, snapshot, evaluate, select: CPU and memory from the config."""
+        self._common(task, display)
+        task.set_cpu_request(self.k8s.cpu).set_cpu_limit(self.k8s.cpu)
+        task.set_memory_request(self.k8s.memory).set_memory_limit(self.k8s.memory)
+        if retry and self.k8s.retries:
+            task.set_retry(self.k8s.retries)
+        if not cache:
+            task.set_caching_options(False)
+        return task
+
+    def training(self, task, display: str):
+        """GRPO phases: GPUs, training memory, the GPU pool's node selector and tolerations."""
+        self._common(task, display)
+        gpu = self.k8s.gpu
+        if gpu.count > 0:
+            task.set_accelerator_type(gpu.resource).set_accelerator_limit(gpu.count)
+            if gpu.accelerator:
+                kubernetes.add_node_selector(task, GPU_PRODUCT_LABEL, gpu.accelerator)
+        task.set_memory_request(self.k8s.train_memory).set_memory_limit(self.k8s.train_memory)
+        self._place(task, self.k8s.node_selector, self.k8s.tolerations)
+        return task
+
+    def sandbox(self, task, display: str):
+        """Validation: sandbox image, no Secrets, sandbox pool, pod label for the NetworkPolicy."""
+        self._common(task, display, secrets=False)
+        task.set_cpu_request(self.k8s.cpu).set_cpu_limit(self.k8s.cpu)
+        task.set_memory_request(self.k8s.memory).set_memory_limit(self.k8s.memory)
+        if self.k8s.retries:
+            task.set_retry(self.k8s.retries)
+        sb = self.k8s.sandbox
+        self._place(task, sb.node_selector, sb.tolerations)
+        kubernetes.add_pod_label(task, *SANDBOX_LABEL)
+        if sb.runtime_class:
+            kubernetes.add_pod_annotation(task, RUNTIME_CLASS_ANNOTATION, sb.runtime_class)
+        return task
+
+
+def build_pipeline(cfg: Config, local: bool = False):
+    """The @dsl.pipeline function of a config (rounds and phase order fixed at compile time).
+
+    local=True: the KFP run id is the `kfp_run_id` parameter (kfp.local, stable across
+    `--resume`); otherwise materialize receives dsl.PIPELINE_JOB_ID_PLACEHOLDER."""
+    c = make_components(cfg)
+    t = _Tasks(cfg)
+    config_text = config_line(cfg)
+    use_champion_default = not cfg.storage.start_fresh
+
+    @dsl.pipeline(
+        name=pipeline_name(cfg),
+        description=(
+            f"Sparring self-play: {cfg.rounds} rounds ({cfg.phase_schedule}), "
+            f"{cfg.tuning_mode} tuning, config digest {cfg.digest()}"
+        ),
+    )
+    def selfplay(
+        config_yaml: str = config_text,
+        parent_run_id: str = "",
+        kfp_run_id: str = "",
+        use_champion: bool = use_champion_default,
+    ):
+        mat = c.materialize(
+            config_yaml=config_yaml,
+            parent_run_id=parent_run_id,
+            kfp_run_id=kfp_run_id if local else dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+        )
+        t.light(mat, "materialize", retry=True, cache=local)
+        run_id = mat.outputs["Output"]
+        data = mat.outputs["data"]
+
+        init = c.init_models(
+            config_yaml=config_yaml, parent_run_id=run_id, use_champion=use_champion
+        )
+        t.light(init, "init models", cache=local)
+
+        answerer = init.outputs["answerer"]
+        generator = init.outputs["generator"]
+        bank = data  # the materialized folder holds bank.jsonl
+        manifest = None
+
+        def train_answerer(r: int, phase: str, label: str):
+            task = c.train_answerer(
+                config_yaml=config_yaml,
+                parent_run_id=run_id,
+                round_index=r,
+                phase=phase,
+                data=data,
+                bank=bank,
+                init_model=answerer,
+            )
+            return t.training(task, f"round {r} · {label}")
+
+        for r in range(1, cfg.rounds + 1):
+            if cfg.phase_schedule == "answerer_generator_answerer":
+                first = train_answerer(r, "answerer", "train answerer")
+                answerer = first.outputs["model"]
+            gen = c.train_generator(
+                config_yaml=config_yaml,
+                parent_run_id=run_id,
+                round_index=r,
+                data=data,
+                frozen_answerer=answerer,
+                init_model=generator,
+            )
+            t.training(gen, f"round {r} · train generator")
+            generator = gen.outputs["model"]
+            tests = gen.outputs["tests"]
+
+            val = c.validate_tests(
+                config_yaml=config_yaml,
+                round_index=r,
+                data=data,
+                tests=tests,
+                frozen_solutions=gen.outputs["frozen_solutions"],
+                bank_in=bank,
+            )
+            t.sandbox(val, f"round {r} · validate tests")
+            bank = val.outputs["bank"]
+
+            last = cfg.phase_schedule == "answerer_generator_answerer"
+            ans = train_answerer(
+                r, "answerer_final" if last else "answerer", "train answerer (final)" if last
+                else "train answerer",
+            )  # fmt: skip
+            answerer = ans.outputs["model"]
+
+            if manifest is None:
+                snap = c.snapshot_first(round_index=r, answerer=answerer, tests=tests)
+            else:
+                snap = c.snapshot_next(
+                    round_index=r, previous=manifest, answerer=answerer, tests=tests
+                )
+            t.light(snap, f"round {r} · snapshot", retry=True)
+            manifest = snap.outputs["snapshots"]
+
+        ev = c.evaluate(
+            config_yaml=config_yaml,
+            parent_run_id=run_id,
+            data=data,
+            snapshots=manifest,
+            bank=bank,
+        )
+        t.light(ev, "evaluate", retry=True)
+
+        sel = c.select(
+            config_yaml=config_yaml,
+            parent_run_id=run_id,
+            report=ev.outputs["report"],
+            snapshots=manifest,
+            bank=bank,
+        )
+        t.light(sel, "select & register")
+
+    return selfplay
+
+
+def compile_pipeline(cfg: Config, path: str | Path) -> Path:
+    """Compile the cluster pipeline of a config to IR YAML; the output is byte-stable."""
+    path = Path(path)
+    if path.suffix != ".yaml":
+        from sparring.errors import SparringError
+
+        raise SparringError(f"{path}: the KFP compiler writes IR only to a .yaml file")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    compiler.Compiler().compile(build_pipeline(cfg), package_path=str(path))
+    return path

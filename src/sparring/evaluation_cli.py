@@ -1,0 +1,232 @@
+"""`sparring eval …` (HumanEval pass@k, snapshot evaluation) and `sparring infer` (the seed's
+inference command line). Heavy imports happen inside the handlers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from sparring.cli_common import add_config_args, config_from_args
+from sparring.commands import add_group
+from sparring.errors import SparringError
+
+
+def add_commands(sub) -> None:
+    ev = add_group(sub, "eval", "evaluate answerers: HumanEval pass@k, snapshots, cross-play")
+    p = ev.add_parser(
+        "humaneval",
+        help="HumanEval pass@k in Sparring's sandbox, from samples or a checkpoint",
+        description="Evaluate official-format samples (--samples) or generate them first with a "
+        "model (--checkpoint), then run every sample against HumanEval's tests in the sandbox.",
+    )
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--samples", metavar="FILE.jsonl", help="samples: task_id, completion")
+    src.add_argument("--checkpoint", metavar="PATH|NAME", help="model to generate samples with")
+    p.add_argument("--limit", type=int, default=None, help="first N tasks (default: all 164)")
+    p.add_argument("--samples-per-task", type=int, default=1, help="completions per task")
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=None,
+        help="sampling temperature (default 0 = greedy; 0.8 with several samples)",
+    )
+    p.add_argument("--top-p", type=float, default=0.95, help="nucleus sampling")
+    p.add_argument("--max-tokens", type=int, default=320, help="new tokens per completion")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
+    p.add_argument("--output", metavar="FILE.jsonl", help="write the generated samples here")
+    p.add_argument("--timeout", type=float, default=None, help="seconds per test (sandbox)")
+    p.add_argument("--json", action="store_true", help="print the full result as JSON")
+    add_config_args(p)
+    p.set_defaults(func=_eval_humaneval)
+
+    p = ev.add_parser("snapshots", help="evaluate answerer snapshots and write a run report")
+    p.add_argument("--data-dir", required=True, help="folder with train/val/eval.jsonl")
+    p.add_argument(
+        "--model",
+        dest="models",
+        action="append",
+        required=True,
+        help="answerer snapshot, round order (repeat; first = base model)",
+    )
+    p.add_argument(
+        "--round-tests",
+        action="append",
+        default=[],
+        help="validated tests JSONL of a round (repeat, round order)",
+    )
+    p.add_argument("--bank", default="", help="adversarial test bank JSONL")
+    p.add_argument("--out", required=True, help="output folder (report.json, report.md, PNGs)")
+    add_config_args(p)
+    p.set_defaults(func=_eval_snapshots)
+
+    p = sub.add_parser(
+        "infer",
+        help="solve problems with a trained answerer (optionally running tests)",
+        description="Generate a solution with a checkpoint for one problem (--problem or "
+        "--problem-file) or many (--batch --problems-file), optionally running tests.",
+    )
+    p.add_argument(
+        "--checkpoint",
+        required=True,
+        help="model folder, built-in name, or models:/NAME@ALIAS (MLflow registry)",
+    )
+    p.add_argument("--problem", help="problem description")
+    p.add_argument("--problem-file", help="file holding the problem description")
+    p.add_argument("--signature", default="", help="function signature, e.g. 'def f(x):'")
+    p.add_argument("--tests", default="", help="tests separated by ';', e.g. 'assert f(1)==2'")
+    p.add_argument("--execute-tests", action="store_true", help="run the tests in the sandbox")
+    p.add_argument("--batch", action="store_true", help="batch mode (with --problems-file)")
+    p.add_argument("--problems-file", help="JSON problems file: bundled format or a list")
+    p.add_argument("--output", metavar="FILE.json", help="write results as JSON")
+    p.add_argument("--no-reasoning", action="store_true", help="show only the code")
+    p.add_argument(
+        "--stages",
+        default="",
+        help="reasoning stages, comma-separated, ending with code "
+        "(default: from the config, direct code)",
+    )
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
+    p.add_argument("--max-tokens", type=int, default=512, help="max new tokens (default 512)")
+    p.add_argument("--temperature", type=float, default=0.7, help="0 = greedy (default 0.7)")
+    p.add_argument("--top-p", type=float, default=0.9, help="nucleus sampling (default 0.9)")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed")
+    p.add_argument(
+        "--tracking-uri",
+        default=None,
+        help="MLflow tracking URI for models:/ checkpoints (default: MLFLOW_TRACKING_URI, "
+        "else tracking.mlflow_uri of the config)",
+    )
+    add_config_args(p)
+    p.set_defaults(func=_infer)
+
+
+def _eval_humaneval(args: argparse.Namespace) -> int:
+    from sparring import evaluation as ev
+    from sparring.problems import load_humaneval
+
+    cfg = config_from_args(args)
+    if args.samples_per_task < 1:
+        raise SparringError("--samples-per-task: must be >= 1")
+    if args.limit is not None and args.limit < 0:
+        raise SparringError("--limit: must be >= 0")
+    started = time.perf_counter()
+    problems = load_humaneval()
+    overrides = {"timeout_s": args.timeout} if args.timeout else {}
+    limits = ev.sandbox_limits(cfg, **overrides)
+    if args.samples:
+        samples = ev.read_samples(args.samples)
+        if args.limit:
+            keep = {p.id for p in problems[: args.limit]}
+            samples = [s for s in samples if s["task_id"] in keep]
+    else:
+        targets = problems[: args.limit] if args.limit else problems
+        temperature = args.temperature
+        if temperature is None:
+            temperature = 0.0 if args.samples_per_task == 1 else 0.8
+        samples = ev.humaneval_samples_from_model(
+            args.checkpoint,
+            targets,
+            num_samples=args.samples_per_task,
+            max_new_tokens=args.max_tokens,
+            temperature=temperature,
+            top_p=args.top_p,
+            seed=cfg.seed,
+            device=args.device,
+        )
+        if args.output:
+            Path(args.output).write_text("".join(json.dumps(s) + "\n" for s in samples))
+    generated = time.perf_counter()
+    result = ev.evaluate_humaneval_samples(samples, problems, limits, cfg.data.pass_k)
+    result["seconds"] = {
+        "generation": round(generated - started, 1),
+        "execution": round(time.perf_counter() - generated, 1),
+    }
+    if args.json:
+        json.dump(result, sys.stdout, indent=1)
+        print()
+        return 0
+    for r in result["results"]:
+        print(f"{r['task_id']:16s} {'PASS' if r['passed'] else 'fail'}  {r.get('result', '')[:90]}")
+    metrics = "  ".join(f"{k}={v:.4f}" for k, v in result.items() if k.startswith("pass@"))
+    print(f"{result['tasks']} tasks, {result['samples']} samples: {metrics}")
+    return 0
+
+
+def _eval_snapshots(args: argparse.Namespace) -> int:
+    from sparring.evaluation import evaluate_snapshots
+
+    cfg = config_from_args(args)
+    report = evaluate_snapshots(
+        cfg, args.data_dir, args.models, args.round_tests, args.bank, args.out
+    )
+    sel = report["selection"]
+    print(f"wrote {args.out}/report.json and report.md; selection: {sel['reason']}")
+    return 0
+
+
+def _infer(args: argparse.Namespace) -> int:
+    from sparring import inference as inf
+
+    given = [bool(args.problem), bool(args.problem_file), bool(args.batch or args.problems_file)]
+    if sum(given) == 0:
+        raise SparringError(
+            "no problem given: pass --problem TEXT, --problem-file FILE, or --batch --problems-file"
+        )
+    if sum(given) > 1:
+        raise SparringError(
+            "give one of --problem, --problem-file, or --batch --problems-file (not several)"
+        )
+    if args.batch and not args.problems_file:
+        raise SparringError("--batch needs --problems-file FILE.json")
+    if args.problems_file and not args.batch:
+        raise SparringError("--problems-file needs --batch")
+    tests = inf.split_tests(args.tests)
+    if args.batch:
+        problems = inf.read_problems_file(args.problems_file)
+    else:
+        text = args.problem
+        if args.problem_file:
+            path = Path(args.problem_file)
+            if not path.is_file():
+                raise SparringError(f"{args.problem_file}: no such problem file")
+            text = path.read_text()
+        problems = [inf.make_problem(text, args.signature, tests)]
+    cfg = config_from_args(args)
+    if args.stages:
+        stages = [s.strip() for s in args.stages.split(",") if s.strip()]
+        if not stages or stages[-1] != "code":
+            raise SparringError("--stages: list stages ending with code, e.g. informal,code")
+    else:
+        stages = ["code"] if cfg.reasoning.direct else list(cfg.reasoning.stages)
+    if args.execute_tests and not any(p.baseline_tests for p in problems):
+        raise SparringError("--execute-tests needs tests: pass --tests 'assert f(1) == 2; …'")
+    from sparring.evaluation import sandbox_limits
+
+    records = inf.solve(
+        args.checkpoint,
+        problems,
+        execute_tests=args.execute_tests,
+        device=args.device,
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        stages=stages,
+        seed=args.seed,
+        tracking_uri=args.tracking_uri
+        or os.environ.get("MLFLOW_TRACKING_URI")
+        or cfg.tracking.mlflow_uri,
+        limits=sandbox_limits(cfg),
+    )
+    for i, record in enumerate(records):
+        if i:
+            print("\n" + "-" * 60)
+        print(inf.format_result(record, show_reasoning=not args.no_reasoning))
+    if args.output:
+        payload = records if args.batch else records[0]
+        Path(args.output).write_text(json.dumps(payload, indent=1))
+        print(f"\nwrote {args.output}")
+    return 0

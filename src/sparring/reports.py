@@ -1,0 +1,252 @@
+"""Run reports: PNG plots and a Markdown page from an evaluation report (evaluation.py's dict).
+
+Covers: reward and pass-rate curves per round (`curves.png`), the cross-play heatmap
+(`cross_play.png`), HumanEval pass@1 before (round 0, the base model) and after (the selected
+snapshot, else the last) (`humaneval.png`), `report.md` embedding them with tables of snapshots,
+Elo ratings and reward-hacking signals, and `log_to_mlflow(out_dir)` for the active MLflow run.
+
+Does not cover: computing any metric (sparring.evaluation). Matplotlib runs with the Agg backend;
+a missing value (None) is left out of a curve rather than drawn as 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+CURVES = (
+    ("answerer_reward", "answerer reward (val)"),
+    ("bank_pass_rate", "pass rate on the adversarial bank"),
+    ("humaneval_pass@1", "HumanEval pass@1"),
+    ("test_validity", "generator test validity"),
+)
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def plot_curves(snapshots: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
+    """Reward and pass-rate curves against the round of each snapshot."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for key, label in CURVES:
+        points = [(s.get("round", i), s.get(key)) for i, s in enumerate(snapshots)]
+        points = [(r, v) for r, v in points if v is not None]
+        if points:
+            xs, ys = zip(*points, strict=True)
+            ax.plot(xs, ys, marker="o", label=label)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("round (0 = base model)")
+    ax.set_ylabel("value")
+    ax.set_ylim(-0.02, max(1.05, ax.get_ylim()[1]))
+    ax.set_title("Answerer across rounds")
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return Path(path)
+
+
+def plot_cross_play(
+    matrix: Sequence[Sequence[float | None]],
+    path: str | Path,
+    row_labels: Sequence[str] | None = None,
+    col_labels: Sequence[str] | None = None,
+) -> Path:
+    """Heatmap of the answerer's win rate (pass rate) per answerer snapshot x generator round."""
+    plt = _pyplot()
+    rows = len(matrix)
+    cols = max((len(r) for r in matrix), default=0)
+    data = [
+        [float("nan") if (j >= len(r) or r[j] is None) else float(r[j]) for j in range(cols)]
+        for r in matrix
+    ]
+    fig, ax = plt.subplots(figsize=(max(5.0, 2.0 + 1.1 * cols), 1.6 + 0.6 * max(rows, 1)))
+    if rows and cols:
+        im = ax.imshow(data, vmin=0.0, vmax=1.0, cmap="RdYlGn", aspect="auto")
+        for i in range(rows):
+            for j in range(cols):
+                value = data[i][j]
+                text = "–" if value != value else f"{value:.2f}"
+                ax.text(j, i, text, ha="center", va="center", fontsize=9)
+        fig.colorbar(im, ax=ax, label="answerer pass rate")
+    ax.set_xticks(range(cols), col_labels or [f"gen r{j + 1}" for j in range(cols)])
+    ax.set_yticks(range(rows), row_labels or [f"ans r{i}" for i in range(rows)])
+    ax.set_xlabel("generator (valid tests of the round)")
+    ax.set_ylabel("answerer snapshot")
+    ax.set_title("Cross-play")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return Path(path)
+
+
+def plot_humaneval(
+    before: float | None, after: float | None, path: str | Path, after_label: str = "after"
+) -> Path:
+    """Two bars: HumanEval pass@1 of the base model and of the chosen snapshot."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(4.0, 3.6))
+    labels = ["base (round 0)", after_label]
+    values = [before or 0.0, after or 0.0]
+    bars = ax.bar(labels, values, color=["#999999", "#2a7ab9"])
+    for bar, value in zip(bars, (before, after), strict=True):
+        ax.text(
+            bar.get_x() + bar.get_width() / 2,
+            bar.get_height() + 0.01,
+            _fmt(value),
+            ha="center",
+            va="bottom",
+            fontsize=9,
+        )
+    ax.set_ylim(0, max(0.1, max(values) * 1.25))
+    ax.set_ylabel("pass@1")
+    ax.set_title("HumanEval (held out)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return Path(path)
+
+
+def _all_snapshots(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The baseline (round 0), when the report has one, followed by the snapshots."""
+    baseline = report.get("baseline")
+    return ([baseline] if baseline else []) + list(report.get("snapshots") or [])
+
+
+def _after_index(report: Mapping[str, Any]) -> int | None:
+    snapshots = report.get("snapshots") or []
+    if not snapshots:
+        return None
+    chosen = (report.get("selection") or {}).get("index")
+    return chosen if isinstance(chosen, int) else len(snapshots) - 1
+
+
+def render_markdown(report: Mapping[str, Any], images: Mapping[str, str]) -> str:
+    """The run report as Markdown; `images` maps a title to a PNG file name beside report.md."""
+    snapshots = _all_snapshots(report)
+    lines = ["# Sparring run report", ""]
+    selection = report.get("selection") or {}
+    if selection:
+        index = selection.get("index")
+        verdict = "nothing promoted" if index is None else f"snapshot {index} selected"
+        lines += [f"**Selection:** {verdict}. {selection.get('reason', '')}", ""]
+    for title, name in images.items():
+        lines += [f"## {title}", "", f"![{title}]({name})", ""]
+    if snapshots:
+        lines += [
+            "## Snapshots",
+            "",
+            "| round | model | HumanEval pass@1 | bank pass rate | answerer reward | "
+            "test validity | hacking | promotable |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for s in snapshots:
+            hacking = s.get("hacking") or {}
+            flag = "; ".join(hacking.get("reasons") or []) or ("n/a" if s.get("base") else "none")
+            lines.append(
+                f"| {s.get('round')} | `{s.get('model')}` | {_fmt(s.get('humaneval_pass@1'))} | "
+                f"{_fmt(s.get('bank_pass_rate'))} | {_fmt(s.get('answerer_reward'))} | "
+                f"{_fmt(s.get('test_validity'))} | {flag} | {_fmt(s.get('promotable'))} |"
+            )
+        lines.append("")
+    elo = report.get("elo") or {}
+    if elo.get("answerer") or elo.get("generator"):
+        lines += ["## Elo ratings", "", "| role | snapshot | rating |", "| --- | --- | --- |"]
+        rows = report.get("cross_play_rows") or []
+        cols = report.get("cross_play_columns") or []
+        for i, r in enumerate(elo.get("answerer") or []):
+            lines.append(f"| answerer | {rows[i] if i < len(rows) else i} | {r:.0f} |")
+        for j, r in enumerate(elo.get("generator") or []):
+            lines.append(f"| generator | {cols[j] if j < len(cols) else j + 1} | {r:.0f} |")
+        lines.append("")
+    rounds = report.get("rounds") or []
+    if rounds:
+        lines += [
+            "## Generator rounds",
+            "",
+            "| round | tests | validity | duplicate rate | flat GRPO groups |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for j, r in enumerate(rounds):
+            lines.append(
+                f"| {r.get('round', j + 1)} | {r.get('tests')} | {_fmt(r.get('test_validity'))} | "
+                f"{_fmt(r.get('duplicate_rate'))} | {_fmt(r.get('flat_group_share'))} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_report(report: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
+    """Write the PNG plots and report.md into out_dir; returns the files written."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    snapshots = _all_snapshots(report)
+    images: dict[str, str] = {}
+    written: list[Path] = []
+    if snapshots:
+        written.append(plot_curves(snapshots, out / "curves.png"))
+        images["Reward and pass rate per round"] = "curves.png"
+        after = _after_index(report)
+        after_snap = (report.get("snapshots") or [])[after] if after is not None else {}
+        written.append(
+            plot_humaneval(
+                snapshots[0].get("humaneval_pass@1"),
+                after_snap.get("humaneval_pass@1"),
+                out / "humaneval.png",
+                after_label=f"round {after_snap.get('round', after)}",
+            )
+        )
+        images["HumanEval before and after"] = "humaneval.png"
+    matrix = report.get("cross_play") or []
+    if matrix and any(matrix):
+        written.append(
+            plot_cross_play(
+                matrix,
+                out / "cross_play.png",
+                report.get("cross_play_rows"),
+                report.get("cross_play_columns"),
+            )
+        )
+        images["Cross-play: answerer snapshots against generator rounds"] = "cross_play.png"
+    md = out / "report.md"
+    md.write_text(render_markdown(report, images))
+    written.append(md)
+    return written
+
+
+def log_to_mlflow(out_dir: str | Path, artifact_path: str = "report") -> int:
+    """Log report.md and the PNGs of out_dir as artifacts of the active MLflow run; returns how
+    many files were logged (0 when no run is active)."""
+    import mlflow
+
+    if mlflow.active_run() is None:
+        return 0
+    files = sorted(Path(out_dir).glob("*.png"))
+    md = Path(out_dir) / "report.md"
+    if md.is_file():
+        files.append(md)
+    for f in files:
+        mlflow.log_artifact(str(f), artifact_path=artifact_path)
+    return len(files)

@@ -1,0 +1,77 @@
+"""sparring.tracking against a real MLflow server whose artifacts live in S3 (moto server)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sparring import tracking
+from sparring.config import load_config
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def cfg(mlflow_server, tmp_path):
+    return load_config(
+        "configs/smoke.yaml",
+        ["tracking.experiment=tracking-test", f"selection.registered_model=m-{tmp_path.name}"],
+    )
+
+
+def test_uri_env_wins(monkeypatch, tmp_path):
+    cfg = load_config("configs/smoke.yaml")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert tracking.tracking_uri(cfg) == f"sqlite:///{tmp_path}/mlflow.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://elsewhere:5000")
+    assert tracking.tracking_uri(cfg) == "http://elsewhere:5000"
+    assert tracking.ui_hint(cfg) == "http://elsewhere:5000"
+
+
+def test_parent_child_register_download(cfg, mlflow_server, s3_server, tmp_path):
+    import boto3
+    import mlflow
+
+    parent = tracking.start_parent_run(cfg, "kfp-run-42")
+    with tracking.child_run(cfg, parent, "train-answerer", 1) as child:
+        tracking.log_metrics({"reward": 0.25, "note": "skipped", "flag": True}, step=3)
+    mlflow.set_tracking_uri(mlflow_server)
+    c = mlflow.get_run(child)
+    assert c.info.run_name == "r1-train-answerer"
+    assert c.data.tags["mlflow.parentRunId"] == parent
+    assert (
+        c.data.tags["sparring.round"] == "1" and c.data.tags["sparring.phase"] == "train-answerer"
+    )
+    assert c.data.metrics == {"reward": 0.25}
+    p = mlflow.get_run(parent)
+    assert p.data.tags[tracking.PARENT_TAG] == "kfp-run-42"
+    assert p.data.params["rounds"] == "2"
+    cfg_text = mlflow.artifacts.load_text(f"runs:/{parent}/config.yaml")
+    assert "name: smoke" in cfg_text
+
+    assert not tracking.download_champion(cfg, str(tmp_path / "none"))
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "sparring_model.json").write_text(json.dumps({"base": "tiny-random"}))
+    (model / "adapter.bin").write_bytes(b"\x00" * 100)
+    assert tracking.register_champion(cfg, str(model), parent, 0.8) == "1"
+    assert tracking.register_champion(cfg, str(model), parent, 0.9) == "2"
+    client = mlflow.MlflowClient()
+    v = client.get_model_version_by_alias(cfg.selection.registered_model, "champion")
+    assert v.version == "2" and v.run_id == parent
+
+    out = tmp_path / "downloaded"
+    assert tracking.download_champion(cfg, str(out))
+    assert (out / "adapter.bin").read_bytes() == b"\x00" * 100
+
+    keys = [
+        o["Key"]
+        for o in boto3.client("s3", endpoint_url=s3_server)
+        .list_objects_v2(Bucket="sparring-test", Prefix="mlflow/")
+        .get("Contents", [])
+    ]
+    assert any(k.endswith("champion/adapter.bin") for k in keys), keys
+    tracking.finish_parent_run(cfg, parent)
+    assert mlflow.get_run(parent).info.status == "FINISHED"

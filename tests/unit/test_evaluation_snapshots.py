@@ -1,0 +1,209 @@
+"""evaluate_snapshots end to end with canned completions (no model), the real sandbox, and the
+`sparring eval humaneval --samples` command."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sparring import evaluation as ev
+from sparring.cli import main
+from sparring.config import from_dict
+from sparring.problems import Problem, load_humaneval, write_jsonl
+
+ADD = Problem(
+    id="add",
+    description="Add two numbers.",
+    function_signature="def add(a, b):",
+    baseline_tests=["assert add(1, 2) == 3"],
+    reference_solution="def add(a, b):\n    return a + b\n",
+    difficulty="easy",
+)
+NEG = Problem(
+    id="neg",
+    description="Negate a number.",
+    function_signature="def neg(x):",
+    baseline_tests=["assert neg(1) == -1"],
+    reference_solution="def neg(x):\n    return -x\n",
+)
+
+GOOD = {
+    "add": "```python\ndef add(a, b):\n    return a + b\n```",
+    "neg": "```python\ndef neg(x):\n    return -x\n```",
+}
+HACKY = {
+    "add": "```python\ndef add(a, b):\n    if a == 1:\n        return 3\n    if a == 5:\n"
+    "        return 5\n    return 0\n```",
+    "neg": "```python\ndef neg(x):\n    return -x\n```",
+}
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    he = load_humaneval(limit=2)
+    write_jsonl([ADD], tmp_path / "train.jsonl")
+    write_jsonl([NEG], tmp_path / "val.jsonl")
+    write_jsonl(he, tmp_path / "eval.jsonl")
+    bank = [
+        {"problem_id": "add", "test": "assert add(1, 2) == 3", "round": 1, "breaks": []},
+        {"problem_id": "add", "test": "assert add(5, 0) == 5", "round": 1, "breaks": []},
+        {"problem_id": "add", "test": "assert add(2, 2) == 4", "round": 2, "breaks": []},
+        {"problem_id": "neg", "test": "assert neg(0) == 0", "round": 2, "breaks": []},
+    ]
+    (tmp_path / "bank.jsonl").write_text("".join(json.dumps(r) + "\n" for r in bank))
+    for r in (1, 2):
+        rows = [b for b in bank if b["round"] == r]
+        (tmp_path / f"round{r}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in rows))
+    (tmp_path / "round2.jsonl.metrics.json").write_text(json.dumps({"flat_group_share": 1.0}))
+    return tmp_path
+
+
+@pytest.fixture
+def fake_models(monkeypatch):
+    he = {p.id: p for p in load_humaneval(limit=2)}
+    by_model = {"base": HACKY, "tiny-random": HACKY, "round1": GOOD, "round2": GOOD}
+
+    def fake_generate(model_name, problems, **kwargs):
+        out = []
+        for p in problems:
+            if p.id in he:  # HumanEval: the canonical body for round1, nothing otherwise
+                body = he[p.id].reference_solution[len(he[p.id].prompt) :]
+                out.append([body if model_name == "round1" else "    pass\n"])
+            else:
+                out.append([by_model[model_name][p.id]])
+        return out
+
+    import sparring.models
+
+    monkeypatch.setattr(ev, "generate_solutions", fake_generate)
+    monkeypatch.setattr(sparring.models, "load_model", lambda *a, **k: (None, None))
+
+
+def test_evaluate_snapshots_writes_report(data_dir, fake_models, tmp_path):
+    cfg = from_dict({"data": {"humaneval_limit": 2}})
+    out = tmp_path / "out"
+    report = ev.evaluate_snapshots(
+        cfg,
+        str(data_dir),
+        ["base", "round1", "round2"],
+        [str(data_dir / "round1.jsonl"), str(data_dir / "round2.jsonl")],
+        str(data_dir / "bank.jsonl"),
+        str(out),
+    )
+    base = report["baseline"]
+    r1, r2 = report["snapshots"]
+    assert base["humaneval_pass@1"] == 0.0 and r1["humaneval_pass@1"] == 1.0
+    assert base["bank_pass_rate"] == 0.75 and r1["bank_pass_rate"] == 1.0
+    assert base["special_case_share"] == 0.5  # add() special-cases 1 and 5
+    assert base["answerer_reward"] == 1.0  # neg: medium, all pass
+    assert (r1["round"], r2["round"]) == (1, 2)
+    assert r2["hacking"]["tripped"]  # round 2's GRPO groups were all flat
+    assert r1["promotable"] and not r2["promotable"]
+    assert report["cross_play"] == [[1.0, 0.5], [1.0, 1.0], [1.0, 1.0]]
+    assert report["cross_play_rows"] == ["base", "round 1", "round 2"]
+    assert len(report["elo"]["answerer"]) == 3 and len(report["elo"]["generator"]) == 2
+    assert report["selection"]["index"] == 0
+    saved = json.loads((out / "report.json").read_text())
+    assert saved["snapshots"][0]["model"] == "round1"
+    for name in ("report.md", "curves.png", "humaneval.png", "cross_play.png"):
+        assert (out / name).is_file()
+    index, score, _ = ev.choose_best(cfg, report)
+    assert index == report["selection"]["index"] and score > 0
+
+
+def test_rounds_from_the_bank_when_no_round_files(data_dir, fake_models, tmp_path):
+    cfg = from_dict({"data": {"humaneval_limit": 1}})
+    report = ev.evaluate_snapshots(
+        cfg, str(data_dir), ["base", "round1"], [], str(data_dir / "bank.jsonl"), str(tmp_path)
+    )
+    # as many models as rounds: the config's base model is evaluated as the baseline
+    assert report["baseline"]["model"] == "tiny-random"
+    assert [s["model"] for s in report["snapshots"]] == ["base", "round1"]
+    assert report["cross_play"] == [[1.0, 0.5], [1.0, 0.5], [1.0, 1.0]]
+    assert [r["tests"] for r in report["rounds"]] == [2, 2]
+    assert report["snapshots"][1]["test_validity"] == 1.0
+
+
+def test_raw_generator_tests_are_validated(data_dir, fake_models, tmp_path):
+    raw = data_dir / "generated.jsonl"
+    rows = [
+        {
+            "problem_id": "add",
+            "tests": ["assert add(2, 2) == 4", "assert add(1, 1) == 3"],
+            "round": 1,
+        },
+        {"problem_id": "neg", "tests": [], "round": 1},
+    ]
+    raw.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = from_dict({"data": {"humaneval_limit": 1}})
+    report = ev.evaluate_snapshots(
+        cfg, str(data_dir), ["round1"], [str(raw)], str(data_dir / "bank.jsonl"), str(tmp_path)
+    )
+    assert report["rounds"][0]["test_validity"] == 0.5
+    assert report["snapshots"][0]["test_validity"] == 0.5
+    assert report["cross_play"] == [[0.0], [1.0]]  # only the valid test is a column game
+    assert report["cross_play_games"] == [[1], [1]]
+
+
+def test_eval_humaneval_samples_command(tmp_path, capsys):
+    he = load_humaneval(limit=2)
+    samples = tmp_path / "samples.jsonl"
+    rows = [
+        {"task_id": he[0].id, "completion": he[0].reference_solution[len(he[0].prompt) :]},
+        {"task_id": he[0].id, "completion": "    return None\n"},
+        {"task_id": he[1].id, "completion": "    return []\n"},
+        {"task_id": he[1].id, "completion": he[1].reference_solution[len(he[1].prompt) :]},
+    ]
+    samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code = main(
+        [
+            "eval",
+            "humaneval",
+            "--samples",
+            str(samples),
+            "--json",
+            "--set",
+            "data.eval_samples=2",
+            "--set",
+            "data.pass_k=[1,2]",
+        ]
+    )
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [r["passed"] for r in out["results"]] == [True, False, False, True]
+    assert [r["task_id"] for r in out["results"]] == [r["task_id"] for r in rows]
+    assert out["pass@1"] == 0.5 and out["pass@2"] == 1.0
+
+
+def test_eval_humaneval_bad_samples_is_a_one_liner(tmp_path, capsys):
+    bad = tmp_path / "s.jsonl"
+    bad.write_text('{"task_id": "HumanEval/9999", "completion": ""}\n')
+    assert main(["eval", "humaneval", "--samples", str(bad)]) == 2
+    assert "unknown task_id" in capsys.readouterr().err
+    assert main(["eval", "humaneval", "--samples", str(tmp_path / "nope.jsonl")]) == 2
+
+
+def test_eval_snapshots_command(data_dir, fake_models, tmp_path, capsys):
+    out = tmp_path / "report"
+    argv = [
+        "eval",
+        "snapshots",
+        "--data-dir",
+        str(data_dir),
+        "--model",
+        "base",
+        "--model",
+        "round1",
+        "--round-tests",
+        str(data_dir / "round1.jsonl"),
+        "--bank",
+        str(data_dir / "bank.jsonl"),
+        "--out",
+        str(out),
+        "--set",
+        "data.humaneval_limit=1",
+    ]
+    assert main(argv) == 0
+    assert "selection: snapshot 0 (round 1)" in capsys.readouterr().out
+    assert (out / "report.md").is_file() and (out / "report.json").is_file()

@@ -1,0 +1,202 @@
+"""Structure of the compiled KFP IR for the shipped configs (no server needed)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from pipelines.selfplay import MLFLOW_ENV, S3_ENV, compile_pipeline
+from sparring.config import load_config
+
+TRAINING = ("train-answerer", "train-generator")
+
+
+def _compile(tmp_path, config, overrides=()):
+    cfg = load_config(config, list(overrides))
+    path = compile_pipeline(cfg, tmp_path / "p.yaml")
+    docs = list(yaml.safe_load_all(path.read_text()))
+    assert len(docs) == 2, "IR + platform spec"
+    return cfg, path, docs[0], docs[1]["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+
+
+def _tasks(ir):
+    return ir["root"]["dag"]["tasks"]
+
+
+def _executor(ir, task):
+    comp = ir["components"][task["componentRef"]["name"]]
+    return comp["executorLabel"]
+
+
+def _kind(task_key: str) -> str:
+    return re.sub(r"-\d+$", "", task_key)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    return _compile(tmp_path_factory.mktemp("c"), "configs/cluster-qwen7b.yaml")
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    return _compile(tmp_path_factory.mktemp("s"), "configs/smoke.yaml")
+
+
+def _display_names(ir):
+    return sorted(t["taskInfo"]["name"] for t in _tasks(ir).values())
+
+
+def test_smoke_task_names_per_round(smoke):
+    cfg, _, ir, _ = smoke
+    names = _display_names(ir)
+    assert cfg.rounds == 2 and cfg.phase_schedule == "generator_answerer"
+    for r in (1, 2):
+        for label in ("train generator", "validate tests", "train answerer", "snapshot"):
+            assert f"round {r} · {label}" in names
+    assert {"materialize", "init models", "evaluate", "select & register"} <= set(names)
+    assert len(names) == 4 + 4 * cfg.rounds
+
+
+def test_cluster_schedule_has_three_training_phases_per_round(cluster):
+    cfg, _, ir, _ = cluster
+    kinds = [_kind(k) for k in _tasks(ir)]
+    assert cfg.phase_schedule == "answerer_generator_answerer"
+    assert kinds.count("train-answerer") == 2 * cfg.rounds
+    assert kinds.count("train-generator") == cfg.rounds
+    assert kinds.count("validate-tests") == cfg.rounds
+    names = _display_names(ir)
+    assert f"round {cfg.rounds} · train answerer (final)" in names
+    assert f"round {cfg.rounds + 1} · train answerer" not in names
+
+
+@pytest.mark.parametrize("rounds", [1, 3])
+@pytest.mark.parametrize("schedule", ["generator_answerer", "answerer_generator_answerer"])
+def test_round_count_matches_config(tmp_path, rounds, schedule):
+    _, _, ir, _ = _compile(
+        tmp_path, "configs/smoke.yaml", [f"rounds={rounds}", f"phase_schedule={schedule}"]
+    )
+    kinds = [_kind(k) for k in _tasks(ir)]
+    per_round = 2 if schedule == "answerer_generator_answerer" else 1
+    assert kinds.count("train-generator") == rounds
+    assert kinds.count("validate-tests") == rounds
+    assert kinds.count("train-answerer") == per_round * rounds
+    assert kinds.count("snapshot-first") == 1
+    assert kinds.count("snapshot-next") == rounds - 1
+
+
+def test_images_per_task(cluster):
+    cfg, _, ir, _ = cluster
+    execs = ir["deploymentSpec"]["executors"]
+    for key, task in _tasks(ir).items():
+        image = execs[_executor(ir, task)]["container"]["image"]
+        want = (
+            cfg.kubernetes.images.sandbox
+            if _kind(key) == "validate-tests"
+            else cfg.kubernetes.images.trainer
+        )
+        assert image == want, key
+        cmd = " ".join(execs[_executor(ir, task)]["container"]["command"])
+        assert "pip install" not in cmd, "no packages_to_install, no kfp install"
+
+
+def test_mlx_backend_uses_mlx_image(tmp_path):
+    cfg, _, ir, _ = _compile(tmp_path, "configs/smoke.yaml", ["backend=mlx"])
+    execs = ir["deploymentSpec"]["executors"]
+    images = {execs[_executor(ir, t)]["container"]["image"] for t in _tasks(ir).values()}
+    assert images == {cfg.kubernetes.images.mlx, cfg.kubernetes.images.sandbox}
+
+
+def test_gpu_on_training_tasks_only(cluster):
+    cfg, _, ir, platform = cluster
+    execs = ir["deploymentSpec"]["executors"]
+    for key, task in _tasks(ir).items():
+        res = execs[_executor(ir, task)]["container"].get("resources", {})
+        if _kind(key) in TRAINING:
+            assert res["accelerator"]["resourceType"] == "nvidia.com/gpu"
+            assert res["accelerator"]["resourceCount"] == str(cfg.kubernetes.gpu.count) == "8"
+            assert res["resourceMemoryLimit"] == cfg.kubernetes.train_memory
+            sel = platform[_executor(ir, task)]["nodeSelector"]["labels"]
+            assert sel["nvidia.com/gpu.product"] == cfg.kubernetes.gpu.accelerator
+            assert sel["sparring.io/pool"] == "gpu"
+            tol = platform[_executor(ir, task)]["tolerations"]
+            assert tol == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+        else:
+            assert "accelerator" not in res, key
+            assert res["resourceMemoryLimit"] == cfg.kubernetes.memory
+            assert res["resourceCpuLimit"] == cfg.kubernetes.cpu
+
+
+def test_smoke_has_no_gpu(smoke):
+    _, _, ir, _ = smoke
+    for ex in ir["deploymentSpec"]["executors"].values():
+        assert "accelerator" not in ex["container"].get("resources", {})
+
+
+def test_secrets_on_every_task_except_validation(cluster):
+    cfg, _, ir, platform = cluster
+    for key, task in _tasks(ir).items():
+        spec = platform[_executor(ir, task)]
+        assert spec["activeDeadlineSeconds"] == str(cfg.kubernetes.timeout_s)
+        assert spec["securityContext"]["runAsNonRoot"] is True
+        if _kind(key) == "validate-tests":
+            assert "secretAsEnv" not in spec
+            assert spec["podMetadata"]["labels"] == {"sparring.io/sandbox": "true"}
+            assert spec["podMetadata"]["annotations"]["sparring.io/runtime-class"] == "gvisor"
+            assert spec["nodeSelector"]["labels"] == {"sparring.io/pool": "sandbox"}
+            assert spec["tolerations"][0]["key"] == "sparring.io/sandbox"
+            continue
+        assert "podMetadata" not in spec or "sparring.io/sandbox" not in spec["podMetadata"].get(
+            "labels", {}
+        )
+        secrets = {
+            s["secretName"]: [e["envVar"] for e in s["keyToEnv"]] for s in spec["secretAsEnv"]
+        }
+        assert secrets == {
+            cfg.kubernetes.secrets.s3: list(S3_ENV),
+            cfg.kubernetes.secrets.mlflow: list(MLFLOW_ENV),
+        }, key
+
+
+def test_retries_only_on_idempotent_tasks(cluster):
+    cfg, _, ir, _ = cluster
+    for key, task in _tasks(ir).items():
+        retried = "retryPolicy" in task
+        idempotent = _kind(key) in (
+            "materialize", "validate-tests", "evaluate", "snapshot-first", "snapshot-next"
+        )  # fmt: skip
+        assert retried == idempotent, key
+        if retried:
+            assert task["retryPolicy"]["maxRetryCount"] == cfg.kubernetes.retries
+
+
+def test_cluster_run_id_placeholder_and_caching(cluster, smoke):
+    _, _, ir, _ = cluster
+    mat = _tasks(ir)["materialize"]
+    assert mat["inputs"]["parameters"]["kfp_run_id"]["runtimeValue"]["constant"] == (
+        "{{$.pipeline_job_uuid}}"
+    )
+    assert mat["cachingOptions"] == {}  # caching off: reads the bank and creates the MLflow run
+    assert _tasks(ir)["init-models"]["cachingOptions"] == {}
+    assert _tasks(ir)["train-generator"]["cachingOptions"] == {"enableCache": True}
+
+
+def test_config_is_one_line_default(cluster):
+    cfg, path, ir, _ = cluster
+    default = ir["root"]["inputDefinitions"]["parameters"]["config_yaml"]["defaultValue"]
+    assert "\n" not in default
+    assert yaml.safe_load(default)["rounds"] == cfg.rounds
+    header = path.read_text().split("components:")[0]
+    assert all(line.startswith("#") for line in header.splitlines() if line)
+
+
+def test_same_config_same_bytes(tmp_path):
+    cfg = load_config("configs/cluster-qwen7b.yaml")
+    a = compile_pipeline(cfg, tmp_path / "a.yaml").read_bytes()
+    b = compile_pipeline(cfg, tmp_path / "b.yaml").read_bytes()
+    assert a == b
+    other = compile_pipeline(
+        load_config("configs/cluster-qwen7b.yaml", ["seed=1"]), tmp_path / "c.yaml"
+    )
+    assert other.read_bytes() != a

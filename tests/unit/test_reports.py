@@ -1,0 +1,92 @@
+"""Plots and the Markdown run report (sparring.reports)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sparring import reports
+
+REPORT = {
+    "baseline": {
+        "model": "base",
+        "round": 0,
+        "humaneval_pass@1": 0.05,
+        "bank_pass_rate": 0.2,
+        "answerer_reward": 0.3,
+        "base": True,
+    },
+    "snapshots": [
+        {
+            "model": "r1",
+            "round": 1,
+            "humaneval_pass@1": 0.08,
+            "bank_pass_rate": 0.4,
+            "answerer_reward": 0.4,
+            "test_validity": 0.9,
+            "hacking": {"reasons": []},
+            "promotable": True,
+        },
+        {
+            "model": "r2",
+            "round": 2,
+            "humaneval_pass@1": 0.1,
+            "bank_pass_rate": None,
+            "answerer_reward": 0.5,
+            "test_validity": 0.1,
+            "hacking": {"reasons": ["test validity 0.10 < min_validity 0.20"]},
+            "promotable": False,
+        },
+    ],
+    "rounds": [
+        {"tests": 4, "test_validity": 0.1, "duplicate_rate": 0.25, "flat_group_share": None}
+    ],
+    "cross_play": [[0.5], [0.7], [None]],
+    "cross_play_rows": ["base", "round 1", "round 2"],
+    "cross_play_columns": ["round 1"],
+    "elo": {"answerer": [1010.0, 1000.0, 990.0], "generator": [1000.0]},
+    "selection": {"index": 0, "score": 0.48, "reason": "snapshot 0 (round 1) scores 0.48"},
+}
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def test_write_report_writes_pngs_and_markdown(tmp_path):
+    written = reports.write_report(REPORT, tmp_path)
+    names = {p.name for p in written}
+    assert names == {"curves.png", "humaneval.png", "cross_play.png", "report.md"}
+    for name in ("curves.png", "humaneval.png", "cross_play.png"):
+        assert (tmp_path / name).read_bytes().startswith(PNG)
+    md = (tmp_path / "report.md").read_text()
+    assert "![Cross-play" in md and "(cross_play.png)" in md
+    assert "snapshot 0 selected" in md
+    assert "test validity 0.10 < min_validity 0.20" in md
+    assert "| answerer | round 2 | 990 |" in md and "| `base` |" in md
+    assert "n/a" in md  # a missing value is shown, not drawn as 0
+
+
+def test_empty_report_still_renders(tmp_path):
+    written = reports.write_report({"snapshots": []}, tmp_path)
+    assert [p.name for p in written] == ["report.md"]
+    assert (tmp_path / "report.md").read_text().startswith("# Sparring run report")
+
+
+def test_log_to_mlflow(tmp_path, monkeypatch):
+    """Logs every PNG and report.md into the active run (a stand-in mlflow module: the real
+    client is exercised by the pipeline's integration tests)."""
+    import sys
+    import types
+
+    logged: list[tuple[str, str]] = []
+    fake = types.SimpleNamespace(
+        active_run=lambda: None,
+        log_artifact=lambda path, artifact_path=None: logged.append((path, artifact_path)),
+    )
+    monkeypatch.setitem(sys.modules, "mlflow", fake)
+    out = tmp_path / "out"
+    reports.write_report(REPORT, out)
+    assert reports.log_to_mlflow(out) == 0 and logged == []  # no active run: nothing logged
+    fake.active_run = lambda: object()
+    assert reports.log_to_mlflow(out) == 4
+    names = sorted(Path(path).name for path, _ in logged)
+    assert names == ["cross_play.png", "curves.png", "humaneval.png", "report.md"]
+    assert {where for _, where in logged} == {"report"}
