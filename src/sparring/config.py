@@ -398,6 +398,8 @@ def _check_cross_fields(cfg: Config) -> None:
             )
     if cfg.backend == "mlx" and cfg.tuning_mode != "lora":
         raise ConfigError("backend: 'mlx' supports tuning_mode 'lora' only")
+    if cfg.backend == "mlx" and cfg.topology != "dual":
+        raise ConfigError("backend: 'mlx' supports topology 'dual' only")
     if not cfg.data.train:
         raise ConfigError("data.train: name at least one problem source, e.g. [bundled]")
 

@@ -412,18 +412,18 @@ def generate_solutions(
     loaded: tuple[Any, Any] | None = None,
 ) -> list[list[str]]:
     """Raw completions (num_samples per problem) of a model through prompts.answerer_messages."""
-    from sparring.generation import generate
+    from sparring import backends
     from sparring.prompts import answerer_messages
 
     if not problems:
         return []
+    backend = backends.backend_of(model_name)
     if loaded is None:
-        from sparring.models import load_model
-
-        loaded = load_model(model_name, device=device)
+        loaded = backends.load_for_sampling(backend, model_name, device=device)
     model, tokenizer = loaded
     messages = [answerer_messages(p, list(stages)) for p in problems]
-    return generate(
+    return backends.sample(
+        backend,
         model,
         tokenizer,
         messages,
@@ -799,9 +799,11 @@ def _snapshot_metrics(
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """HumanEval pass@1, bank pass rate, answerer reward and special-case share of one model,
     and its code per problem (one greedy completion each)."""
-    from sparring.models import load_model
+    from sparring import backends
 
-    loaded = load_model(model_name, device=cfg.model_for("answerer").device)
+    loaded = backends.load_for_sampling(
+        backends.backend_of(model_name), model_name, device=cfg.model_for("answerer").device
+    )
     targets = [*eval_problems, *solve.values()]
     completions = generate_solutions(
         model_name,

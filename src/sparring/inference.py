@@ -233,15 +233,16 @@ def solve(
     limits: Any = None,
 ) -> list[dict[str, Any]]:
     """Generate one answer per problem with a checkpoint and (optionally) run its tests."""
-    from sparring.generation import generate
-    from sparring.models import load_model
+    from sparring import backends
     from sparring.prompts import extract_code
 
     if not problems:
         raise InferenceError("no problems to solve")
     source = resolve_checkpoint(checkpoint, tracking_uri)
-    model, tokenizer = load_model(source, device=device)
-    completions = generate(
+    backend = backends.backend_of(source)
+    model, tokenizer = backends.load_for_sampling(backend, source, device=device)
+    completions = backends.sample(
+        backend,
         model,
         tokenizer,
         [_messages(p, stages) for p in problems],

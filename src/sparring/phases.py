@@ -132,6 +132,11 @@ def _load_trainable(cfg: Config, role: str, init_model: str | None):
     from sparring import models
 
     mc = cfg.model_for(role)
+    if cfg.backend == "mlx":  # LoRA layers are added (or kept, from an adapter) by train_mlx
+        from sparring import mlx_backend
+
+        model, tok = mlx_backend.load(init_model or mc.name)
+        return model, tok, None
     if cfg.topology == "shared":
         model, tok = models.shared_peft_model(
             cfg.shared_model, cfg.lora, device=mc.device, dtype=mc.dtype
@@ -155,25 +160,31 @@ def _save_trained(
 ) -> None:
     from sparring import models
 
+    record = {"base": base, "role": role, "topology": cfg.topology, **meta}
+    if cfg.backend == "mlx":
+        from sparring import mlx_backend
+
+        mlx_backend.save_adapter(model, out_model, record, tokenizer=tok)
+        return
     if hasattr(model, "peft_config") and "ref" in model.peft_config:
         model.delete_adapter("ref")  # TRL's frozen reference copy (beta > 0)
-    record = {"base": base, "role": role, "topology": cfg.topology, **meta}
     models.save_model(model, tok, out_model, record)
     if hasattr(model, "sparring_sources"):  # shared base: the adapter now equals the artifact
         model.sparring_sources[role] = out_model
 
 
-def _check_backend(cfg: Config) -> None:
+def _train(cfg, model, tok, dataset, reward_fn, steps: int, tmp: str, seed: int, peft_config):
+    """GRPO on the configured backend; returns (trained model, metrics)."""
     if cfg.backend == "mlx":
-        raise SparringError(
-            "backend: 'mlx' is available as a library (sparring.mlx_backend: load, generate, "
-            "train_grpo, save_adapter) but the pipeline phases train with torch only so far; "
-            "use backend: torch"
-        )
+        from sparring.backends import train_mlx
+
+        return model, train_mlx(cfg, model, tok, dataset.to_list(), reward_fn, steps, seed)
+    from sparring.training.grpo import run_grpo
+
+    return run_grpo(model, tok, dataset, reward_fn, cfg, steps, tmp, seed, peft_config)
 
 
 def _check_shared_beta(cfg: Config) -> None:
-    _check_backend(cfg)
     if cfg.topology == "shared" and cfg.grpo.beta != 0.0:
         raise SparringError(
             "grpo.beta: the shared topology trains named adapters and needs beta 0 "
@@ -301,15 +312,14 @@ def train_answerer(
     _check_shared_beta(cfg)
     from sparring.duel import AnswererRewardFn
     from sparring.sandbox import Sandbox
-    from sparring.training.grpo import run_grpo
 
     model, tok, peft_config = _load_trainable(cfg, "answerer", init_model)
     dataset = answerer_dataset(problems, bank, stages)
     seed = derived_seed(cfg, round_index, phase)
     with Sandbox(sandbox_limits(cfg)) as sb, tempfile.TemporaryDirectory() as tmp:
         reward_fn = AnswererRewardFn(sb, cfg.rewards)
-        model, trl_metrics = run_grpo(
-            model, tok, dataset, reward_fn, cfg, cfg.steps.answerer, tmp, seed, peft_config
+        model, trl_metrics = _train(
+            cfg, model, tok, dataset, reward_fn, cfg.steps.answerer, tmp, seed, peft_config
         )
     metrics.update(trl_metrics)
     metrics.update(_reward_metrics(reward_fn.rewards, reward_fn.history, cfg))
@@ -380,11 +390,12 @@ def sample_frozen_solutions(
     cfg: Config, model: Any, tok: Any, problems: list[Problem], round_index: int, progress=True
 ) -> list[dict[str, Any]]:
     """`steps.frozen_samples` solutions per problem, sampled once ("" when unparseable)."""
-    from sparring.generation import generate
+    from sparring.backends import sample
     from sparring.training.schedule import reasoning_stages
 
     stages = reasoning_stages(cfg, round_index)
-    texts = generate(
+    texts = sample(
+        cfg.backend,
         model,
         tok,
         [prompts.answerer_messages(p, stages) for p in problems],
@@ -393,7 +404,6 @@ def sample_frozen_solutions(
         top_p=cfg.grpo.top_p,
         num_samples=cfg.steps.frozen_samples,
         seed=derived_seed(cfg, round_index, "frozen"),
-        batch_size=8,
         progress=progress,
     )
     return [
@@ -409,6 +419,10 @@ def _load_frozen(cfg: Config, frozen_answerer: str):
     from sparring import models
 
     mc = cfg.model_for("answerer")
+    if cfg.backend == "mlx":
+        from sparring import mlx_backend
+
+        return mlx_backend.load(frozen_answerer)
     if cfg.topology == "shared":
         model, tok = models.shared_peft_model(
             cfg.shared_model, cfg.lora, device=mc.device, dtype=mc.dtype
@@ -453,9 +467,9 @@ def train_generator(
     import time
 
     from sparring import duel
-    from sparring.generation import LAST_STATS, generate
+    from sparring.backends import sample
+    from sparring.generation import LAST_STATS
     from sparring.sandbox import Sandbox
-    from sparring.training.grpo import run_grpo
 
     start = time.perf_counter()
     frozen, ftok = _load_frozen(cfg, frozen_answerer)
@@ -500,12 +514,12 @@ def train_generator(
             scorer = duel.GeneratorScorer(infos, sb, weights, w.duplicate_similarity)
             reward_fn = duel.GeneratorRewardFn(scorer)
             rows = [{"prompt": prompts.generator_messages(p), "problem_id": p.id} for p in problems]
-        model, trl_metrics = run_grpo(
+        model, trl_metrics = _train(
+            cfg,
             model,
             tok,
             Dataset.from_list(rows),
             reward_fn,
-            cfg,
             cfg.steps.generator,
             tmp,
             seed,
@@ -515,7 +529,8 @@ def train_generator(
         metrics.update(_reward_metrics(reward_fn.rewards, reward_fn.history, cfg))
         if cfg.topology == "shared":
             model.set_adapter("generator")
-        final = generate(
+        final = sample(
+            cfg.backend,
             model,
             tok,
             [r["prompt"] for r in rows],
@@ -524,7 +539,6 @@ def train_generator(
             top_p=cfg.grpo.top_p,
             num_samples=1,
             seed=seed,
-            progress=False,
         )
     if proposer:
         out_rows = [
@@ -563,7 +577,7 @@ class _ProposerRewardFn:
         self.proposed: dict[str, list[dict[str, Any]]] = {}
 
     def _solve(self, proposed: list[dict[str, Any]]) -> list[list[str]]:
-        from sparring.generation import generate
+        from sparring.backends import sample
 
         msgs = []
         for i, p in enumerate(proposed):
@@ -578,7 +592,8 @@ class _ProposerRewardFn:
         if self.cfg.topology == "shared":
             self.frozen.set_adapter("answerer")
         try:
-            return generate(
+            return sample(
+                self.cfg.backend,
                 self.frozen,
                 self.ftok,
                 msgs,

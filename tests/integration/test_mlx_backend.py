@@ -112,3 +112,37 @@ def test_load_errors_name_the_fix(tmp_path: Path):
     (tmp_path / "sparring_model.json").write_text('{"base": "tiny-random", "tuning_mode": "lora"}')
     with pytest.raises(mlx_backend.ModelError, match="PEFT"):
         mlx_backend.load(str(tmp_path))
+
+
+def test_phases_run_on_the_mlx_backend(tmp_path):
+    """A generator phase against the frozen base, validation, then an answerer phase, all with
+    backend: mlx; artifacts are MLX adapters that evaluation and inference can sample from."""
+    from sparring import phases
+    from sparring.config import load_config
+    from sparring.evaluation import generate_solutions
+    from sparring.problems import read_jsonl
+
+    root = Path(__file__).resolve().parents[2]
+    cfg = load_config(
+        root / "configs/smoke.yaml",
+        ["backend=mlx", "data.max_problems=6", "data.humaneval_limit=1", "sandbox.workers=2"],
+    )
+    data = tmp_path / "data"
+    phases.materialize(cfg, str(data))
+    gen, tests, frozen = tmp_path / "gen", tmp_path / "tests.jsonl", tmp_path / "frozen.jsonl"
+    metrics = phases.train_generator(cfg, 1, str(data), "", None, str(gen), str(tests), str(frozen))
+    assert metrics["mlx/loss"] == metrics["mlx/loss"]  # a real, finite GRPO step ran
+    assert json.loads((gen / "sparring_model.json").read_text())["backend"] == "mlx"
+    bank = tmp_path / "bank.jsonl"
+    phases.validate_tests(
+        cfg, 1, str(data), str(tests), str(frozen), str(data / "bank.jsonl"), str(bank)
+    )
+    ans = tmp_path / "ans"
+    phases.train_answerer(cfg, 1, str(data), str(bank), None, str(ans))
+    meta = json.loads((ans / "sparring_model.json").read_text())
+    assert (meta["backend"], meta["role"], meta["base"]) == ("mlx", "answerer", "tiny-random")
+    # the next round starts from the adapter, and evaluation samples from it
+    phases.train_answerer(cfg, 2, str(data), str(bank), str(ans), str(tmp_path / "ans2"))
+    problems = read_jsonl(data / "val.jsonl")[:1]
+    (completions,) = generate_solutions(str(tmp_path / "ans2"), problems, max_new_tokens=8)
+    assert len(completions) == 1 and isinstance(completions[0], str)

@@ -39,3 +39,19 @@ def test_cache_dir_honours_env(monkeypatch, tmp_path):
     monkeypatch.setenv("SPARRING_CACHE", str(tmp_path))
     assert models.cache_dir() == tmp_path / "models"
     assert os.fspath(models.cache_dir()).startswith(str(tmp_path))
+
+
+def test_fit_prompts_drops_rows_longer_than_the_limit():
+    from datasets import Dataset
+
+    from sparring.models import load_model
+    from sparring.training.grpo import fit_prompts
+
+    _, tok = load_model("tiny-random")
+    short = [{"role": "user", "content": "add"}]
+    long = [{"role": "user", "content": "word " * 400}]
+    data = Dataset.from_list([{"prompt": short, "id": 1}, {"prompt": long, "id": 2}])
+    kept, dropped = fit_prompts(data, tok, 64)
+    assert dropped == 1 and kept["id"] == [1]
+    kept, dropped = fit_prompts(data, tok, 4096)
+    assert dropped == 0 and len(kept) == 2

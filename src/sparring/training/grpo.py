@@ -11,9 +11,11 @@ Multi-GPU: the phase functions are plain Python, so `accelerate launch --num_pro
 sparring.cli phase train-answerer ...` (or `... train`) runs them data-parallel; TRL/Accelerate
 handle the process group. Not tested here (no GPU).
 
-Notes on TRL 1.16: GRPOConfig has no `max_prompt_length` (prompts are short by construction, so
-`cfg.grpo.max_prompt_length` is not passed); reward functions may return None, which TRL turns
-into NaN and drops with nansum/nanmean, so a sandbox failure is "no signal", not 0.
+Notes on TRL 1.16: GRPOConfig has no `max_prompt_length`, so `fit_prompts` enforces
+`cfg.grpo.max_prompt_length` itself by dropping rows whose rendered prompt is longer (cutting a
+problem statement in half would train on a different problem); reward functions may return
+None, which TRL turns into NaN and drops with nansum/nanmean, so a sandbox failure is "no
+signal", not 0.
 Does not cover: rewards (sparring.duel) or which model/adapter is trained (sparring.phases).
 """
 
@@ -26,6 +28,7 @@ import time
 from typing import Any
 
 from sparring.config import Config
+from sparring.errors import SparringError
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +90,18 @@ def _aggregate(history: list[dict[str, Any]]) -> dict[str, float]:
     return {k: sum(v) / len(v) for k, v in sums.items()}
 
 
+def fit_prompts(dataset: Any, tokenizer: Any, max_tokens: int) -> tuple[Any, int]:
+    """Rows whose chat-rendered prompt fits in `max_tokens`, and how many were dropped."""
+    from sparring.generation import render_prompt
+
+    def fits(row: dict[str, Any]) -> bool:
+        text = render_prompt(tokenizer, row["prompt"])
+        return len(tokenizer(text, add_special_tokens=False)["input_ids"]) <= max_tokens
+
+    kept = dataset.filter(fits)
+    return kept, len(dataset) - len(kept)
+
+
 def run_grpo(
     model: Any,
     tokenizer: Any,
@@ -105,6 +120,12 @@ def run_grpo(
     """
     from trl import GRPOTrainer
 
+    dataset, dropped = fit_prompts(dataset, tokenizer, cfg.grpo.max_prompt_length)
+    if len(dataset) == 0:
+        raise SparringError(
+            f"grpo.max_prompt_length: {cfg.grpo.max_prompt_length} tokens is shorter than every "
+            "prompt of this phase; raise it"
+        )
     device = str(next(model.parameters()).device.type)
     args = grpo_args(cfg, output_dir, steps, seed, device)
     trainer = GRPOTrainer(
@@ -125,6 +146,7 @@ def run_grpo(
     metrics.update(
         {
             "steps": float(steps),
+            "prompts_dropped_too_long": float(dropped),
             "step_time_s": elapsed / max(1, steps),
             "tokens_per_s": float(n_tokens) / elapsed if elapsed > 0 else 0.0,
             "peak_memory_mb": peak_memory_mb(),
