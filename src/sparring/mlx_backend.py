@@ -26,13 +26,12 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from sparring.fsutil import atomic_dir
 from sparring.models import META_FILE, ModelError, builtin_dir, read_meta
 
 Messages = list[dict[str, str]]
@@ -521,10 +520,7 @@ def save_adapter(model: Any, out_dir: str, meta: dict[str, Any], tokenizer: Any 
     base = meta.get("base") or getattr(model, "_sparring_base", None)
     if not base:
         raise ModelError("save_adapter needs meta['base'] (the base model name or folder)")
-    out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-    try:
+    with atomic_dir(out_dir) as tmp:
         mx.eval(weights)
         mx.save_safetensors(str(tmp / ADAPTER_FILE), weights)
         (tmp / ADAPTER_CONFIG).write_text(json.dumps(json.loads(config), indent=1))
@@ -536,9 +532,3 @@ def save_adapter(model: Any, out_dir: str, meta: dict[str, Any], tokenizer: Any 
         record = {"role": "", **meta, "backend": "mlx", "base": str(base)}
         record.update(adapter=ADAPTER_FILE, tuning_mode="lora")
         (tmp / META_FILE).write_text(json.dumps(record, indent=1, sort_keys=True))
-        if out.exists():
-            shutil.rmtree(out)
-        os.rename(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)

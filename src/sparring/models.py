@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from sparring.errors import SparringError
+from sparring.fsutil import atomic_dir
 
 log = logging.getLogger(__name__)
 
@@ -350,10 +351,7 @@ def peft_lora_config(lora_cfg: Any):
 def save_model(model: Any, tokenizer: Any, out_dir: str, meta: dict[str, Any]) -> None:
     """Write a model artifact: full weights, or (a PeftModel) only the active adapter, plus the
     tokenizer and `sparring_model.json` {"base", "tuning_mode", "role", **meta}; atomic."""
-    out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-    try:
+    with atomic_dir(out_dir) as tmp:
         is_peft = hasattr(model, "peft_config") and hasattr(model, "active_adapter")
         record = dict(meta)
         if is_peft:
@@ -373,20 +371,11 @@ def save_model(model: Any, tokenizer: Any, out_dir: str, meta: dict[str, Any]) -
         record.setdefault("base", "")
         record.setdefault("role", "")
         (tmp / META_FILE).write_text(json.dumps(record, indent=1, sort_keys=True))
-        if out.exists():
-            shutil.rmtree(out)
-        os.rename(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def copy_model(src: str, out_dir: str, meta: dict[str, Any]) -> None:
     """Copy a model artifact (or wrap a built-in/base name) without loading weights (dry run)."""
-    out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-    try:
+    with atomic_dir(out_dir) as tmp:
         old = read_meta(src) if os.path.isdir(src) else None
         if old is not None:
             shutil.copytree(src, tmp, dirs_exist_ok=True)
@@ -395,9 +384,3 @@ def copy_model(src: str, out_dir: str, meta: dict[str, Any]) -> None:
             # a base name: the artifact is a pointer to it (no weights copied)
             record = {"base": src, "tuning_mode": "base", "role": "", **meta}
         (tmp / META_FILE).write_text(json.dumps(record, indent=1, sort_keys=True))
-        if out.exists():
-            shutil.rmtree(out)
-        os.rename(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)

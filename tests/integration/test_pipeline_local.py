@@ -3,7 +3,7 @@ MLflow server with artifacts in S3 (moto server), then `--resume` served from kf
 
 Two variants: `dry_run` (phases materialize everything but skip GRPO updates: the fast check of
 the DAG wiring, tracking, registry and S3) and the real smoke config (tiny random llama, a few
-GRPO steps per phase; minutes on 2 CPU cores, marked slow).
+GRPO steps per phase; about two minutes on 2 CPU cores). Both run in the default tier.
 """
 
 from __future__ import annotations
@@ -85,6 +85,5 @@ def test_smoke_dry_run_end_to_end(tmp_path, mlflow_server, s3_server):
     _run_and_check(tmp_path, mlflow_server, s3_server, "e2e-dry", ["dry_run=true"])
 
 
-@pytest.mark.slow
 def test_smoke_end_to_end(tmp_path, mlflow_server, s3_server):
     _run_and_check(tmp_path, mlflow_server, s3_server, "e2e-smoke", [])

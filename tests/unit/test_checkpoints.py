@@ -48,3 +48,19 @@ def test_best_by_checkpoint_score(tmp_path):
     only_reward = {"answerer_reward": 1.0, "test_validity": 0.0}
     assert ck.select_best(ck.list_checkpoints(root), only_reward).path.name == "b"
     assert ck.select_best([]) is None
+
+
+def test_atomic_dir_leaves_the_old_folder_when_the_block_fails(tmp_path):
+    from sparring.fsutil import atomic_dir
+
+    out = tmp_path / "model"
+    with atomic_dir(out) as tmp:
+        (tmp / "weights").write_text("v1")
+    try:
+        with atomic_dir(out) as tmp:
+            (tmp / "weights").write_text("half")
+            raise RuntimeError("crash mid-write")
+    except RuntimeError:
+        pass
+    assert (out / "weights").read_text() == "v1"
+    assert [p.name for p in tmp_path.iterdir()] == ["model"], "no temp folder left behind"

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from typing import Any
 
 from sparring import rewards
 from sparring.errors import SparringError
+from sparring.fsutil import atomic_dir
 
 MARKER = "COMPLETE"
 META = "checkpoint.json"
@@ -72,11 +72,8 @@ def write_checkpoint(
 ) -> Checkpoint:
     """Write a complete checkpoint atomically. `models`: role -> artifact folder, or a base
     model name (recorded, not copied), or None."""
-    root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
-    final = root / name
-    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
-    try:
+    final = Path(root) / name
+    with atomic_dir(final) as tmp:
         recorded: dict[str, str | None] = {}
         bases: dict[str, str] = {}
         for role, src in models.items():
@@ -97,12 +94,6 @@ def write_checkpoint(
             fh.write(name + "\n")
             fh.flush()
             os.fsync(fh.fileno())
-        if final.exists():
-            shutil.rmtree(final)
-        os.rename(tmp, final)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return Checkpoint(final, record)
 
 
