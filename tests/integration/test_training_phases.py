@@ -215,3 +215,17 @@ def test_resume_after_sigkill_mid_phase(tmp_path):
     ]
     # the bank travels with the checkpoint
     assert (work / "checkpoints" / "r01-p03-answerer" / "bank.jsonl").is_file()
+
+
+def test_proposer_mode_trains_the_generator_through_grpo(data_dir, tmp_path):
+    """generator_mode: problems: the generator proposes problems, rewarded by goldilocks on the
+    frozen solver's pass rate (a random model proposes nothing valid: reward 0, not an error)."""
+    cfg = cfg_for("generator_mode=problems", "grpo.max_prompt_length=1024")
+    out = tmp_path / "gen"
+    metrics = phases.train_generator(
+        cfg, 1, str(data_dir), "", None, str(out), str(tmp_path / "t.jsonl"), str(tmp_path / "f")
+    )
+    assert metrics["steps"] == 1.0 and metrics["proposal_validity"] == 0.0
+    rows = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert rows and all("proposed" in r for r in rows)
+    assert json.loads((out / "sparring_model.json").read_text())["mode"] == "problems"
