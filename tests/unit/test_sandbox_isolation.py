@@ -37,3 +37,28 @@ def test_seccomp_program_is_well_formed():
     for i, (code, jt, jf, _k) in enumerate(prog):  # jumps stay inside the program
         if code != 0x06 and code != 0x20:
             assert i + 1 + max(jt, jf) < len(prog)
+
+
+def test_python_roots_are_bound_after_the_scratch_tmpfs():
+    """A checkout or venv under /tmp must stay visible inside the sandbox (CI clones there)."""
+    from sparring.sandbox.isolation import _python_roots, bwrap_command
+
+    cmd = bwrap_command()
+    tmpfs = cmd.index("/tmp", cmd.index("--tmpfs"))
+    for root in _python_roots():
+        bind = next(i for i in range(len(cmd) - 2) if cmd[i : i + 3] == ["--ro-bind", root, root])
+        assert bind > tmpfs, root
+
+
+def test_wipe_spares_mount_points_and_clears_the_rest(tmp_path):
+    from sparring.sandbox.worker import _wipe
+
+    venv = tmp_path / "checkout" / ".venv"
+    venv.mkdir(parents=True)
+    (venv / "python").write_text("keep")
+    (tmp_path / "checkout" / "junk").write_text("x")
+    (tmp_path / "junk").write_text("x")
+    mounts = (frozenset({str(venv)}), frozenset({str(tmp_path / "checkout")}))
+    _wipe(str(tmp_path), mounts=mounts)
+    assert (venv / "python").read_text() == "keep"
+    assert sorted(p.name for p in tmp_path.rglob("*")) == [".venv", "checkout", "python"]

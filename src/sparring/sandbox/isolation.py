@@ -88,8 +88,8 @@ def bwrap_command(python: str | None = None, seccomp: bool = True) -> list[str]:
     for f in ("/etc/ld.so.cache", "/etc/localtime", "/etc/nsswitch.conf", "/etc/passwd"):
         if os.path.exists(f):
             cmd += ["--ro-bind", f, f]
-    for root in _python_roots():
-        cmd += ["--ro-bind", root, root]
+    # The scratch tmpfs first: Python roots that live under /tmp (a checkout or venv there) are
+    # then bound on top of it instead of being hidden by it; the worker never wipes mount points.
     cmd += [
         "--proc",
         "/proc",
@@ -103,6 +103,10 @@ def bwrap_command(python: str | None = None, seccomp: bool = True) -> list[str]:
         str(TMPFS_BYTES // 4),
         "--tmpfs",
         "/dev/shm",
+    ]
+    for root in _python_roots():
+        cmd += ["--ro-bind", root, root]
+    cmd += [
         "--ro-bind",
         WORKER_PATH,
         "/sandbox/worker.py",

@@ -308,7 +308,28 @@ def child(w, out_fd, prep, solution, expr, needs_solution, use_seccomp):
 
 
 # ---------------------------------------------------------------- worker
-def _wipe(path, keep=()):
+def mounts_under(base):
+    """(mount points below `base`, their ancestor folders below `base`), from mountinfo: the
+    read-only binds of a venv or checkout that lives under /tmp, which a wipe must not touch."""
+    prefix = base.rstrip("/") + "/"
+    points = set()
+    with contextlib.suppress(OSError), open("/proc/self/mountinfo") as f:
+        for line in f:
+            mp = line.split()[4].replace("\\040", " ")
+            if mp.startswith(prefix):
+                points.add(mp)
+    parents = set()
+    for mp in points:
+        d = os.path.dirname(mp)
+        while d.startswith(prefix):
+            parents.add(d)
+            d = os.path.dirname(d)
+    return frozenset(points), frozenset(parents)
+
+
+def _wipe(path, keep=(), mounts=(frozenset(), frozenset())):
+    points, parents = mounts
+
     def onerror(func, p, exc):
         with contextlib.suppress(OSError):
             os.chmod(os.path.dirname(p) or p, 0o700)
@@ -323,7 +344,11 @@ def _wipe(path, keep=()):
         if name in keep:
             continue
         p = os.path.join(path, name)
-        if os.path.isdir(p) and not os.path.islink(p):
+        if p in points:
+            continue
+        if p in parents:
+            _wipe(p, mounts=mounts)
+        elif os.path.isdir(p) and not os.path.islink(p):
             shutil.rmtree(p, onerror=onerror)
         else:
             with contextlib.suppress(OSError):
@@ -357,6 +382,9 @@ class Worker:
         except (OSError, ValueError):
             self.hi_fd = 256
         self.seccomp = seccomp and seccomp_works()
+        self.mounts = mounts_under(base)
+        self.mount_roots = {os.path.relpath(p, base).split("/")[0] for p in self.mounts[1]}
+        self.mount_roots |= {os.path.relpath(p, base).split("/")[0] for p in self.mounts[0]}
         self._clean()
         self.warm_up()
 
@@ -394,7 +422,8 @@ class Worker:
     def _clean(self):
         work = os.path.join(self.base, "work")
         try:
-            clean = sorted(os.listdir(self.base)) == [".out", "work"] and not os.listdir(work)
+            names = set(os.listdir(self.base)) - self.mount_roots
+            clean = names == {".out", "work"} and not os.listdir(work)
         except OSError:
             clean = False
         if self.base == "/tmp":
@@ -402,7 +431,7 @@ class Worker:
                 if os.listdir("/dev/shm"):
                     _wipe("/dev/shm")
         if not clean:
-            _wipe(self.base, keep=(".out",))
+            _wipe(self.base, keep=(".out",), mounts=self.mounts)
             os.mkdir(work, 0o700)
 
     def finish(self):
