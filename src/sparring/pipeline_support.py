@@ -166,7 +166,11 @@ def evaluate(
     report_file = Path(out_dir) / "report.json"
     if not report_file.exists():
         report_file.write_text(json.dumps(report, indent=1, default=str))
-    return snapshot_metrics(report, entries)
+    from sparring.reports import log_to_mlflow
+
+    metrics = snapshot_metrics(report, entries)
+    metrics["report_files"] = float(log_to_mlflow(out_dir))  # PNGs + report.md, this child run
+    return metrics
 
 
 def snapshot_metrics(report: dict, entries: list[dict]) -> dict[str, float]:

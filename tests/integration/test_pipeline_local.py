@@ -53,6 +53,13 @@ def _run_and_check(tmp_path, mlflow_server, s3_server, name, extra):
             assert children[f"r{r}-{phase}"]["metrics"] > 0, phase
     assert {"r0-materialize", "r0-init-models", "r3-evaluate", "r3-select"} <= set(children)
     assert children["r3-evaluate"]["metrics"] > 0
+    evaluate = mlflow.search_runs(
+        [parent.info.experiment_id],
+        filter_string="attributes.run_name = 'r3-evaluate'",
+        output_format="list",
+    )[-1]
+    logged = {a.path for a in mlflow.MlflowClient().list_artifacts(evaluate.info.run_id, "report")}
+    assert {"report/report.md", "report/curves.png", "report/cross_play.png"} <= logged
 
     select = mlflow.search_runs(
         [parent.info.experiment_id],
