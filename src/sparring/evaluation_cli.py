@@ -127,8 +127,10 @@ def _eval_humaneval(args: argparse.Namespace) -> int:
         temperature = args.temperature
         if temperature is None:
             temperature = 0.0 if args.samples_per_task == 1 else 0.8
+        from sparring.inference import resolve_checkpoint
+
         samples = ev.humaneval_samples_from_model(
-            args.checkpoint,
+            resolve_checkpoint(args.checkpoint),  # also models:/NAME@ALIAS from the registry
             targets,
             num_samples=args.samples_per_task,
             max_new_tokens=args.max_tokens,
