@@ -13,10 +13,17 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def cfg(mlflow_server, tmp_path):
+def cfg(mlflow_server, tmp_path, monkeypatch):
+    # Pin the store for this test: earlier tests in the same process may have pointed the
+    # environment or MLflow's global tracking URI elsewhere.
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
     return load_config(
         "configs/smoke.yaml",
-        ["tracking.experiment=tracking-test", f"selection.registered_model=m-{tmp_path.name}"],
+        [
+            "tracking.experiment=tracking-test",
+            f"tracking.mlflow_uri={mlflow_server}",
+            f"selection.registered_model=m-{tmp_path.name}",
+        ],
     )
 
 
