@@ -451,3 +451,47 @@ class GeneratorRewardFn:
         out = [s.reward for s in scores]
         self.rewards.extend(out)
         return out
+
+
+class CodeDuel:
+    """The code duel as a `sparring.game.Game`: the roles with their prompts, and `play`, which
+    turns answerer completions into scored Rollouts with group-relative advantages per problem.
+
+    The TRL phases use the reward callables above (TRL computes its own advantages); `play` is the
+    same scoring for trainers that consume Rollouts, and what the game abstraction is tested on."""
+
+    def __init__(
+        self,
+        sandbox: Any,
+        difficulty_weights: Mapping[str, float] | None = None,
+        stages: Sequence[str] = ("code",),
+    ) -> None:
+        from sparring.game import Role
+
+        self.sandbox = sandbox
+        self.difficulty_weights = difficulty_weights
+        self.roles = {
+            "answerer": Role("answerer", lambda p: prompts.answerer_messages(p, list(stages))),
+            "generator": Role("generator", prompts.generator_messages),
+        }
+
+    def play(self, problems: Sequence[Any], completions: Sequence[str]) -> list[Any]:
+        """Completion i answers problems[i]; reward = difficulty-aware pass rate on its tests."""
+        from sparring.game import Rollout, group_advantages
+
+        scores, _ = answerer_rewards(
+            completions,
+            [p.baseline_tests for p in problems],
+            [p.difficulty for p in problems],
+            [p.function_name for p in problems],
+            self.sandbox,
+            self.difficulty_weights,
+        )
+        rollouts = [
+            Rollout("answerer", p.id, c, reward=s, components={"pass_rate": s})
+            for p, c, s in zip(problems, completions, scores, strict=True)
+        ]
+        advantages = group_advantages([r.reward for r in rollouts], [r.prompt_id for r in rollouts])
+        for rollout, advantage in zip(rollouts, advantages, strict=True):
+            rollout.info["advantage"] = advantage
+        return rollouts

@@ -123,3 +123,22 @@ def test_proposer_goldilocks_gate():
     out, valid = duel.proposer_rewards([good, "garbage"], sb, solve, target=0.5)
     assert out == [1.0, 0.0]  # solver pass rate 0.5 hits the target
     assert valid[0] and valid[1] is None
+
+
+def test_code_duel_plays_as_a_game_with_the_real_sandbox():
+    from sparring.duel import CodeDuel
+    from sparring.problems import Problem
+    from sparring.sandbox import Sandbox, SandboxLimits
+
+    square = Problem(
+        "sq", "Square x.", "def sq(x):", ["assert sq(2) == 4", "assert sq(3) == 9"], "", "easy"
+    )
+    right = "```python\ndef sq(x):\n    return x * x\n```"
+    half = "```python\ndef sq(x):\n    return 4\n```"
+    with Sandbox(SandboxLimits(workers=1)) as sb:
+        duel = CodeDuel(sb, {"easy": 1.0})
+        assert set(duel.roles) == {"answerer", "generator"}
+        assert "def sq(x):" in duel.roles["answerer"].build_prompt(square)[1]["content"]
+        rollouts = duel.play([square, square, square], [right, half, "no code"])
+    assert [r.reward for r in rollouts] == [1.0, 0.5, 0.0]
+    assert [r.info["advantage"] for r in rollouts] == pytest.approx([1.2247, 0.0, -1.2247], 1e-3)
