@@ -280,19 +280,10 @@ def sandbox_limits(cfg: Any = None, **overrides: Any):
     so their length is not capped."""
     from sparring.sandbox import SandboxLimits
 
-    values: dict[str, Any] = {}
-    if cfg is not None:
-        s = cfg.sandbox
-        values = dict(
-            timeout_s=s.timeout_s,
-            memory_mb=s.memory_mb,
-            max_output_bytes=s.max_output_bytes,
-            workers=s.workers,
-            isolation=s.isolation,
-        )
-    values["max_test_chars"] = 1_000_000
-    values.update(overrides)
-    return SandboxLimits(**values)
+    overrides = {"max_test_chars": 1_000_000, **overrides}
+    if cfg is None:
+        return SandboxLimits(**overrides)
+    return SandboxLimits.from_config(cfg.sandbox, **overrides)
 
 
 def run_jobs(jobs: list[tuple[str, list[str]]], limits: Any = None) -> list[Any]:

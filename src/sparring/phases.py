@@ -59,15 +59,7 @@ def derived_seed(cfg: Config, round_index: int, phase: str) -> int:
 def sandbox_limits(cfg: Config) -> Any:
     from sparring.sandbox import SandboxLimits
 
-    s = cfg.sandbox
-    return SandboxLimits(
-        timeout_s=s.timeout_s,
-        memory_mb=s.memory_mb,
-        max_output_bytes=s.max_output_bytes,
-        max_test_chars=s.max_test_chars,
-        workers=s.workers,
-        isolation=s.isolation,
-    )
+    return SandboxLimits.from_config(cfg.sandbox)
 
 
 def read_lines(path: str | Path | None) -> list[dict[str, Any]]:

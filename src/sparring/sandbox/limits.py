@@ -6,8 +6,10 @@ Does not cover: running anything (see `pool.py`) or deciding pass/fail (see `pla
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 PASSED = "passed"
 FAILED = "failed"
@@ -41,6 +43,11 @@ class SandboxLimits:
             raise ValueError(f"workers must be >= 0, got {self.workers}")
         if self.isolation not in ("auto", "bwrap", "none"):
             raise ValueError(f"isolation must be auto, bwrap or none, got {self.isolation!r}")
+
+    @classmethod
+    def from_config(cls, sandbox_cfg: Any, **overrides: Any) -> SandboxLimits:
+        """Limits from the experiment config's `sandbox` section (same field names)."""
+        return cls(**{**dataclasses.asdict(sandbox_cfg), **overrides})
 
     @property
     def n_workers(self) -> int:
