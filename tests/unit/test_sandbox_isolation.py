@@ -1,7 +1,9 @@
 """The bwrap command line and the seccomp program (pure; no process started)."""
 
 from sparring.sandbox import isolation
-from sparring.sandbox.worker import seccomp_program
+import pytest
+
+from sparring.sandbox.worker import base_program, child_program
 
 
 def test_bwrap_command_isolates():
@@ -21,15 +23,20 @@ def test_bwrap_command_isolates():
     assert "--bind" not in cmd
     assert not any(cmd[i] == "--ro-bind" and cmd[i + 1] == "/" for i in range(len(cmd) - 1))
     assert cmd[-5:] == ["-B", "/sandbox/worker.py", "--pidns", "--base", "/tmp"]
+    assert "-S" in cmd[cmd.index("/sandbox/worker.py") - 3 :]  # no site: see WORKER_PYTHON_FLAGS
+    assert "--as-pid-1" in cmd
 
 
 def test_worker_env_has_no_secrets():
     assert set(isolation.WORKER_ENV) == {"PATH", "LANG"}
 
 
-def test_seccomp_program_is_well_formed():
-    prog = seccomp_program(1234)
+@pytest.mark.parametrize(
+    "prog", [base_program(), child_program(), child_program(1234)], ids=["base", "child", "pid"]
+)
+def test_seccomp_programs_are_well_formed(prog):
     assert len(prog) < 256
+    assert prog[:3] == [(0x20, 0, 0, 4), (0x15, 1, 0, 0xC000003E), (0x06, 0, 0, 0x80000000)]
     assert prog[-1] == (0x06, 0, 0, 0x7FFF0000)  # default allow
     for code, jt, jf, _k in prog:
         assert code in (0x20, 0x15, 0x35, 0x45, 0x06)
@@ -37,6 +44,12 @@ def test_seccomp_program_is_well_formed():
     for i, (code, jt, jf, _k) in enumerate(prog):  # jumps stay inside the program
         if code != 0x06 and code != 0x20:
             assert i + 1 + max(jt, jf) < len(prog)
+
+
+def test_child_filter_guards_signals_only_without_a_pid_namespace():
+    assert len(child_program(1234)) > len(child_program())
+    assert any(k == 1234 for *_, k in child_program(1234))
+    assert not any(k == 62 for *_, k in child_program())  # kill: the worker is init there
 
 
 def test_python_roots_are_bound_after_the_scratch_tmpfs():

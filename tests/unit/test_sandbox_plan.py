@@ -1,5 +1,6 @@
 """Pure parts of the sandbox: test parsing, strict decoding, pass/fail decisions, dedup, limits."""
 
+import json
 import math
 
 import pytest
@@ -198,18 +199,27 @@ PLAIN = st.recursive(
 )
 
 
+def roundtrip(v):
+    return decode_value(json.loads(encode(v)))
+
+
 @settings(max_examples=20, deadline=None)
 @given(PLAIN)
 def test_encode_decode_roundtrip(v):
-    out = decode_value(encode(v))
+    out = roundtrip(v)
     assert out == v and type(out) is type(v)
 
 
 def test_encode_special_floats_and_complex():
-    out = decode_value(encode([math.inf, -0.0, 1 + 2j, {1, 2}]))
+    out = roundtrip([math.inf, -0.0, 1 + 2j, {1, 2}])
     assert out[0] == math.inf and math.copysign(1, out[1]) == -1
     assert out[2] == 1 + 2j and out[3] == {1, 2}
-    assert math.isnan(decode_value(encode(math.nan)))
+    assert math.isnan(roundtrip(math.nan))
+
+
+def test_encode_writes_json_text_for_awkward_strings_and_keys():
+    v = {"q\"uote\\": ["\ud800 lone surrogate", "ünï\n", b"\x00\xff"], True: None, (1, "a"): 2.5}
+    assert roundtrip(v) == v
 
 
 @pytest.mark.parametrize(
