@@ -1,8 +1,8 @@
 """The bwrap command line and the seccomp program (pure; no process started)."""
 
-from sparring.sandbox import isolation
 import pytest
 
+from sparring.sandbox import isolation
 from sparring.sandbox.worker import base_program, child_program
 
 

@@ -218,7 +218,7 @@ def test_encode_special_floats_and_complex():
 
 
 def test_encode_writes_json_text_for_awkward_strings_and_keys():
-    v = {"q\"uote\\": ["\ud800 lone surrogate", "ünï\n", b"\x00\xff"], True: None, (1, "a"): 2.5}
+    v = {'q"uote\\': ["\ud800 lone surrogate", "ünï\n", b"\x00\xff"], True: None, (1, "a"): 2.5}
     assert roundtrip(v) == v
 
 

@@ -366,6 +366,11 @@ def mounts_under(base):
     return frozenset(points), frozenset(parents)
 
 
+def _error_result(detail):
+    """The result a child would have sent for code that raised `detail`, without forking one."""
+    return {"status": "raw", "raw": json.dumps({"e": "error", "d": detail}), "ms": 0.0}
+
+
 def _wipe(path, keep=(), mounts=(frozenset(), frozenset())):
     points, parents = mounts
 
@@ -511,10 +516,10 @@ class Worker:
             try:
                 expr_code = compile(job["expr"], "<test>", "eval", dont_inherit=True)
             except BaseException as e:
-                yield {"status": "raw", "raw": json.dumps({"e": "error", "d": describe(e)}), "ms": 0.0}
+                yield _error_result(describe(e))
                 continue
             if job["sol"] and sol_error is not None:
-                yield {"status": "raw", "raw": json.dumps({"e": "error", "d": sol_error}), "ms": 0.0}
+                yield _error_result(sol_error)
                 continue
             yield self.run_job(sol_code if job["sol"] else None, expr_code, prep, lim)
 
