@@ -1,14 +1,15 @@
 """Throughput of the sandbox pool vs. one fresh `python -c` per test (what naive harnesses do).
 
 Runs the same ~200 tests (40 small problems, 5 asserts each, some failing) both ways in the same
-run, with the same parallelism (one thread per pool worker), and prints tests/s of each plus
-`BENCH sandbox_speedup <ratio> x`. The pool runs with full isolation (bwrap when usable).
-Usage: python benchmarks/bench_sandbox.py [--problems 40] [--isolation auto] [--workers 0]
+run, with the same parallelism (one thread per pool worker), in interleaved rounds, and prints
+tests/s of each plus `BENCH sandbox_speedup <median ratio> x`. The pool runs with full isolation
+(bwrap when usable). Usage: python benchmarks/bench_sandbox.py [--rounds 3] [--isolation auto]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import subprocess
 import sys
 import time
@@ -72,12 +73,31 @@ def baseline_one(solution: str, test: str, timeout: float) -> bool:
     return r.returncode == 0
 
 
+def pool_rate(sb: Sandbox, jobs: list[tuple[str, list[str]]], repeat: int) -> tuple[float, int]:
+    n_tests = sum(len(t) for _, t in jobs)
+    t0 = time.perf_counter()
+    for _ in range(repeat):  # one pass is short: a few tame the noise
+        reports = sb.run_many(jobs)
+    return n_tests * repeat / (time.perf_counter() - t0), sum(r.passed for r in reports)
+
+
+def baseline_rate(jobs: list[tuple[str, list[str]]], threads: int) -> tuple[float, int]:
+    flat = [(s, t) for s, tests in jobs for t in tests]
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=threads) as ex:
+        passed = list(ex.map(lambda st: baseline_one(st[0], st[1], 5.0), flat))
+    return len(flat) / (time.perf_counter() - t0), sum(passed)
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--problems", type=int, default=40)
     ap.add_argument("--isolation", default="auto", choices=["auto", "bwrap", "none"])
     ap.add_argument("--workers", type=int, default=0, help="pool size (0 = cores)")
-    ap.add_argument("--repeat", type=int, default=3, help="pool passes to average (cheap)")
+    ap.add_argument("--repeat", type=int, default=5, help="pool passes per round")
+    ap.add_argument(
+        "--rounds", type=int, default=3, help="pool/baseline rounds, interleaved; median ratio"
+    )
     args = ap.parse_args()
     jobs = make_jobs(args.problems)
     n_tests = sum(len(t) for _, t in jobs)
@@ -85,34 +105,30 @@ def main() -> None:
 
     t0 = time.perf_counter()
     sb = Sandbox(limits)
-    sb.run_many(jobs[: sb.size])  # start the workers
+    sb.run_many(jobs)  # start and warm the workers
     cold = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for _ in range(args.repeat):  # the pool pass is short: average a few to tame the noise
-        reports = sb.run_many(jobs)
-    pool_s = (time.perf_counter() - t0) / args.repeat
-    sb.close()
-    pool_passed = sum(r.passed for r in reports)
-
-    flat = [(s, t) for s, tests in jobs for t in tests]
-    t0 = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=sb.size) as ex:
-        base = list(ex.map(lambda st: baseline_one(st[0], st[1], 5.0), flat))
-    base_s = time.perf_counter() - t0
-    base_passed = sum(base)
-
-    pool_rate, base_rate = n_tests / pool_s, n_tests / base_s
     print(
         f"tests: {n_tests} in {len(jobs)} problems, workers: {sb.size}, isolation: {sb.isolation}"
     )
-    print(
-        f"pool:     {pool_rate:8.1f} tests/s  ({pool_s:.2f} s, {pool_passed} passed, "
-        f"pool start {cold:.2f} s)"
-    )
-    print(f"baseline: {base_rate:8.1f} tests/s  ({base_s:.2f} s, {base_passed} passed)")
-    if pool_passed != base_passed:
-        print(f"WARNING: pass counts differ ({pool_passed} vs {base_passed})")
-    print(f"BENCH sandbox_speedup {pool_rate / base_rate:.1f} x")
+    print(f"pool start + first pass: {cold:.2f} s")
+    # Interleaved rounds: this machine's speed drifts (shared host), and a drift that lands on
+    # one side only would skew a single pool-then-baseline comparison.
+    ratios = []
+    for i in range(args.rounds):
+        pool, pool_passed = pool_rate(sb, jobs, args.repeat)
+        base, base_passed = baseline_rate(jobs, sb.size)
+        ratios.append(pool / base)
+        print(
+            f"round {i + 1}: pool {pool:7.1f} tests/s ({pool_passed} passed), "
+            f"baseline {base:6.1f} tests/s ({base_passed} passed), ratio {pool / base:.1f}"
+        )
+        if pool_passed != base_passed:
+            print(f"WARNING: pass counts differ ({pool_passed} vs {base_passed})")
+    replaced = sb.replaced
+    sb.close()
+    if replaced:
+        print(f"WARNING: {replaced} workers were replaced during the run")
+    print(f"BENCH sandbox_speedup {statistics.median(ratios):.1f} x")
 
 
 if __name__ == "__main__":

@@ -59,6 +59,18 @@ def test_run_many_keeps_order(sb):
     assert [r.results[0].test for r in reps] == [f"assert f(0) == {k}" for k in range(6)]
 
 
+def test_workers_outlive_the_threads_that_started_them():
+    """bwrap --die-with-parent follows the starting *thread*: workers started inside run_many's
+    short-lived threads used to die with them, so every call paid for new workers."""
+    jobs = [(SOL, ["assert f(1) == 2"])] * 4
+    with Sandbox(SandboxLimits(timeout_s=1.0, workers=2)) as box:
+        box.run_many(jobs)  # workers started from the executor's threads, which then exit
+        pids = {w.proc.pid for w in box._all}
+        assert len(pids) == 2
+        assert [r.passed for r in box.run_many(jobs)] == [1] * 4
+        assert {w.proc.pid for w in box._all} == pids and box.replaced == 0
+
+
 def test_killed_worker_is_replaced(sb):
     sb.run(SOL, ["assert f(1) == 2"])
     idle = []

@@ -399,6 +399,9 @@ def _wipe(path, keep=(), mounts=(frozenset(), frozenset())):
                 os.unlink(p)
 
 
+WORK_NAME = ".sparring-work"  # not "work": a checkout bound under /tmp could be called that
+
+
 class Worker:
     def __init__(self, pidns, base, seccomp=True):
         if pidns and os.getpid() != 1:
@@ -407,7 +410,7 @@ class Worker:
         self.base = base
         self.out_path = os.path.join(base, ".out")
         self.pending = None  # pid of a child still to be killed and reaped
-        self.workdir = os.path.join(base, "work")
+        self.workdir = os.path.join(base, WORK_NAME)
         self.devnull = os.open("/dev/null", os.O_RDONLY)
         try:
             self.hi_fd = max(int(x) for x in os.listdir("/proc/self/fd")) + 8
@@ -471,7 +474,7 @@ class Worker:
             names = set(os.listdir(self.base)) - self.mount_roots
             st, cwd = os.lstat(work), os.stat(".")
             clean = (
-                names == {".out", "work"}
+                names == {".out", WORK_NAME}
                 and (st.st_ino, st.st_dev, st.st_mode) == (cwd.st_ino, cwd.st_dev, 0o40700)
                 and not os.listdir(work)
             )
@@ -524,7 +527,8 @@ class Worker:
             yield self.run_job(sol_code if job["sol"] else None, expr_code, prep, lim)
 
     def run_job(self, sol_code, expr_code, prep, lim):
-        self.finish()
+        if self.pending is not None:  # normally the last job's finish() has done it all
+            self.finish()
         r, w = os.pipe()
         out_fd = os.open(self.out_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
         gc.freeze()  # keep the child's GC from touching (and copying) the worker's pages
