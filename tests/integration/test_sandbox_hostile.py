@@ -49,6 +49,23 @@ def bwrap_sb(fake_secret):
 
 
 @pytest.fixture(scope="module")
+def bwrap_root_sb(fake_secret):
+    """bwrap without the switch to an unprivileged uid: what a non-root caller gets, where the
+    per-child seccomp filter (no new processes) stands in for the uid's process cap."""
+    if not BWRAP_EXPECTED:
+        pytest.skip("bubblewrap not installed")
+    limits = SandboxLimits(timeout_s=1.0, memory_mb=256, workers=1, isolation="bwrap")
+    sb = Sandbox(limits, drop_root=False)
+    yield sb
+    sb.close()
+
+
+@pytest.fixture(params=["bwrap", "bwrap_root"])
+def each_bwrap_sb(request):
+    return request.getfixturevalue(f"{request.param}_sb")
+
+
+@pytest.fixture(scope="module")
 def none_sb(fake_secret):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -331,7 +348,7 @@ def test_deep_recursion(bwrap_sb):
 
 
 @NEEDS_BWRAP
-def test_fork_bomb(bwrap_sb):
+def test_fork_bomb(each_bwrap_sb):
     sol = f"""
         import os
         def f(x):
@@ -342,8 +359,32 @@ def test_fork_bomb(bwrap_sb):
                     pass
                 os.execv("/bin/sh", ["/bin/sh", "-c", "sleep 30 # {MARKER}-forkbomb"])
     """
-    assert run1(bwrap_sb, sol, "assert f(1) == 1")[0] in ("error", "timeout")
+    assert run1(each_bwrap_sb, sol, "assert f(1) == 1")[0] in ("error", "timeout")
     assert host_processes_with(f"{MARKER}-forkbomb") == []
+
+
+@NEEDS_BWRAP
+@pytest.mark.skipif(os.geteuid() != 0, reason="the uid switch happens only when we are root")
+def test_code_runs_unprivileged_with_a_process_cap(bwrap_sb):
+    sol = """
+        import os
+        def f(x):
+            caps = open("/proc/self/status").read().split("CapEff:")[1].split()[0]
+            n = 0
+            try:
+                while n < 1000:
+                    if os.fork() == 0:
+                        import time
+                        time.sleep(30)
+                        os._exit(0)
+                    n += 1
+            except OSError:
+                pass
+            return (os.getuid() != 0, os.getgid() != 0, os.getgroups(), int(caps, 16), n < 64)
+    """
+    outcome, detail = run1(bwrap_sb, sol, "assert f(1) == (True, True, [], 0, True)")
+    assert outcome == "passed", detail
+    assert run1(bwrap_sb, "def f(x): return x", "assert f(3) == 3")[0] == "passed"
 
 
 @NEEDS_BWRAP
@@ -515,7 +556,7 @@ def test_pid_namespace_alone_reaps_setsid_orphans_and_forks():
 
 
 @NEEDS_BWRAP
-def test_cannot_kill_or_trace_worker(bwrap_sb):
+def test_cannot_kill_or_trace_worker(each_bwrap_sb):
     # The worker is init of the PID namespace: the kernel drops signals from its descendants
     # (kill "succeeds" and nothing happens), and seccomp refuses ptrace outright.
     sol = """
@@ -530,11 +571,12 @@ def test_cannot_kill_or_trace_worker(bwrap_sb):
             libc = ctypes.CDLL(None, use_errno=True)
             return (os.getppid(), libc.ptrace(16, 1, 0, 0), ctypes.get_errno())  # PTRACE_ATTACH
     """
-    worker_before = set(bwrap_sb._all)
-    outcome, detail = run1(bwrap_sb, sol, "assert f(1) == (1, -1, 1)")  # EPERM
+    sb = each_bwrap_sb
+    worker_before = set(sb._all)
+    outcome, detail = run1(sb, sol, "assert f(1) == (1, -1, 1)")  # EPERM
     assert outcome == "passed", detail
-    assert run1(bwrap_sb, "def f(x): return x", "assert f(3) == 3")[0] == "passed"
-    assert set(bwrap_sb._all) == worker_before  # the same worker, still alive
+    assert run1(sb, "def f(x): return x", "assert f(3) == 3")[0] == "passed"
+    assert set(sb._all) == worker_before and sb.replaced == 0  # the same workers, alive
 
 
 @NEEDS_BWRAP

@@ -75,3 +75,24 @@ def test_wipe_spares_mount_points_and_clears_the_rest(tmp_path):
     _wipe(str(tmp_path), mounts=mounts)
     assert (venv / "python").read_text() == "keep"
     assert sorted(p.name for p in tmp_path.rglob("*")) == [".venv", "checkout", "python"]
+
+
+def test_root_callers_get_an_unprivileged_uid_with_readable_folders():
+    from sparring.sandbox.isolation import SANDBOX_UIDS, _python_roots, bwrap_command
+
+    assert "--uid" not in bwrap_command() and "--cap-add" not in bwrap_command()
+    uid = SANDBOX_UIDS.start
+    cmd = bwrap_command(uid=uid)
+    assert cmd[-2:] == ["--uid", str(uid)]
+    added = [cmd[i + 1] for i in range(len(cmd) - 1) if cmd[i] == "--cap-add"]
+    assert added == ["CAP_SETUID", "CAP_SETGID"]  # the worker's one switch, which drops them
+    assert cmd[cmd.index("--cap-drop") + 1] == "ALL"
+    dirs = {cmd[i + 1] for i in range(2, len(cmd) - 1) if cmd[i] == "--dir"}
+    for i in range(2, len(cmd) - 1):  # every folder bwrap makes is world-readable
+        if cmd[i] == "--dir":
+            assert cmd[i - 2 : i] == ["--perms", "0755"], cmd[i + 1]
+    for root in _python_roots():
+        parent = root.rsplit("/", 1)[0]
+        assert not parent or parent in dirs
+    tmp = cmd.index("/tmp", cmd.index("--tmpfs") - 1)
+    assert cmd[tmp - 5 : tmp - 3] == ["--perms", "1777"]  # then --size N --tmpfs

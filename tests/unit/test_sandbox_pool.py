@@ -88,7 +88,7 @@ def test_killed_worker_is_replaced(sb):
 
 
 def test_worker_that_cannot_start_is_infra_error(monkeypatch):
-    def broken(self, mode, seccomp=True):
+    def broken(self, mode, seccomp=True, drop_root=True):
         raise WorkerError("cannot start")
 
     monkeypatch.setattr(WorkerProcess, "__init__", broken)

@@ -34,6 +34,9 @@ TMPFS_BYTES = 64 * 1024 * 1024
 # urandom) ran in every forked child: measured 1.5 ms -> 0.6 ms per fork+exit. It also keeps
 # installed packages out of reach of the code under test, which needs only the stdlib.
 WORKER_PYTHON_FLAGS = ("-I", "-S", "-B")
+# Unprivileged uids for workers started by root, one drawn at random per worker: no host account
+# owns them, and two workers sharing one would only share their process cap.
+SANDBOX_UIDS = range(200_000, 2_000_000)
 
 
 def _python_roots() -> list[str]:
@@ -53,9 +56,27 @@ def _python_roots() -> list[str]:
     return kept
 
 
-def bwrap_command(python: str | None = None, seccomp: bool = True) -> list[str]:
-    """Full argv that starts one sandboxed worker under bubblewrap."""
+def _ancestors(paths: list[str]) -> list[str]:
+    """Every folder above `paths` (not /), parents first."""
+    found: set[str] = set()
+    for p in paths:
+        d = os.path.dirname(p.rstrip("/"))
+        while d not in ("/", ""):
+            found.add(d)
+            d = os.path.dirname(d)
+    return sorted(found, key=lambda d: (d.count("/"), d))
+
+
+def bwrap_command(
+    python: str | None = None, seccomp: bool = True, uid: int | None = None
+) -> list[str]:
+    """Full argv that starts one sandboxed worker under bubblewrap.
+
+    `uid` (only when we are root): the worker switches to this unprivileged uid first thing, so
+    the code under test is not root even inside, and RLIMIT_NPROC (which never binds root) caps
+    its processes. bwrap keeps CAP_SETUID/CAP_SETGID for that one switch, which drops them."""
     bwrap = shutil.which("bwrap") or "/usr/bin/bwrap"
+    world = ["--perms", "0755"] if uid is not None else []  # folders bwrap makes are 0700
     cmd = [
         bwrap,
         "--die-with-parent",  # the parent *thread*: pool.py starts workers from a lasting one
@@ -68,6 +89,7 @@ def bwrap_command(python: str | None = None, seccomp: bool = True) -> list[str]:
         "--unshare-cgroup-try",
         "--cap-drop",
         "ALL",
+        *(["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"] if uid is not None else []),
         "--clearenv",
         "--setenv",
         "PATH",
@@ -90,6 +112,7 @@ def bwrap_command(python: str | None = None, seccomp: bool = True) -> list[str]:
             cmd += ["--symlink", os.readlink(p), p]
         elif os.path.isdir(p):
             cmd += ["--ro-bind", p, p]
+    cmd += [*world, "--dir", "/etc"]
     for f in ("/etc/ld.so.cache", "/etc/localtime", "/etc/nsswitch.conf", "/etc/passwd"):
         if os.path.exists(f):
             cmd += ["--ro-bind", f, f]
@@ -100,16 +123,21 @@ def bwrap_command(python: str | None = None, seccomp: bool = True) -> list[str]:
         "/proc",
         "--dev",
         "/dev",
+        *(["--perms", "1777"] if uid is not None else []),
         "--size",
         str(TMPFS_BYTES),
         "--tmpfs",
         "/tmp",
+        *(["--perms", "1777"] if uid is not None else []),
         "--size",
         str(TMPFS_BYTES // 4),
         "--tmpfs",
         "/dev/shm",
     ]
-    for root in _python_roots():
+    roots = _python_roots()
+    for d in _ancestors([*roots, "/sandbox/worker.py"]):
+        cmd += [*world, "--dir", d]
+    for root in roots:
         cmd += ["--ro-bind", root, root]
     cmd += [
         "--ro-bind",
@@ -125,6 +153,7 @@ def bwrap_command(python: str | None = None, seccomp: bool = True) -> list[str]:
         "--pidns",
         "--base",
         "/tmp",
+        *(["--uid", str(uid)] if uid is not None else []),
     ]
     return cmd if seccomp else [*cmd, "--no-seccomp"]
 
@@ -139,7 +168,7 @@ def bwrap_usable() -> bool:
     """True when bubblewrap exists and can start Python with our full command line."""
     if sys.platform != "linux" or not shutil.which("bwrap"):
         return False
-    cmd = bwrap_command()
+    cmd = bwrap_command(uid=SANDBOX_UIDS.start if os.geteuid() == 0 else None)
     cmd = [*cmd[: cmd.index("/sandbox/worker.py", cmd.index("-I"))], "-c", "pass"]
     try:
         r = subprocess.run(cmd, env=WORKER_ENV, capture_output=True, timeout=20, check=False)

@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 import queue
+import secrets
 import select
 import signal
 import struct
@@ -97,9 +98,12 @@ _spawner = _Spawner()
 class WorkerProcess:
     """One sandboxed worker process and the parent end of its pipes."""
 
-    def __init__(self, isolation_mode: str, seccomp: bool = True):
+    def __init__(self, isolation_mode: str, seccomp: bool = True, drop_root: bool = True):
         if isolation_mode == "bwrap":
-            cmd = isolation.bwrap_command(seccomp=seccomp)
+            uid = (
+                secrets.choice(isolation.SANDBOX_UIDS) if drop_root and os.geteuid() == 0 else None
+            )
+            cmd = isolation.bwrap_command(seccomp=seccomp, uid=uid)
         else:
             cmd = isolation.plain_command(seccomp=seccomp)
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the worker)
@@ -204,10 +208,14 @@ class Sandbox:
         limits: SandboxLimits = SandboxLimits(),  # noqa: B008
         *,
         seccomp: bool = True,
+        drop_root: bool = True,
     ) -> None:
-        """`seccomp=False` only to test the other layers (PID namespace) on their own."""
+        """`seccomp=False` and `drop_root=False` only to test the other layers on their own:
+        the PID namespace, and the per-child filter that replaces the uid's process cap where
+        the worker cannot switch uid (a non-root caller)."""
         self.limits = limits
         self.seccomp = seccomp
+        self.drop_root = drop_root
         self.isolation = isolation.resolve_isolation(limits.isolation)
         self.size = limits.n_workers
         self._idle: queue.Queue[WorkerProcess] = queue.Queue()
@@ -228,7 +236,7 @@ class Sandbox:
                     self._all.add(placeholder)  # type: ignore[arg-type]
             if create:
                 try:
-                    w = WorkerProcess(self.isolation, self.seccomp)
+                    w = WorkerProcess(self.isolation, self.seccomp, self.drop_root)
                 finally:
                     with self._lock:
                         self._all.discard(placeholder)  # type: ignore[arg-type]
