@@ -622,3 +622,76 @@ def test_zz_nothing_left_and_normal_test_passes(bwrap_sb, none_sb):
     for sb in (bwrap_sb, none_sb):
         rep = sb.run("def add(a, b):\n    return a + b\n", ["assert add(2, 3) == 5"])
         assert rep.results[0].outcome == "passed"
+
+
+@NEEDS_BWRAP
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"),
+    reason="needs root (to become nobody) and a system Python nobody can read",
+)
+def test_worker_started_by_a_non_root_user(tmp_path_factory):
+    """What a sandbox pod (non-root) or a laptop gets: unprivileged bwrap (user namespace), the
+    worker still PID 1, and the per-child filter instead of a uid process cap."""
+    import json
+    import struct
+    import subprocess
+    import tempfile
+
+    from sparring.sandbox import isolation
+
+    folder = tempfile.mkdtemp(dir="/tmp")  # nobody must read the worker script
+    os.chmod(folder, 0o755)
+    script = os.path.join(folder, "worker.py")
+    shutil.copy(isolation.WORKER_PATH, script)
+    os.chmod(script, 0o644)
+    cmd = isolation.bwrap_command(python="/usr/bin/python3")
+    cmd[cmd.index(isolation.WORKER_PATH)] = script
+    for root in isolation._python_roots():  # the venv is root's; the system Python suffices
+        i = next(i for i in range(len(cmd) - 2) if cmd[i : i + 3] == ["--ro-bind", root, root])
+        del cmd[i : i + 3]
+
+    def become_nobody():
+        os.setgroups([])
+        os.setgid(65534)
+        os.setuid(65534)
+
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(isolation.WORKER_ENV),
+        preexec_fn=become_nobody,
+    )
+
+    def read():
+        n = struct.unpack(">I", proc.stdout.read(4))[0]
+        return json.loads(proc.stdout.read(n))
+
+    try:
+        hello = read()
+        assert hello == {"ready": True, "seccomp": True, "pid": 1}, proc.stderr.read()
+        sol = "import os, signal\ndef me(): return (os.getuid(), os.getppid())\n"
+        request = {
+            "solution": sol,
+            "jobs": [
+                {"expr": "me()", "sol": True},
+                {"expr": "__import__('os').fork()", "sol": False},
+                {"expr": "__import__('os').kill(1, 9)", "sol": False},
+                {"expr": "me()", "sol": True},
+            ],
+            "limits": {"timeout_s": 2, "memory_mb": 256, "max_output_bytes": 65536},
+        }
+        data = json.dumps(request).encode()
+        proc.stdin.write(struct.pack(">I", len(data)) + data)
+        proc.stdin.flush()
+        results = [read() for _ in range(4)]
+        assert read() == {"done": True}
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=10)
+        shutil.rmtree(folder)
+    me = {"v": ["t", [["i", "65534"], ["i", "1"]]]}
+    assert json.loads(results[0]["raw"]) == me
+    assert "PermissionError" in json.loads(results[1]["raw"])["d"]  # no new process
+    assert json.loads(results[3]["raw"]) == me  # the kernel ignored SIGKILL to the worker (init)

@@ -5,7 +5,8 @@ With bwrap (Linux): new PID, network, IPC, UTS and cgroup namespaces, all capabi
 needs (/usr, the interpreter's prefix and the venv), a private size-capped tmpfs at /tmp and
 /dev/shm (the only writable places; the sandbox's root is remounted read-only), a fresh /proc
 (only the sandbox's own processes) and a minimal /dev. The worker script is bound read-only at
-/sandbox/worker.py.
+/sandbox/worker.py and runs as PID 1 of the namespace. Started by root, the worker is told to
+switch to an unprivileged uid (see bwrap_command).
 
 Without bwrap ("none", e.g. macOS): same worker, rlimits + process groups + (x86_64 Linux) seccomp
 only, with a loud warning once. No file system, network or /proc isolation in that mode.

@@ -166,8 +166,14 @@ class WorkerProcess:
             return None
         return msg if isinstance(msg, dict) else None
 
-    def kill(self) -> None:
+    def kill(self, grace_s: float = 0.0) -> None:
+        """Stop the worker. With `grace_s`, an idle worker is first asked to exit (EOF on its
+        input): it then ends before bwrap, and no orphaned worker is left for init to reap."""
         self.alive = False
+        if grace_s > 0:
+            with contextlib.suppress(Exception):
+                self.proc.stdin.close()  # type: ignore[union-attr]
+                self.proc.wait(timeout=grace_s)
         with contextlib.suppress(OSError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(OSError):
@@ -266,7 +272,7 @@ class Sandbox:
             workers = [w for w in self._all if isinstance(w, WorkerProcess)]
             self._all.clear()
         for w in workers:
-            w.kill()
+            w.kill(grace_s=2.0)
 
     def __enter__(self) -> Sandbox:
         return self

@@ -11,12 +11,16 @@ object, {"v": tagged value} or {"e": kind, "d": detail}; the worker forwards it 
 The solution runs in the same process and can find and write that pipe too. That is harmless by
 design: a forged result is no more than choosing its own return value, the expected literals never
 enter the sandbox, and the parent decodes only plain data and decides pass/fail itself.
-Each child: own process group, stdin /dev/null, stdout+stderr to a capped file, rlimits (AS, CPU,
-FSIZE, NOFILE, CORE), a seccomp filter on x86_64 (no fork/exec, no signals or ptrace to other
-processes), then `exec(solution)` in a fresh namespace and `eval(expr)`; the value is encoded as
-tagged JSON of exact builtin types. The parent decodes and decides.
-After each child, every remaining process is killed: `kill(-1)` inside the PID namespace (bwrap),
-the child's process group otherwise.
+The worker compiles the solution and the expressions once per request; with `--uid` (bwrap
+started by root) it first becomes that unprivileged uid and caps its tasks with RLIMIT_NPROC. On
+x86_64 it puts a seccomp filter on itself (no exec, ptrace or process_vm_*; children inherit it).
+Each child: stdin /dev/null, stdout+stderr to a capped file, rlimits (AS, CPU, FSIZE, NOFILE,
+CORE), where RLIMIT_NPROC cannot bind (root) a second filter (no new processes), then `exec` of
+the compiled solution in a fresh namespace and `eval(expr)`; the value is encoded as tagged JSON
+of exact builtin types. The parent decodes and decides.
+After each child, every remaining process is killed: `kill(-1)` inside the PID namespace (bwrap,
+where the worker is PID 1 and its descendants cannot signal it), the child's process group
+otherwise.
 
 Covers: everything that happens inside the sandbox. Does not cover: bwrap arguments (isolation.py),
 pass/fail decisions (plan.py). Must not import sparring: it runs as a script inside the sandbox.
