@@ -16,6 +16,7 @@ from types import SimpleNamespace
 from kfp import dsl
 
 from components.evaluate import evaluate
+from components.finalize import finalize
 from components.init_models import init_models
 from components.materialize import materialize
 from components.select_champion import select
@@ -34,6 +35,7 @@ FUNCTIONS = {
     "snapshot_next": snapshot_next,
     "evaluate": evaluate,
     "select": select,
+    "finalize": finalize,
 }
 
 

@@ -142,23 +142,12 @@ def build_pipeline(cfg: Config, local: bool = False):
     config_text = config_line(cfg)
     use_champion_default = not cfg.storage.start_fresh
 
-    @dsl.pipeline(
-        name=pipeline_name(cfg),
-        description=(
-            f"Sparring self-play: {cfg.rounds} rounds ({cfg.phase_schedule}), "
-            f"{cfg.tuning_mode} tuning, config digest {cfg.digest()}"
-        ),
-    )
-    def selfplay(
-        config_yaml: str = config_text,
-        parent_run_id: str = "",
-        kfp_run_id: str = "",
-        use_champion: bool = use_champion_default,
-    ):
+    def _body(config_yaml, parent_run_id, run_key, use_champion):
+        """Every task but the exit task: materialize, init, the rounds, evaluate, select."""
         mat = c.materialize(
             config_yaml=config_yaml,
             parent_run_id=parent_run_id,
-            kfp_run_id=kfp_run_id if local else dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+            kfp_run_id=run_key,
         )
         t.light(mat, "materialize", retry=True, cache=local)
         run_id = mat.outputs["Output"]
@@ -246,6 +235,27 @@ def build_pipeline(cfg: Config, local: bool = False):
             bank=bank,
         )
         t.light(sel, "select & register")
+
+    @dsl.pipeline(
+        name=pipeline_name(cfg),
+        description=(
+            f"Sparring self-play: {cfg.rounds} rounds ({cfg.phase_schedule}), "
+            f"{cfg.tuning_mode} tuning, config digest {cfg.digest()}"
+        ),
+    )
+    def selfplay(
+        config_yaml: str = config_text,
+        parent_run_id: str = "",
+        kfp_run_id: str = "",
+        use_champion: bool = use_champion_default,
+    ):
+        run_key = kfp_run_id if local else dsl.PIPELINE_JOB_ID_PLACEHOLDER
+        # The exit task runs however the rest ends; it may take only pipeline inputs, so it
+        # finds the parent run by the KFP run id tag rather than by materialize's output.
+        fin = c.finalize(config_yaml=config_yaml, parent_run_id=parent_run_id, kfp_run_id=run_key)
+        t.light(fin, "close the MLflow run", cache=False)
+        with dsl.ExitHandler(fin, name="self-play"):
+            _body(config_yaml, parent_run_id, run_key, use_champion)
 
     return selfplay
 

@@ -107,6 +107,34 @@ def finish_parent_run(cfg, run_id: str, status: str = "FINISHED") -> None:
     MlflowClient().set_terminated(run_id, status=status)
 
 
+def close_parent_run(
+    cfg, parent_run_id: str, kfp_run_id: str, failed: bool, error: str = ""
+) -> str:
+    """End the parent run of a pipeline run that is still open: FAILED (with the error as the tag
+    `sparring.error`) when the pipeline failed, FINISHED otherwise. The pipeline's exit task
+    calls it; on success `select` has normally finished the run already. Returns the run id, or
+    "" when there is no open parent run (the pipeline failed before creating it)."""
+    mlflow = _mlflow(cfg)
+    from mlflow import MlflowClient
+
+    client = MlflowClient()
+    run_id = parent_run_id
+    if not run_id and kfp_run_id:
+        exp = mlflow.get_experiment_by_name(cfg.tracking.experiment)
+        runs = [] if exp is None else client.search_runs(
+            [exp.experiment_id],
+            filter_string=f"tags.`{PARENT_TAG}` = '{kfp_run_id}' and attributes.status = 'RUNNING'",
+            max_results=5,
+        )  # fmt: skip
+        run_id = runs[0].info.run_id if runs else ""
+    if not run_id or client.get_run(run_id).info.status != "RUNNING":
+        return ""
+    if failed:
+        client.set_tag(run_id, "sparring.error", (error or "pipeline failed")[:5000])
+    client.set_terminated(run_id, status="FAILED" if failed else "FINISHED")
+    return run_id
+
+
 @contextlib.contextmanager
 def child_run(cfg, parent_run_id: str, name: str, round_index: int) -> Iterator[str]:
     """Open a child run `r{round}-{name}` of the parent run, active for `log_metrics` (and TRL)."""

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from sparring import tracking
-from sparring.config import load_config
+from sparring.config import dump_yaml, load_config
 
 pytestmark = pytest.mark.integration
 
@@ -82,3 +82,29 @@ def test_parent_child_register_download(cfg, mlflow_server, s3_server, tmp_path)
     assert any(k.endswith("champion/adapter.bin") for k in keys), keys
     tracking.finish_parent_run(cfg, parent)
     assert mlflow.get_run(parent).info.status == "FINISHED"
+
+
+def test_exit_task_marks_a_failed_runs_parent_failed(cfg, mlflow_server):
+    from kfp import dsl
+    from mlflow import MlflowClient
+
+    from components import make_components
+
+    finalize = make_components(cfg).finalize.python_func
+    yaml_text = dump_yaml(cfg)
+
+    def status(state, message=None):
+        return dsl.PipelineTaskFinalStatus(state, "job", "exit-handler-1", None, message)
+
+    client = MlflowClient(mlflow_server)
+    failed = tracking.start_parent_run(cfg, "kfp-failed")
+    assert finalize(yaml_text, "", "kfp-failed", status("FAILED", "Task train failed.")) == failed
+    run = client.get_run(failed)
+    assert run.info.status == "FAILED" and run.data.tags["sparring.error"] == "Task train failed."
+    assert finalize(yaml_text, "", "kfp-failed", status("FAILED")) == ""  # already ended
+
+    done = tracking.start_parent_run(cfg, "kfp-done")
+    tracking.finish_parent_run(cfg, done)  # what select does on success
+    assert finalize(yaml_text, "", "kfp-done", status("SUCCEEDED")) == ""
+    assert client.get_run(done).info.status == "FINISHED"
+    assert finalize(yaml_text, "", "kfp-never-started", status("FAILED")) == ""

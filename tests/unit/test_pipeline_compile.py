@@ -22,7 +22,15 @@ def _compile(tmp_path, config, overrides=()):
 
 
 def _tasks(ir):
-    return ir["root"]["dag"]["tasks"]
+    """Every leaf task, from the root DAG and the groups in it (the exit handler's)."""
+    dags = [ir["root"]["dag"]] + [c["dag"] for c in ir["components"].values() if "dag" in c]
+    leaves = {}
+    for dag in dags:
+        for key, task in dag["tasks"].items():
+            if "executorLabel" in ir["components"][task["componentRef"]["name"]]:
+                assert key not in leaves, key
+                leaves[key] = task
+    return leaves
 
 
 def _executor(ir, task):
@@ -56,7 +64,22 @@ def test_smoke_task_names_per_round(smoke):
         for label in ("train generator", "validate tests", "train answerer", "snapshot"):
             assert f"round {r} · {label}" in names
     assert {"materialize", "init models", "evaluate", "select & register"} <= set(names)
-    assert len(names) == 4 + 4 * cfg.rounds
+    assert "close the MLflow run" in names
+    assert len(names) == 5 + 4 * cfg.rounds
+
+
+def test_exit_task_closes_the_mlflow_run_whatever_happens(smoke):
+    _, _, ir, _ = smoke
+    fin = ir["root"]["dag"]["tasks"]["finalize"]
+    assert fin["triggerPolicy"]["strategy"] == "ALL_UPSTREAM_TASKS_COMPLETED"
+    assert fin["dependentTasks"] == ["exit-handler-1"]
+    assert set(fin["inputs"]["parameters"]) == {
+        "config_yaml",
+        "parent_run_id",
+        "kfp_run_id",
+        "status",
+    }
+    assert set(ir["root"]["dag"]["tasks"]) == {"exit-handler-1", "finalize"}
 
 
 def test_cluster_schedule_has_three_training_phases_per_round(cluster):
