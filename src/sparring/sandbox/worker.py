@@ -436,9 +436,10 @@ class Worker:
         self.seccomp = self.child_filter is not None
         if nproc_binds:
             # Not root: RLIMIT_NPROC caps the tasks (processes and threads) of our uid, which
-            # only this sandbox uses. Inside the PID namespace that is containment enough, the
-            # worker being init no child can signal, so children skip their own filter (measured:
-            # 8% of the pool's throughput) and may fork, within the cap; kill(-1) ends them all.
+            # only this sandbox uses. Inside the PID namespace that is containment enough (the
+            # worker is init, which no child can signal), so children skip their own filter
+            # (measured: 8% of the pool's throughput) and may fork within the cap; kill(-1)
+            # after each test ends them all.
             resource.setrlimit(resource.RLIMIT_NPROC, (MAX_TASKS, MAX_TASKS))
             if pidns:
                 self.child_filter = None
