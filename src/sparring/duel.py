@@ -2,7 +2,8 @@
 
 Covers:
 - the answerer's reward: parse the code (prompts.extract_code), run it on the problem's tests
-  (baseline + banked adversarial) in the sandbox, `rewards.answerer_reward` (difficulty-aware);
+  (baseline + banked adversarial) in the sandbox, `rewards.answerer_credit` (difficulty-aware
+  share of discriminating tests passed; trivial code earns 0);
 - the generator's reward: parse the tests (prompts.extract_tests), run only the new tests on the
   reference solution (validity) and on the frozen answerer's cached solutions (hardness), measure
   near-duplicates against the baseline and earlier tests (diversity) and whether the tests call
@@ -13,8 +14,11 @@ Covers:
 - TRL reward-function adapters (`AnswererRewardFn`, `GeneratorRewardFn`) that take the dataset
   columns as keyword arguments and return one float or None per completion.
 
-Pure assembly (`answerer_rewards_from_reports`, `generator_score`) is separated from running so
-it is unit-tested with fake RunReports. None means "no signal" (sandbox failure), never 0.
+Pure assembly (`rewards.answerer_credit`, `generator_score`) is separated from running so it is
+unit-tested with fake results. Honest credit: an answer earns only on tests that no trivial
+solution passes (sparring.trivial), and a generated test earns break credit only when the
+reference passes it and every trivial solution fails it. None means "no signal" (sandbox
+failure), never 0.
 Does not cover: sampling (sparring.generation) or training (sparring.training).
 """
 
@@ -27,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparring import prompts, rewards
-from sparring.sandbox.limits import INFRA_ERROR, PASSED, RunReport
+from sparring.sandbox.limits import INFRA_ERROR, PASSED
 
 
 def completion_text(completion: Any) -> str:
@@ -105,23 +109,50 @@ def run_cached(
 # --------------------------------------------------------------------------- answerer
 
 
-def answerer_rewards_from_reports(
-    codes: Sequence[str | None],
-    reports: Sequence[RunReport | None],
+def answerer_credits(
+    completions: Sequence[str],
+    tests: Sequence[Sequence[str]],
     difficulties: Sequence[str],
+    function_names: Sequence[str],
+    sandbox: Any,
     weights: Mapping[str, float] | None = None,
-    format_bonus: float = 0.0,
-) -> list[float | None]:
-    """Pure: per completion, the difficulty-aware reward from its parsed code and RunReport
-    (None report with parsed code = not run = no signal)."""
-    out: list[float | None] = []
-    for code, report, level in zip(codes, reports, difficulties, strict=True):
-        if code is None:
-            out.append(0.0)
-            continue
-        rate = report.pass_rate if report is not None else None
-        out.append(rewards.answerer_reward(rate, level, weights, True, format_bonus))
+    cache: ResultCache | None = None,
+    discriminating: Sequence[Sequence[bool]] | None = None,
+    trivial_results: Sequence[Sequence[Sequence[bool]]] | None = None,
+) -> list[rewards.AnswererCredit]:
+    """Per completion, what it earned and why (`rewards.answerer_credit`): its code parsed
+    (prompts.extract_code), run on its problem's tests in the sandbox (each (solution, test)
+    pair once, through `cache`). `discriminating[i]` / `trivial_results[i]` come from the
+    problem's trivial baselines (`rewards.credit_view`); without them every test counts."""
+    codes = [
+        prompts.extract_code(text, name)
+        for text, name in zip(completions, function_names, strict=True)
+    ]
+    jobs = [(c, list(t)) for c, t in zip(codes, tests, strict=True) if c is not None]
+    results = iter(run_cached(sandbox, jobs, cache) if jobs else [])
+    out = []
+    for i, code in enumerate(codes):
+        mask = list(discriminating[i]) if discriminating is not None else [True] * len(tests[i])
+        trivial = list(trivial_results[i]) if trivial_results is not None else []
+        passed = next(results) if code is not None else None
+        out.append(rewards.answerer_credit(passed, mask, trivial, difficulties[i], weights))
     return out
+
+
+def credit_metrics(credits: Sequence[rewards.AnswererCredit]) -> dict[str, float]:
+    """Batch means: parse rate, raw and discriminating fractions, strict (all tests) rate,
+    trivial share, sandbox failures. Fractions are over parsed, judged completions."""
+    n = max(1, len(credits))
+    judged = [c for c in credits if c.parsed and c.reward is not None]
+    m = max(1, len(judged))
+    return {
+        "parse_rate": sum(c.parsed for c in credits) / n,
+        "pass_rate": sum(c.raw_fraction for c in judged) / m,
+        "discriminating_pass_rate": sum(c.discriminating_fraction for c in judged) / m,
+        "solved_rate": sum(c.strict for c in credits) / n,
+        "trivial_share": sum(c.trivial for c in credits) / n,
+        "infra_errors": float(sum(c.parsed and c.reward is None for c in credits)),
+    }
 
 
 def answerer_rewards(
@@ -133,39 +164,20 @@ def answerer_rewards(
     weights: Mapping[str, float] | None = None,
     format_bonus: float = 0.0,
     cache: ResultCache | None = None,
+    discriminating: Sequence[Sequence[bool]] | None = None,
+    trivial_results: Sequence[Sequence[Sequence[bool]]] | None = None,
 ) -> tuple[list[float | None], dict[str, float]]:
-    """Rewards of answerer completions, and metrics (pass rate, parse rate, infra errors)."""
-    codes = [
-        prompts.extract_code(text, name)
-        for text, name in zip(completions, function_names, strict=True)
-    ]
-    jobs = [(c, list(t)) for c, t in zip(codes, tests, strict=True) if c is not None]
-    results = run_cached(sandbox, jobs, cache) if jobs else []
-    reports: list[RunReport | None] = []
-    it = iter(results)
-    for c in codes:
-        if c is None:
-            reports.append(None)
-            continue
-        row = next(it)
-        reports.append(_as_report(row))
-    out = answerer_rewards_from_reports(codes, reports, difficulties, weights, format_bonus)
-    rates = [r.pass_rate for r in reports if r is not None and r.pass_rate is not None]
-    metrics = {
-        "parse_rate": sum(c is not None for c in codes) / max(1, len(codes)),
-        "pass_rate": sum(rates) / len(rates) if rates else 0.0,
-        "solved_rate": sum(r == 1.0 for r in rates) / max(1, len(codes)),
-        "infra_errors": float(sum(1 for r in reports if r is not None and r.pass_rate is None)),
-    }
-    return out, metrics
-
-
-def _as_report(row: Sequence[bool | None]) -> RunReport:
-    from sparring.sandbox.limits import FAILED, TestResult
-
-    if any(v is None for v in row):
-        return RunReport([], infra_error="sandbox failure")
-    return RunReport([TestResult("", PASSED if v else FAILED) for v in row])
+    """Rewards of answerer completions (the honest credit, plus `format_bonus` for parsed code
+    that is not trivial), and batch metrics (`credit_metrics`)."""
+    credits = answerer_credits(
+        completions, tests, difficulties, function_names, sandbox, weights, cache,
+        discriminating, trivial_results,
+    )  # fmt: skip
+    out: list[float | None] = []
+    for c in credits:
+        bonus = format_bonus if c.parsed and not c.trivial and c.reward is not None else 0.0
+        out.append(None if c.reward is None else round(c.reward + bonus, 6))
+    return out, credit_metrics(credits)
 
 
 # --------------------------------------------------------------------------- generator
@@ -181,6 +193,7 @@ class GeneratorScore:
     consistency: float
     tests: list[str] = field(default_factory=list)
     valid_tests: list[str] = field(default_factory=list)
+    honest: float = 0.0  # share of tests valid AND failed by every trivial solution
 
 
 def generator_score(
@@ -191,13 +204,16 @@ def generator_score(
     earlier_tests: Sequence[str],
     weights: Mapping[str, float] | None = None,
     duplicate_similarity: float = 0.9,
+    trivial_passed: Sequence[Sequence[bool | None]] = (),
 ) -> GeneratorScore:
     """Pure: the generator's reward for one completion.
 
     `all_tests`: the asserts it wrote; `reference_passed[i]`: test i on the reference solution;
-    `solutions_passed[s][i]`: test i on frozen solution s (parseable solutions only).
-    Frozen pass rate = mean over solutions of the share of valid tests passed; with no valid
-    tests or no parseable frozen solutions it is 1 (no hardness credit).
+    `solutions_passed[s][i]`: test i on frozen solution s (parseable solutions only);
+    `trivial_passed[t][i]`: test i on trivial solution t. Break credit is earned only on
+    *honest* tests (valid, and failed by every trivial solution): frozen pass rate = mean over
+    solutions of the share of honest tests passed; with no honest tests or no parseable frozen
+    solutions it is 1 (no hardness credit).
     """
     n = len(all_tests)
     if n == 0:
@@ -207,11 +223,12 @@ def generator_score(
     consistency = sum(_calls(t, function_name) for t in all_tests) / n
     valid_idx = [i for i, ok in enumerate(reference_passed) if ok]
     validity = len(valid_idx) / n
+    honest_idx = [i for i in valid_idx if not any(row[i] is not False for row in trivial_passed)]
     frozen_rate: float | None = 1.0
-    if valid_idx and solutions_passed:
+    if honest_idx and solutions_passed:
         rates = []
         for row in solutions_passed:
-            vals = [row[i] for i in valid_idx]
+            vals = [row[i] for i in honest_idx]
             if any(v is None for v in vals):
                 frozen_rate = None
                 break
@@ -221,8 +238,11 @@ def generator_score(
     diversity = 1.0 - rewards.near_duplicate_rate(
         list(all_tests), list(earlier_tests), duplicate_similarity
     )
-    reward = rewards.generator_reward(validity, frozen_rate, diversity, consistency, weights, n)
-    hardness = 0.0 if frozen_rate is None else (1.0 - frozen_rate) * validity
+    honest = len(honest_idx) / n
+    reward = rewards.generator_reward(
+        validity, frozen_rate, diversity, consistency, weights, n, honest=honest
+    )
+    hardness = 0.0 if frozen_rate is None else (1.0 - frozen_rate) * honest
     return GeneratorScore(
         reward,
         n,
@@ -232,6 +252,7 @@ def generator_score(
         consistency,
         list(all_tests),
         [all_tests[i] for i in valid_idx],
+        honest,
     )
 
 
@@ -248,6 +269,22 @@ class ProblemInfo:
     reference_solution: str
     baseline_tests: list[str]
     frozen_solutions: list[str]  # parseable frozen answerer solutions ("" dropped)
+    trivial_solutions: list[str] = field(default_factory=list)  # sparring.trivial family
+
+
+def problem_info(problem: Any, frozen_solutions: Sequence[str]) -> ProblemInfo:
+    """ProblemInfo of a `sparring.problems.Problem`, with its trivial family."""
+    from sparring.trivial import argument_count, trivial_family
+
+    family = trivial_family(problem.function_name, argument_count(problem.function_signature))
+    return ProblemInfo(
+        problem.id,
+        problem.function_name,
+        problem.reference_solution,
+        list(problem.baseline_tests),
+        [s for s in frozen_solutions if s],
+        list(family.values()),
+    )
 
 
 class GeneratorScorer:
@@ -285,6 +322,7 @@ class GeneratorScorer:
             p = self.problems[pid]
             jobs.append((p.reference_solution, tests))
             jobs.extend((s, tests) for s in p.frozen_solutions)
+            jobs.extend((t, tests) for t in p.trivial_solutions)
         results = run_cached(self.sandbox, [j for j in jobs if j[1]], self.cache)
         it = iter(results)
         out = []
@@ -295,6 +333,7 @@ class GeneratorScorer:
                 continue
             ref = next(it)
             sols = [next(it) for _ in p.frozen_solutions]
+            trivial = [next(it) for _ in p.trivial_solutions]
             out.append(
                 generator_score(
                     tests,
@@ -304,6 +343,7 @@ class GeneratorScorer:
                     self.earlier[pid],
                     self.weights,
                     self.duplicate_similarity,
+                    trivial,
                 )
             )
         for tests, pid in zip(parsed, problem_ids, strict=True):
@@ -324,6 +364,7 @@ def score_metrics(scores: Sequence[GeneratorScore]) -> dict[str, float]:
     return {
         "reward": sum(kept) / len(kept) if kept else 0.0,
         "validity": sum(s.validity for s in scores) / n,
+        "honest_test_share": sum(s.honest for s in scores) / n,
         "hardness": sum(s.hardness for s in scores) / n,
         "diversity": sum(s.diversity for s in scores) / n,
         "consistency": sum(s.consistency for s in scores) / n,
@@ -393,6 +434,7 @@ class AnswererRewardFn:
         self.cache = ResultCache()
         self.history: list[dict[str, float]] = []
         self.rewards: list[float | None] = []
+        self.by_problem: dict[str, list[float]] = defaultdict(list)  # rollout rewards seen
 
     def __call__(
         self,
@@ -401,6 +443,9 @@ class AnswererRewardFn:
         tests: Sequence[Sequence[str]],
         difficulty: Sequence[str],
         function_name: Sequence[str],
+        discriminating: Sequence[Sequence[bool]] | None = None,
+        trivial_results: Sequence[Sequence[Sequence[bool]]] | None = None,
+        problem_id: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> list[float | None]:
         texts = [completion_text(c) for c in completions]
@@ -413,7 +458,12 @@ class AnswererRewardFn:
             dict(self.cfg.difficulty_weights),
             self.cfg.format_bonus,
             self.cache,
+            discriminating,
+            trivial_results,
         )
+        for pid, value in zip(problem_id or [], out, strict=False):
+            if value is not None:
+                self.by_problem[pid].append(value)
         log_metric = kwargs.get("log_metric")
         if log_metric:
             for k, v in metrics.items():
@@ -476,9 +526,10 @@ class CodeDuel:
         }
 
     def play(self, problems: Sequence[Any], completions: Sequence[str]) -> list[Any]:
-        """Completion i answers problems[i]; reward = difficulty-aware pass rate on its tests."""
+        """Completion i answers problems[i]; reward = honest credit on its baseline tests."""
         from sparring.game import Rollout, group_advantages
 
+        views = [rewards.credit_view(len(p.baseline_tests), p.trivial_passes) for p in problems]
         scores, _ = answerer_rewards(
             completions,
             [p.baseline_tests for p in problems],
@@ -486,6 +537,8 @@ class CodeDuel:
             [p.function_name for p in problems],
             self.sandbox,
             self.difficulty_weights,
+            discriminating=[v[0] for v in views],
+            trivial_results=[v[1] for v in views],
         )
         rollouts = [
             Rollout("answerer", p.id, c, reward=s, components={"pass_rate": s})

@@ -629,7 +629,9 @@ def hacking_signals(
     """Reward-hacking signals over rounds, judged on the latest round against cfg.selection.
 
     `history`: one dict per round, in order, with any of `test_validity`, `duplicate_rate`,
-    `flat_group_share`, `special_case_share` (missing or None: not judged). Trips when validity
+    `flat_group_share`, `special_case_share`, `trivial_share` (missing or None: not judged; the
+    first entry may be the base model's, against which a rising trivial share trips). Trips when
+    the share of trivial answers rose, when validity
     falls below `min_validity`, duplicates exceed `max_duplicate_rate`, the share of flat GRPO
     groups reaches `max_zero_std_groups`, or special-cased solutions exceed `max_special_case`.
     Trends (validity falling, duplicates rising since the first round) are reported alongside.
@@ -643,7 +645,10 @@ def hacking_signals(
 
     validity, dups = series("test_validity"), series("duplicate_rate")
     flat, special = series("flat_group_share"), series("special_case_share")
+    trivial = series("trivial_share")
     reasons = []
+    if len(trivial) > 1 and trivial[-1] > trivial[0]:
+        reasons.append(f"trivial share rose {trivial[0]:.2f} -> {trivial[-1]:.2f}")
     if validity and validity[-1] < min_validity:
         reasons.append(f"test validity {validity[-1]:.2f} < min_validity {min_validity:.2f}")
     if dups and dups[-1] > max_dup:
@@ -662,6 +667,7 @@ def hacking_signals(
             "duplicate_rate": dups[-1] if dups else None,
             "flat_group_share": flat[-1] if flat else None,
             "special_case_share": special[-1] if special else None,
+            "trivial_share": trivial[-1] if trivial else None,
         },
     }
 
@@ -815,29 +821,57 @@ def _snapshot_metrics(
         pid: solution_code(solve[pid], c)
         for pid, c in zip(solve, first[len(eval_problems) :], strict=True)
     }
-    bank_jobs = [(codes[pid], ts) for pid, ts in sorted(bank.items()) if pid in codes]
+    bank_items = [(pid, ts) for pid, ts in sorted(bank.items()) if pid in codes]
+    bank_jobs = [(codes[pid], ts) for pid, ts in bank_items]
     val_jobs = [(codes[p.id], [*p.baseline_tests, *bank.get(p.id, [])]) for p in val_problems]
     reports = run_jobs(bank_jobs + val_jobs, limits)
     bank_reports, val_reports = reports[: len(bank_jobs)], reports[len(bank_jobs) :]
     passed = sum(rep.passed for rep in bank_reports)
     total = sum(rep.total for rep in bank_reports)
-    reward_values = [
-        rewards.answerer_reward(
-            rep.pass_rate, p.difficulty, cfg.rewards.difficulty_weights, parsed=bool(codes[p.id])
-        )
+    credits = [
+        report_credit(p, codes[p.id], rep, len(bank.get(p.id, [])), cfg)
         for p, rep in zip(val_problems, val_reports, strict=True)
     ]
     special = special_case_share(
         [(codes[pid], ts, solve[pid].function_name) for pid, ts in bank.items() if codes.get(pid)]
     )
+    judged = [c for c in credits if c.reward is not None]
+    n = len(judged)
     metrics = {
         "model": model_name,
         "humaneval_pass@1": he.get("pass@1"),
         "bank_pass_rate": passed / total if total else None,
-        "answerer_reward": rewards.mean_or_none(reward_values),
+        "bank_strict_rate": (
+            sum(r.passed == r.total > 0 for r in bank_reports) / len(bank_reports)
+            if bank_reports
+            else None
+        ),
+        "answerer_reward": rewards.mean_or_none([c.reward for c in credits]),
+        "val_raw_fraction": sum(c.raw_fraction for c in judged) / n if n else None,
+        "val_discriminating_fraction": (
+            sum(c.discriminating_fraction for c in judged) / n if n else None
+        ),
+        "val_strict_pass_at_1": sum(c.strict for c in judged) / n if n else None,
+        "trivial_share": sum(c.trivial for c in credits) / len(credits) if credits else None,
         "special_case_share": special,
     }
     return metrics, codes
+
+
+def report_credit(problem: Problem, code: str, report: Any, n_banked: int, cfg: Any = None):
+    """`rewards.AnswererCredit` of `code` from its RunReport on the problem's baseline tests
+    followed by `n_banked` banked tests ('' code = did not parse)."""
+    mask, trivial = rewards.credit_view(
+        len(problem.baseline_tests), problem.trivial_passes, n_banked
+    )
+    weights = cfg.rewards.difficulty_weights if cfg is not None else None
+    if not code:
+        return rewards.answerer_credit(None, mask, trivial, problem.difficulty, weights)
+    if report.infra_error is not None or len(report.results) != len(mask):
+        passed: list[bool | None] = [None] * len(mask)
+    else:
+        passed = [r.passed for r in report.results]
+    return rewards.answerer_credit(passed, mask, trivial, problem.difficulty, weights)
 
 
 def evaluate_snapshots(
@@ -929,6 +963,8 @@ def evaluate_snapshots(
         number = rounds[i][0] if i < len(rounds) else i + 1
         history = [dict(s) for s in summaries[: k + 1]] if rounds else [{}]
         history[-1]["special_case_share"] = metrics["special_case_share"]
+        history[-1]["trivial_share"] = metrics["trivial_share"]
+        history.insert(0, {"trivial_share": baseline["trivial_share"]})  # the gate's reference
         flat = _training_metrics(model_name).get("flat_group_share")
         if flat is not None:  # the snapshot's own GRPO groups win over the round's sidecar
             history[-1]["flat_group_share"] = flat
@@ -980,7 +1016,7 @@ def choose_best(cfg: Any, report: Mapping[str, Any]) -> tuple[int | None, float,
     for i, snap in enumerate(snapshots):
         if not snap.get("promotable"):
             why = "; ".join(snap.get("hacking", {}).get("reasons", [])) or "no answerer reward"
-            refused.append(f"snapshot {i} ({why})")
+            refused.append(f"round {snap.get('round', i)} ({why})")
             continue
         score = rewards.checkpoint_score(
             float(snap.get("answerer_reward") or 0.0),
@@ -993,7 +1029,7 @@ def choose_best(cfg: Any, report: Mapping[str, Any]) -> tuple[int | None, float,
         return None, 0.0, "no promotable snapshot: " + ", ".join(refused)
     i, score = best
     reason = (
-        f"snapshot {i} (round {snapshots[i].get('round', i)}) scores {score:.4f} = "
+        f"round {snapshots[i].get('round', i)} scores {score:.4f} = "
         f"{weights['answerer_reward']} * answerer reward + {weights['test_validity']} * validity"
     )
     if refused:

@@ -36,6 +36,7 @@ from sparring.config import Config
 from sparring.errors import SparringError
 from sparring.problems import (
     Problem,
+    compute_trivial_passes,
     load_humaneval,
     load_source,
     load_sources,
@@ -95,6 +96,56 @@ def draw_problems(cfg: Config, problems: list[Problem], round_index: int, phase:
         return list(problems)
     rng = random.Random(derived_seed(cfg, round_index, phase))
     return rng.sample(problems, n)
+
+
+ZONE_FILE = "zone.json"
+
+
+def read_zone(bank_path: str | None) -> dict[str, dict[str, float]]:
+    """Per problem, the answerer's rollout rewards seen so far (n, mean, spread), written by
+    validation next to the bank it outputs; {} when there is none yet."""
+    if not bank_path:
+        return {}
+    path = Path(bank_path).parent / ZONE_FILE
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def in_zone(stats: dict[str, float] | None) -> bool:
+    """Rewards that differed within the problem's group: its pass rate is strictly between
+    0 and 1, so GRPO gets a non-zero advantage there."""
+    return bool(stats) and stats.get("spread", 0.0) > 0.0
+
+
+def zone_stats(values: list[float]) -> dict[str, float]:
+    return {
+        "n": float(len(values)),
+        "mean": sum(values) / len(values) if values else 0.0,
+        "spread": (max(values) - min(values)) if values else 0.0,
+    }
+
+
+def draw_in_zone(
+    cfg: Config,
+    problems: list[Problem],
+    zone: dict[str, dict[str, float]],
+    round_index: int,
+    phase: str,
+) -> list[Problem]:
+    """DAPO's dynamic sampling, at the level of problems: draw `steps.problems_per_phase`
+    problems, first those whose earlier rollouts had differing rewards (the zone), then those
+    never tried, and last those whose every rollout earned the same (a flat group trains
+    nothing). Seeded like `draw_problems`; without a zone estimate it is `draw_problems`."""
+    n = cfg.steps.problems_per_phase
+    if not zone or not n or n >= len(problems):
+        return draw_problems(cfg, problems, round_index, phase)
+    rng = random.Random(derived_seed(cfg, round_index, phase))
+    shuffled = rng.sample(problems, len(problems))
+
+    def rank(p: Problem) -> int:
+        stats = zone.get(p.id)
+        return 0 if in_zone(stats) else (1 if not stats else 2)
+
+    return sorted(shuffled, key=rank)[:n]
 
 
 def bank_tests(bank_path: str | None) -> dict[str, list[str]]:
@@ -225,6 +276,17 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
         raise SparringError(f"data.eval: cannot load {cfg.data.eval!r}: {exc}") from None
     if not eval_set:
         raise SparringError(f"data.eval: {cfg.data.eval!r} holds no problems")
+    if cfg.data.humaneval_limit and cfg.data.eval == "humaneval":
+        eval_set = eval_set[: cfg.data.humaneval_limit]
+    from sparring.evaluation import sandbox_limits as trusted_limits
+
+    with Sandbox(trusted_limits(cfg)) as sb:  # baseline and HumanEval tests are trusted
+        train, val, eval_set = (
+            compute_trivial_passes(group, sb) for group in (train, val, eval_set)
+        )
+    honest = _discrimination_metrics([*train, *val])
+    for pid in honest.pop("ids_without"):
+        log.warning("%s: every test is passed by some trivial solution: it earns no reward", pid)
     write_jsonl(train, out / "train.jsonl")
     write_jsonl(val, out / "val.jsonl")
     write_jsonl(eval_set, out / "eval.jsonl")
@@ -240,6 +302,7 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
         "bank": len(bank),
         "config_digest": cfg.digest(),
         "seed": cfg.seed,
+        **honest,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
     return {
@@ -249,26 +312,60 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
         "problems_eval": float(len(eval_set)),
         "problems_dropped": float(failing),
         "bank_size": float(len(bank)),
+        **{k: float(v) for k, v in honest.items()},
+    }
+
+
+def _discrimination_metrics(problems: list[Problem]) -> dict[str, Any]:
+    """How much of the problems' tests trivial code passes (what honest credit leaves)."""
+    from sparring.trivial import discriminating_indices
+
+    n_tests = sum(len(p.baseline_tests) for p in problems)
+    n_disc = 0
+    without: list[str] = []
+    for p in problems:
+        k = len(discriminating_indices(len(p.baseline_tests), p.trivial_passes))
+        n_disc += k
+        if k == 0:
+            without.append(p.id)
+    return {
+        "tests_discriminating_share": n_disc / n_tests if n_tests else 0.0,
+        "problems_without_discriminating_tests": len(without),
+        "ids_without": without,
     }
 
 
 # --------------------------------------------------------------------------- answerer
 
 
+def answerer_rows(
+    problems: list[Problem], bank: dict[str, list[str]], stages: list[str]
+) -> list[dict[str, Any]]:
+    """One row per problem: the prompt and what the answerer's reward needs (tests = baseline
+    + banked, which tests discriminate, and the trivial solutions' results on them)."""
+    rows = []
+    for p in problems:
+        banked = bank.get(p.id, [])
+        mask, trivial = rewards.credit_view(len(p.baseline_tests), p.trivial_passes, len(banked))
+        rows.append(
+            {
+                "prompt": prompts.answerer_messages(p, stages),
+                "problem_id": p.id,
+                "tests": list(p.baseline_tests) + banked,
+                "discriminating": mask,
+                "trivial_results": trivial,
+                "difficulty": p.difficulty,
+                "function_name": p.function_name,
+                "reference_solution": p.reference_solution,
+            }
+        )
+    return rows
+
+
 def answerer_dataset(problems: list[Problem], bank: dict[str, list[str]], stages: list[str]):
     from datasets import Dataset
 
-    rows = [
-        {
-            "prompt": prompts.answerer_messages(p, stages),
-            "problem_id": p.id,
-            "tests": list(p.baseline_tests) + bank.get(p.id, []),
-            "difficulty": p.difficulty,
-            "function_name": p.function_name,
-        }
-        for p in problems
-    ]
-    return Dataset.from_list(rows)
+    return Dataset.from_list(answerer_rows(problems, bank, stages))
 
 
 def train_answerer(
@@ -284,7 +381,8 @@ def train_answerer(
     from sparring.training.schedule import reasoning_stages
 
     init_model = init_model or None  # "" from a pipeline means "the base model"
-    problems = draw_problems(cfg, _train_problems(data_dir), round_index, phase)
+    zone = read_zone(bank_path)
+    problems = draw_in_zone(cfg, _train_problems(data_dir), zone, round_index, phase)
     bank = bank_tests(bank_path)
     stages = reasoning_stages(cfg, round_index)
     base = _base_name(cfg, "answerer", init_model)
@@ -292,6 +390,7 @@ def train_answerer(
     n_bank = sum(len(bank.get(p.id, [])) for p in problems)
     metrics: dict[str, float] = {
         "problems": float(len(problems)),
+        "problems_in_zone": float(sum(in_zone(zone.get(p.id)) for p in problems)),
         "bank_tests_used": float(n_bank),
         "stages": float(len(stages)),
         "dry_run": float(cfg.dry_run),
@@ -493,16 +592,7 @@ def train_generator(
             reward_fn = _ProposerRewardFn(cfg, sb, frozen, ftok, round_index)
             rows = [{"prompt": prompts.proposer_messages(p), "problem_id": p.id} for p in problems]
         else:
-            infos = {
-                p.id: duel.ProblemInfo(
-                    p.id,
-                    p.function_name,
-                    p.reference_solution,
-                    list(p.baseline_tests),
-                    solutions[p.id],
-                )
-                for p in problems
-            }
+            infos = {p.id: duel.problem_info(p, solutions[p.id]) for p in problems}
             scorer = duel.GeneratorScorer(infos, sb, weights, w.duplicate_similarity)
             reward_fn = duel.GeneratorRewardFn(scorer)
             rows = [{"prompt": prompts.generator_messages(p), "problem_id": p.id} for p in problems]
@@ -639,10 +729,11 @@ def validate_tests(
     }
     generated = read_lines(generated_tests)
     threshold = cfg.rewards.duplicate_similarity
-    total = valid = discriminating = duplicates = 0
+    total = valid = honest = discriminating = duplicates = 0
     new_rows: list[dict[str, Any]] = []
     infra = 0
     with Sandbox(sandbox_limits(cfg)) as sb:
+        zone = _frozen_zone(cfg, problems, solutions, sb)
         for row in generated:
             p = problems.get(row["problem_id"])
             tests = [t for t in row.get("tests", []) if isinstance(t, str)]
@@ -652,6 +743,7 @@ def validate_tests(
             if report.infra_error:
                 infra += 1
                 continue
+            trivially_passed = _trivially_passed(p, tests, sb)
             known = list(p.baseline_tests) + existing.get(p.id, [])
             known_keys = {normalize(t) for t in known}
             for v in report.verdicts:
@@ -665,6 +757,9 @@ def validate_tests(
                 if not v.valid:
                     continue
                 valid += 1
+                if v.test in trivially_passed:
+                    continue  # trivial code passes it: no credit to anyone, not banked
+                honest += 1
                 discriminating += bool(v.breaks)
                 if dup:
                     continue
@@ -679,15 +774,50 @@ def validate_tests(
                 known.append(v.test)
                 known_keys.add(normalize(v.test))
     write_lines(bank_out, bank + new_rows)
+    (Path(bank_out).parent / ZONE_FILE).write_text(json.dumps(zone, sort_keys=True))
     return {
         "candidates": float(total),
         "validity": valid / total if total else 0.0,
-        "discrimination": discriminating / valid if valid else 0.0,
+        "honest_share": honest / total if total else 0.0,
+        "break_rate": discriminating / total if total else 0.0,
+        "discrimination": discriminating / honest if honest else 0.0,
+        "zone_problems": float(sum(in_zone(z) for z in zone.values())),
+        "zone_estimated": float(len(zone)),
         "duplicate_rate": duplicates / total if total else 0.0,
         "new_tests": float(len(new_rows)),
         "bank_size": float(len(bank) + len(new_rows)),
         "infra_errors": float(infra),
     }
+
+
+def _trivially_passed(problem: Problem, tests: list[str], sandbox: Any) -> set[str]:
+    """The tests among `tests` that some trivial solution of the problem passes."""
+    from sparring.duel import problem_info, run_cached
+
+    family = problem_info(problem, []).trivial_solutions
+    rows = run_cached(sandbox, [(code, tests) for code in family], None)
+    return {t for row in rows for t, ok in zip(tests, row, strict=True) if ok is not False}
+
+
+def _frozen_zone(
+    cfg: Config, problems: dict[str, Problem], solutions: dict[str, list[str]], sandbox: Any
+) -> dict[str, dict[str, float]]:
+    """Per problem the frozen answerer was sampled on: the honest rewards of its solutions
+    (unparseable ones earn 0), summarised by `zone_stats` for the next answerer phase."""
+    from sparring.duel import run_cached
+
+    zone: dict[str, dict[str, float]] = {}
+    for pid, codes in solutions.items():
+        p = problems.get(pid)
+        if p is None:
+            continue
+        mask, trivial = rewards.credit_view(len(p.baseline_tests), p.trivial_passes)
+        rows = run_cached(sandbox, [(c, p.baseline_tests) for c in codes], None) if codes else []
+        values = [rewards.answerer_credit(row, mask, trivial, p.difficulty).reward for row in rows]
+        kept = [v for v in values if v is not None]
+        kept += [0.0] * (cfg.steps.frozen_samples - len(codes))  # unparseable samples
+        zone[pid] = zone_stats(kept)
+    return zone
 
 
 def copy_file(src: str, dst: str) -> None:

@@ -174,8 +174,11 @@ def evaluate(
 
 
 def snapshot_metrics(report: dict, entries: list[dict]) -> dict[str, float]:
-    """`r{round}.{metric}` for every numeric metric of every snapshot."""
+    """`r{round}.{metric}` for every numeric metric of every snapshot (r0: the base model)."""
     out: dict[str, float] = {}
+    for key, value in (report.get("baseline") or {}).items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "round":
+            out[f"r0.{key}"] = float(value)
     for i, snap in enumerate(report.get("snapshots", [])):
         rnd = snap.get("round", entries[i]["round"] if i < len(entries) else i + 1)
         for key, value in snap.items():

@@ -40,6 +40,9 @@ class Problem:
     # HumanEval-style problems carry the prompt the completion continues and a check harness.
     prompt: str = ""
     entry_point: str = ""
+    # trivial solution name -> indices of `answer_tests(self)` it passes (only names passing
+    # some test); filled at materialization by `compute_trivial_passes`. See sparring.trivial.
+    trivial_passes: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def function_name(self) -> str:
@@ -54,6 +57,8 @@ class Problem:
             data.pop("prompt")
         if not self.entry_point:
             data.pop("entry_point")
+        if not self.trivial_passes:
+            data.pop("trivial_passes")
         return data
 
 
@@ -74,7 +79,7 @@ def problem_from_dict(data: Any, where: str) -> Problem:
     for key in required:
         if key not in data:
             raise ProblemError(f"{where}: missing field '{key}'")
-    known = {*required, "difficulty", "tags", "prompt", "entry_point"}
+    known = {*required, "difficulty", "tags", "prompt", "entry_point", "trivial_passes"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ProblemError(f"{where}: unknown field '{unknown[0]}'; known: {', '.join(known)}")
@@ -87,6 +92,12 @@ def problem_from_dict(data: Any, where: str) -> Problem:
     for key in ("id", "description", "function_signature", "reference_solution"):
         if not isinstance(data[key], str) or not data[key].strip():
             raise ProblemError(f"{where}.{key}: expected a non-empty string")
+    trivial = data.get("trivial_passes", {})
+    if not isinstance(trivial, dict) or not all(
+        isinstance(k, str) and isinstance(v, list) and all(isinstance(i, int) for i in v)
+        for k, v in trivial.items()
+    ):
+        raise ProblemError(f"{where}.trivial_passes: expected {{name: [test indices]}}")
     return Problem(
         id=data["id"],
         description=data["description"],
@@ -97,6 +108,7 @@ def problem_from_dict(data: Any, where: str) -> Problem:
         tags=list(data.get("tags", [])),
         prompt=data.get("prompt", ""),
         entry_point=data.get("entry_point", ""),
+        trivial_passes={k: list(v) for k, v in trivial.items()},
     )
 
 
@@ -257,6 +269,60 @@ def _reference_job(problem: Problem) -> tuple[str, list[str]]:
 
         return humaneval_job(problem)
     return problem.reference_solution, problem.baseline_tests
+
+
+def answer_tests(problem: Problem) -> list[str]:
+    """The tests an answer to `problem` is judged on, in the order `trivial_passes` indexes:
+    the baseline tests, or for a HumanEval problem its `check` split into single asserts."""
+    return _reference_job(problem)[1]
+
+
+def answer_job(problem: Problem, code: str) -> tuple[str, list[str]]:
+    """(program, tests) for the sandbox: `code` judged on `answer_tests(problem)`."""
+    if problem.entry_point:
+        from sparring.evaluation import humaneval_job
+
+        return humaneval_job(problem, code)
+    return code, list(problem.baseline_tests)
+
+
+def compute_trivial_passes(
+    problems: list[Problem], sandbox: Any = None, timeout_s: float = 2.0
+) -> list[Problem]:
+    """`problems` with `trivial_passes` filled: every solution of `trivial.trivial_family` run
+    on the problem's answer tests in the sandbox (one run_many for all of them)."""
+    from dataclasses import replace
+
+    from sparring.trivial import argument_count, trivial_family
+
+    jobs: list[tuple[str, list[str]]] = []
+    names: list[list[str]] = []
+    for p in problems:
+        family = trivial_family(p.function_name, argument_count(p.function_signature))
+        names.append(list(family))
+        jobs.extend(answer_job(p, code) for code in family.values())
+    if sandbox is None:
+        from sparring.sandbox import Sandbox, SandboxLimits
+
+        with Sandbox(SandboxLimits(timeout_s=timeout_s, max_test_chars=1_000_000)) as sb:
+            reports = sb.run_many(jobs) if jobs else []
+    else:
+        reports = sandbox.run_many(jobs) if jobs else []
+    out: list[Problem] = []
+    it = iter(reports)
+    for p, family_names in zip(problems, names, strict=True):
+        passes: dict[str, list[int]] = {}
+        for name in family_names:
+            report = next(it)
+            if report.infra_error:
+                raise SparringError(
+                    f"{p.id}: the sandbox failed running trivial solutions ({report.infra_error})"
+                )
+            hits = [i for i, r in enumerate(report.results) if r.passed]
+            if hits:
+                passes[name] = hits
+        out.append(replace(p, trivial_passes=passes))
+    return out
 
 
 def check_problems(problems: list[Problem], timeout_s: float = 5.0) -> list[tuple[str, str]]:

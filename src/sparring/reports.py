@@ -143,6 +143,15 @@ def _after_index(report: Mapping[str, Any]) -> int | None:
     return chosen if isinstance(chosen, int) else len(snapshots) - 1
 
 
+def _label(snapshot: Mapping[str, Any]) -> str:
+    """`base`, `warm start` or `round N`: what a reader compares."""
+    if snapshot.get("base"):
+        return "base"
+    if snapshot.get("label"):
+        return str(snapshot["label"])
+    return f"round {snapshot.get('round')}"
+
+
 def render_markdown(report: Mapping[str, Any], images: Mapping[str, str]) -> str:
     """The run report as Markdown; `images` maps a title to a PNG file name beside report.md."""
     snapshots = _all_snapshots(report)
@@ -150,7 +159,9 @@ def render_markdown(report: Mapping[str, Any], images: Mapping[str, str]) -> str
     selection = report.get("selection") or {}
     if selection:
         index = selection.get("index")
-        verdict = "nothing promoted" if index is None else f"snapshot {index} selected"
+        chosen = (report.get("snapshots") or [{}] * ((index or 0) + 1))[index or 0]
+        label = _label(chosen) if index is not None else ""
+        verdict = "nothing promoted" if index is None else f"{label} selected"
         lines += [f"**Selection:** {verdict}. {selection.get('reason', '')}", ""]
     for title, name in images.items():
         lines += [f"## {title}", "", f"![{title}]({name})", ""]
@@ -158,18 +169,28 @@ def render_markdown(report: Mapping[str, Any], images: Mapping[str, str]) -> str
         lines += [
             "## Snapshots",
             "",
-            "| round | model | HumanEval pass@1 | bank pass rate | answerer reward | "
-            "test validity | hacking | promotable |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+            "Held-out (val) measures: *discriminating* = share of the tests no trivial solution "
+            "passes that the answer passes; *strict* = every test passes; *raw* = share of all "
+            "tests (trivial code earns some); *trivial* = share of answers that behave like a "
+            "trivial solution.",
+            "",
+            "| snapshot | HumanEval pass@1 | val discriminating | val strict | val raw | "
+            "trivial | bank pass rate | answerer reward | test validity | hacking | promotable |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         for s in snapshots:
             hacking = s.get("hacking") or {}
             flag = "; ".join(hacking.get("reasons") or []) or ("n/a" if s.get("base") else "none")
             lines.append(
-                f"| {s.get('round')} | `{s.get('model')}` | {_fmt(s.get('humaneval_pass@1'))} | "
-                f"{_fmt(s.get('bank_pass_rate'))} | {_fmt(s.get('answerer_reward'))} | "
-                f"{_fmt(s.get('test_validity'))} | {flag} | {_fmt(s.get('promotable'))} |"
+                f"| {_label(s)} | {_fmt(s.get('humaneval_pass@1'))} | "
+                f"{_fmt(s.get('val_discriminating_fraction'))} | "
+                f"{_fmt(s.get('val_strict_pass_at_1'))} | {_fmt(s.get('val_raw_fraction'))} | "
+                f"{_fmt(s.get('trivial_share'))} | {_fmt(s.get('bank_pass_rate'))} | "
+                f"{_fmt(s.get('answerer_reward'))} | {_fmt(s.get('test_validity'))} | {flag} | "
+                f"{_fmt(s.get('promotable'))} |"
             )
+        lines.append("")
+        lines += ["Models: " + ", ".join(f"{_label(s)} `{s.get('model')}`" for s in snapshots)]
         lines.append("")
     elo = report.get("elo") or {}
     if elo.get("answerer") or elo.get("generator"):

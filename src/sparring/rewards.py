@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 DEFAULT_DIFFICULTY_WEIGHTS = {"easy": 0.8, "medium": 1.0, "hard": 1.2}
 
@@ -97,14 +98,17 @@ def generator_reward(
     consistency: float = 1.0,
     weights: Mapping[str, float] | None = None,
     n_tests: int = 1,
+    honest: float | None = None,
 ) -> float | None:
     """Adversarial test writer's reward.
 
     `validity`: share of its tests that pass the reference solution; `frozen_pass_rate`: the
     frozen answerer's pass rate on its valid tests (None when the sandbox failed);
     `diversity`: 1 - near-duplicate rate; `consistency`: share of tests that call the right
-    function. The core term is the seed's `(1 - frozen pass rate) * validity`; the other terms
-    are weighted by the config. No tests at all earns 0.
+    function; `honest`: share of tests that are valid AND failed by every trivial solution
+    (None = same as validity). The core term is the seed's `(1 - frozen pass rate) * validity`,
+    counted on honest tests only: `(1 - frozen pass rate) * honest`; the other terms are weighted
+    by the config. No tests at all earns 0.
 
     >>> generator_reward(1.0, 0.0)  # every test valid, every frozen solution broken
     1.4
@@ -122,8 +126,9 @@ def generator_reward(
     w = {"validity": 0.2, "hardness": 1.0, "diversity": 0.1, "consistency": 0.1}
     if weights:
         w.update(weights)
+    honest = validity if honest is None else honest
     score = (
-        w["hardness"] * (1.0 - frozen_pass_rate) * validity
+        w["hardness"] * (1.0 - frozen_pass_rate) * honest
         + w["validity"] * validity
         + w["diversity"] * diversity * validity
         + w["consistency"] * consistency
@@ -173,3 +178,85 @@ def mean_or_none(values: Sequence[float | None]) -> float | None:
     """
     kept = [v for v in values if v is not None]
     return sum(kept) / len(kept) if kept else None
+
+
+@dataclass(frozen=True)
+class AnswererCredit:
+    """What one answer earned, and why (every field is shown by `sparring reward`)."""
+
+    reward: float | None
+    tests_passed: int
+    tests_total: int
+    discriminating_passed: int
+    discriminating_total: int
+    trivial: bool  # its results equal a trivial solution's on every test
+    strict: bool  # every test passes
+    parsed: bool = True
+
+    @property
+    def raw_fraction(self) -> float:
+        return self.tests_passed / self.tests_total if self.tests_total else 0.0
+
+    @property
+    def discriminating_fraction(self) -> float:
+        if not self.discriminating_total:
+            return 0.0
+        return self.discriminating_passed / self.discriminating_total
+
+
+def answerer_credit(
+    passed: Sequence[bool | None] | None,
+    discriminating: Sequence[bool],
+    trivial_results: Sequence[Sequence[bool]] = (),
+    difficulty: str = "medium",
+    difficulty_weights: Mapping[str, float] | None = None,
+) -> AnswererCredit:
+    """The answerer's honest reward: the difficulty-weighted share of *discriminating* tests
+    passed (tests that no trivial solution passes). `passed` is None for code that did not
+    parse (reward 0); a None inside it is a sandbox failure (reward None: no signal). Results
+    equal to one of `trivial_results` (a trivial solution's pass vector) earn 0, and so does a
+    problem without discriminating tests.
+
+    >>> answerer_credit([True, True, False], [False, True, True]).reward  # 1 of 2 disc. tests
+    0.5
+    >>> c = answerer_credit([True, False, False], [False, True, True], [[True, False, False]])
+    >>> c.reward, c.trivial, c.raw_fraction
+    (0.0, True, 0.3333333333333333)
+    >>> answerer_credit([True, True], [True, True], difficulty="hard").reward
+    1.2
+    >>> answerer_credit(None, [True]).reward, answerer_credit([None], [True]).reward
+    (0.0, None)
+    """
+    n = len(discriminating)
+    n_disc = sum(bool(d) for d in discriminating)
+    if passed is None:
+        return AnswererCredit(0.0, 0, n, 0, n_disc, False, False, parsed=False)
+    if len(passed) != n:
+        raise ValueError(f"{len(passed)} results for {n} tests")
+    if any(v is None for v in passed):
+        return AnswererCredit(None, 0, n, 0, n_disc, False, False)
+    results = [bool(v) for v in passed]
+    n_passed = sum(results)
+    disc_passed = sum(r and d for r, d in zip(results, discriminating, strict=True))
+    trivial = n_passed > 0 and any(list(t) == results for t in trivial_results)
+    weights = DEFAULT_DIFFICULTY_WEIGHTS if difficulty_weights is None else difficulty_weights
+    share = disc_passed / n_disc if n_disc and not trivial else 0.0
+    reward = round(weights.get(difficulty, 1.0) * share, 6)
+    return AnswererCredit(reward, n_passed, n, disc_passed, n_disc, trivial, n_passed == n > 0)
+
+
+def credit_view(
+    n_tests: int, trivial_passes: Mapping[str, Sequence[int]], n_extra: int = 0
+) -> tuple[list[bool], list[list[bool]]]:
+    """(discriminating mask, trivial pass vectors) for a problem's `n_tests` answer tests plus
+    `n_extra` banked tests, which validation admits only when every trivial solution fails them.
+
+    >>> credit_view(2, {"const_0": [1]}, 1)
+    ([True, False, True], [[False, True, False]])
+    """
+    vectors = [
+        [i in set(hits) for i in range(n_tests)] + [False] * n_extra
+        for hits in trivial_passes.values()
+    ]
+    mask = [not any(v[i] for v in vectors) for i in range(n_tests + n_extra)]
+    return mask, vectors

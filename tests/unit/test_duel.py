@@ -10,11 +10,37 @@ def report(*outcomes, infra=None):
     return RunReport([TestResult(f"t{i}", o) for i, o in enumerate(outcomes)], infra_error=infra)
 
 
-def test_answerer_rewards_difficulty_and_parse():
-    reports = [report(PASSED, PASSED), report(PASSED, FAILED), None, report(infra="boom")]
-    codes = ["def f(): pass", "def f(): pass", None, "def f(): pass"]
-    out = duel.answerer_rewards_from_reports(codes, reports, ["easy", "hard", "medium", "hard"])
-    assert out == [0.8, 0.6, 0.0, None]
+def test_answerer_rewards_count_discriminating_tests_only():
+    """Test 0 is passed by a trivial solution: only tests 1 and 2 earn, and code whose results
+    equal the trivial solution's earns nothing although it passes a test."""
+    tests = ["assert f(0) == 0", "assert f(1) == 1", "assert f(2) == 2"]
+    good, half, trivial = REF, "def f(x):\n    return min(x, 1)\n", BAD
+    sb = FakeSandbox({good: set(tests), half: set(tests[:2]), trivial: {tests[0]}})
+    mask, vectors = duel.rewards.credit_view(3, {"const_0": [0]})
+    fenced = [f"```python\n{c}```" for c in (good, half, trivial)] + ["no code"]
+    out, metrics = duel.answerer_rewards(
+        fenced, [tests] * 4, ["hard", "easy", "medium", "medium"], ["f"] * 4, sb,
+        discriminating=[mask] * 4, trivial_results=[vectors] * 4,
+    )  # fmt: skip
+    assert out == [1.2, 0.4, 0.0, 0.0]
+    assert metrics["trivial_share"] == 0.25 and metrics["parse_rate"] == 0.75
+    assert metrics["solved_rate"] == 0.25
+    assert metrics["pass_rate"] == pytest.approx((1 + 2 / 3 + 1 / 3) / 3)
+    assert metrics["discriminating_pass_rate"] == pytest.approx((1 + 0.5 + 0) / 3)
+
+
+def test_generator_break_credit_needs_trivial_code_to_fail():
+    tests = ["assert f(0) == 0", "assert f(5) == 5"]
+    s = duel.generator_score(
+        tests,
+        "f",
+        reference_passed=[True, True],
+        solutions_passed=[[False, False]],
+        earlier_tests=[],
+        trivial_passed=[[True, False]],  # `return 0` passes the first test
+    )
+    assert s.validity == 1.0 and s.honest == 0.5
+    assert s.hardness == pytest.approx(0.5)  # only the second test breaks with credit
 
 
 class FakeSandbox:

@@ -287,7 +287,7 @@ def test_choose_best_uses_checkpoint_score_over_promotable():
     index, score, reason = ev.choose_best(cfg, report)
     assert index == 2
     assert score == pytest.approx(0.7 * 0.5 + 0.3 * 0.8)
-    assert "refused: snapshot 1 (flat GRPO groups" in reason
+    assert "refused: round 1 (flat GRPO groups" in reason
 
 
 def test_choose_best_none_when_nothing_promotable():

@@ -205,5 +205,5 @@ def test_eval_snapshots_command(data_dir, fake_models, tmp_path, capsys):
         "data.humaneval_limit=1",
     ]
     assert main(argv) == 0
-    assert "selection: snapshot 0 (round 1)" in capsys.readouterr().out
+    assert "selection: round 1 scores" in capsys.readouterr().out
     assert (out / "report.md").is_file() and (out / "report.json").is_file()

@@ -58,9 +58,9 @@ def test_write_report_writes_pngs_and_markdown(tmp_path):
         assert (tmp_path / name).read_bytes().startswith(PNG)
     md = (tmp_path / "report.md").read_text()
     assert "![Cross-play" in md and "(cross_play.png)" in md
-    assert "snapshot 0 selected" in md
+    assert "round 1 selected" in md  # labelled by round, not by list index
     assert "test validity 0.10 < min_validity 0.20" in md
-    assert "| answerer | round 2 | 990 |" in md and "| `base` |" in md
+    assert "| answerer | round 2 | 990 |" in md and "| base |" in md
     assert "n/a" in md  # a missing value is shown, not drawn as 0
 
 
