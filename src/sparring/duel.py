@@ -139,6 +139,34 @@ def answerer_credits(
     return out
 
 
+def score_answers(
+    problems: Sequence[Any], texts: Sequence[str], sandbox: Any, cache: ResultCache | None = None
+) -> list[rewards.AnswererCredit]:
+    """Honest credit of answer i (a completion or bare code) to problems[i], judged on the
+    problem's answer tests (HumanEval: its `check` split into asserts). The problems must carry
+    `trivial_passes` (sparring.problems.compute_trivial_passes)."""
+    from sparring.problems import answer_job
+    from sparring.prompts import complete_humaneval
+
+    jobs, where = [], []
+    for p, text in zip(problems, texts, strict=True):
+        if p.entry_point:  # a whole function, or a body continuing the prompt (the official form)
+            code = complete_humaneval(p.prompt, text, p.entry_point) if text.strip() else None
+        else:
+            code = prompts.extract_code(text, p.function_name)
+        where.append(code is not None)
+        if code is not None:
+            jobs.append(answer_job(p, code))
+    results = iter(run_cached(sandbox, jobs, cache) if jobs else [])
+    out = []
+    for p, parsed in zip(problems, where, strict=True):
+        passed = next(results) if parsed else None
+        n_tests = len(p.baseline_tests) if not p.entry_point else len(answer_job(p, "")[1])
+        mask, trivial = rewards.credit_view(n_tests, p.trivial_passes)
+        out.append(rewards.answerer_credit(passed, mask, trivial, p.difficulty))
+    return out
+
+
 def credit_metrics(credits: Sequence[rewards.AnswererCredit]) -> dict[str, float]:
     """Batch means: parse rate, raw and discriminating fractions, strict (all tests) rate,
     trivial share, sandbox failures. Fractions are over parsed, judged completions."""

@@ -861,9 +861,8 @@ def _snapshot_metrics(
 def report_credit(problem: Problem, code: str, report: Any, n_banked: int, cfg: Any = None):
     """`rewards.AnswererCredit` of `code` from its RunReport on the problem's baseline tests
     followed by `n_banked` banked tests ('' code = did not parse)."""
-    mask, trivial = rewards.credit_view(
-        len(problem.baseline_tests), problem.trivial_passes, n_banked
-    )
+    n_tests = len(humaneval_tests(problem)) if problem.entry_point else len(problem.baseline_tests)
+    mask, trivial = rewards.credit_view(n_tests, problem.trivial_passes, n_banked)
     weights = cfg.rewards.difficulty_weights if cfg is not None else None
     if not code:
         return rewards.answerer_credit(None, mask, trivial, problem.difficulty, weights)

@@ -34,10 +34,11 @@ RECORD = {
 
 def test_bundled_set_is_large_varied_and_well_formed():
     problems = load_bundled()
-    assert len(problems) >= 60
+    assert len(problems) >= 100
     counts = Counter(p.difficulty for p in problems)
     assert set(counts) == {"easy", "medium", "hard"}
     assert min(counts.values()) >= 10
+    assert counts["easy"] >= 60  # the everyday operations a small model can learn from
     assert len({p.id for p in problems}) == len(problems)
     assert len({p.function_name for p in problems}) == len(problems)
     for p in problems:
@@ -134,7 +135,7 @@ def test_cli_lists_bundled_problems_as_json():
     result = _cli("problems", "list", "--source", "bundled", "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert len(data) >= 60
+    assert len(data) == len(load_bundled())
     assert {"id", "description", "function_signature", "baseline_tests"} <= set(data[0])
 
 
@@ -148,7 +149,8 @@ def test_cli_missing_source_is_one_line():
 def test_cli_check_passes_bundled_and_names_a_broken_problem(tmp_path):
     good = _cli("problems", "check", "--source", "bundled")
     assert good.returncode == 0, good.stderr
-    assert "66/66" in good.stdout or "/" in good.stdout
+    n = len(load_bundled())
+    assert f"{n}/{n} reference solutions pass" in good.stdout
     broken = dict(
         RECORD, id="broken_add", reference_solution="def add_two(a, b):\n    return a - b\n"
     )
