@@ -793,9 +793,12 @@ def _snapshot_metrics(
     solve: Mapping[str, Problem],
     bank: Mapping[str, list[str]],
     limits: Any,
+    sampled: bool = True,
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """HumanEval pass@1, bank pass rate, answerer reward and special-case share of one model,
-    and its code per problem (one greedy completion each)."""
+    and its code per problem (one greedy completion each). With `sampled` and
+    `data.val_samples` > 0, also `val_sampled`: per measure (discriminating, strict, raw), per
+    val problem, the mean over that many completions sampled at the training temperature."""
     from sparring import backends
 
     loaded = backends.load_for_sampling(
@@ -810,6 +813,10 @@ def _snapshot_metrics(
         stages=("code",) if cfg.reasoning.direct else tuple(cfg.reasoning.stages),
         loaded=loaded,
     )
+    samples = cfg.data.val_samples if sampled else 0
+    val_sampled = None
+    if samples and val_problems:
+        val_sampled = _sampled_measures(cfg, model_name, val_problems, samples, loaded, limits)
     del loaded
     first = [c[0] if c else "" for c in completions]
     he_samples = [
@@ -855,7 +862,43 @@ def _snapshot_metrics(
         "trivial_share": sum(c.trivial for c in credits) / len(credits) if credits else None,
         "special_case_share": special,
     }
+    if val_sampled is not None:
+        metrics["val_sampled"] = val_sampled
+        for measure, per in val_sampled.items():
+            metrics[f"val_sampled_{measure}"] = sum(per.values()) / len(per) if per else None
     return metrics, codes
+
+
+def _sampled_measures(
+    cfg: Any, model_name: str, problems: Sequence[Problem], samples: int, loaded: Any, limits: Any
+) -> dict[str, dict[str, float]]:
+    """Per measure, per problem: the mean over `samples` sampled completions."""
+    from sparring import duel
+    from sparring.sandbox import Sandbox
+
+    completions = generate_solutions(
+        model_name,
+        problems,
+        max_new_tokens=cfg.grpo.max_completion_length or 256,
+        num_samples=samples,
+        temperature=cfg.grpo.temperature,
+        top_p=cfg.grpo.top_p,
+        seed=cfg.seed + 1,
+        stages=("code",) if cfg.reasoning.direct else tuple(cfg.reasoning.stages),
+        loaded=loaded,
+    )
+    flat_problems = [p for p, outs in zip(problems, completions, strict=True) for _ in outs]
+    flat_texts = [c for outs in completions for c in outs]
+    with Sandbox(limits) as sb:
+        credits = duel.score_answers(flat_problems, flat_texts, sb)
+    out: dict[str, dict[str, list[float]]] = {"discriminating": {}, "strict": {}, "raw": {}}
+    for p, c in zip(flat_problems, credits, strict=True):
+        if c.reward is None:
+            continue  # sandbox failure: no signal
+        out["discriminating"].setdefault(p.id, []).append(c.discriminating_fraction)
+        out["strict"].setdefault(p.id, []).append(float(c.strict))
+        out["raw"].setdefault(p.id, []).append(c.raw_fraction)
+    return {m: {pid: sum(v) / len(v) for pid, v in per.items()} for m, per in out.items()}
 
 
 def report_credit(problem: Problem, code: str, report: Any, n_banked: int, cfg: Any = None):
@@ -955,8 +998,9 @@ def evaluate_snapshots(
     for i, model_name in enumerate(models):
         log.info("evaluating snapshot %d: %s", i, model_name)
         metrics, codes = _snapshot_metrics(
-            cfg, model_name, eval_problems, val_problems, solve, bank, limits
-        )
+            cfg, model_name, eval_problems, val_problems, solve, bank, limits,
+            sampled=i == len(models) - 1,  # base and final: the learning measures
+        )  # fmt: skip
         all_codes.append(codes)
         k = min(i, len(rounds) - 1)
         number = rounds[i][0] if i < len(rounds) else i + 1

@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparring import game, rewards
+from sparring import game, learning, rewards, trivial
 from sparring.game import Rollout, Rubric, group_advantages, tree_advantages
 
 
-@pytest.mark.parametrize("module", [rewards, game])
+@pytest.mark.parametrize("module", [rewards, game, trivial, learning])
 def test_doctests(module):
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
@@ -72,3 +72,45 @@ def test_children_are_compared_only_with_their_siblings():
     assert easy.children[2].info["advantage"] == pytest.approx(-2 / 3, abs=1e-5)
     # ... while the lone success under the hard proposer is above its own siblings' mean (1/3)
     assert hard.children[2].info["advantage"] == pytest.approx(2 / 3, abs=1e-5)
+
+
+def test_paired_bootstrap_interval_excludes_zero_only_for_a_real_gain():
+    before = [0.1 * (i % 5) for i in range(40)]
+    gain = learning.paired_delta(before, [b + 0.2 for b in before])
+    assert gain["lo"] == pytest.approx(0.2) and gain["hi"] == pytest.approx(0.2)
+    noise = learning.paired_delta(before, before[::-1])  # same values, other problems
+    assert noise["lo"] < 0 < noise["hi"]
+
+
+def test_learn_lines_have_the_promised_format():
+    report = {
+        "baseline": {
+            "val_sampled": {"discriminating": {"a": 0.0, "b": 0.5}, "strict": {"a": 0.0, "b": 0.0}},
+            "humaneval_pass@1": 0.05,
+            "bank_pass_rate": 0.0,
+        },
+        "snapshots": [
+            {
+                "label": "warm-start",  # the answerer round 1's generator attacked
+                "val_sampled": {"discriminating": {"a": 0.5, "b": 0.5}},
+                "bank_pass_rate": 0.2,
+            },
+            {
+                "round": 1,
+                "val_sampled": {
+                    "discriminating": {"a": 1.0, "b": 0.5},
+                    "strict": {"a": 1.0, "b": 0.0},
+                },
+                "humaneval_pass@1": 0.1,
+                "bank_pass_rate": 0.4,
+            },
+        ],
+    }
+    lines = learning.learn_lines(learning.learning_summary(report), [0.05, 0.2], 0.8)
+    assert lines[0].startswith("LEARN validation_pass_rate base=0.250 final=0.750 ci95_delta=")
+    assert lines[1].startswith("LEARN strict_pass_rate base=0.000 final=0.500")
+    assert "LEARN stage base_to_warm_start delta=0.250" in lines[2]
+    assert "LEARN generator_break_rate first=0.050 last=0.200" in lines
+    assert "LEARN bank_pass_rate before=0.200 after=0.400" in lines
+    assert "LEARN humaneval_pass_at_1 base=0.050 final=0.100" in lines
+    assert lines[-1] == "LEARN useful_group_share 0.800"
