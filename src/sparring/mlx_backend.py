@@ -205,8 +205,12 @@ def generate(
     top_p: float = 1.0,
     num_samples: int = 1,
     seed: int = 0,
+    stop_at_fence: bool = True,
 ) -> list[list[str]]:
-    """Per conversation, `num_samples` completions (strings without the prompt)."""
+    """Per conversation, `num_samples` completions (strings without the prompt). With
+    `stop_at_fence`, each text is cut just after the closing fence of its first python code
+    block, as `sparring.generation.generate` does (here after sampling: mlx_lm's batch
+    generator takes stop token sequences only, and the opening fence is the same token)."""
     _require()
     if num_samples < 1:
         raise ValueError("num_samples must be >= 1")
@@ -222,6 +226,10 @@ def generate(
         seed=seed,
     )
     texts = [_decode(tokenizer, x) for x in ids]
+    if stop_at_fence:
+        from sparring.generation import trim_after_fence
+
+        texts = [trim_after_fence(t) for t in texts]
     return [texts[i * num_samples : (i + 1) * num_samples] for i in range(len(messages_batch))]
 
 

@@ -1,6 +1,8 @@
 """Real GRPO steps on tiny-random (seconds each): what LoRA, full tuning and the shared topology
 change, and what they must leave alone. The reward is a real function with variance (completion
-length), so updates are non-zero even though a random model never writes passing code."""
+length), so updates are non-zero even though a random model never writes passing code.
+tiny-random never ends a completion before the cap, so these runs keep clipped completions in
+the loss (`grpo.mask_truncated_completions=false`); the fence test makes rows end on purpose."""
 
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 def cfg_for(**overrides):
-    sets = [f"{k}={v}" for k, v in overrides.items()]
+    sets = ["grpo.mask_truncated_completions=false"]
+    sets += [f"{k}={v}" for k, v in overrides.items()]
     return load_config("configs/smoke.yaml", sets)
 
 
@@ -134,4 +137,51 @@ def test_generate_is_seeded_and_greedy():
     g1 = generate(model, tok, msgs, max_new_tokens=6)
     g2 = generate(model, tok, msgs[:1], max_new_tokens=6, batch_size=1)
     assert g1[0] == g2[0]  # left padding: batching does not change greedy output
+    # no fence here: the refilling sampler and plain HF generate agree token for token
+    assert generate(model, tok, msgs, max_new_tokens=6, batch_size=1, stop_at_fence=False) == g1
     assert tempfile.gettempdir()
+
+
+def test_grpo_completions_stop_at_the_fence(tmp_path, monkeypatch):
+    """tiny-random cannot write a fence, so a FenceStop that reports even rows' fence as closed
+    at their 5th token stands in: those rows end there with one EOS (not clipped, so masking
+    keeps them), the others run to the cap and are masked out; training still moves LoRA."""
+    from sparring import generation
+    from sparring.training.grpo import run_grpo
+
+    created = []
+
+    class EarlyFence(generation.FenceStop):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            created.append(self)
+
+        def add(self, row, token, generated):
+            if row % 2 == 0 and generated == 5 and not self.ended[row]:
+                self.texts[row] += "```python\nx = 1\n```"
+                self.stopped_at[row] = generated
+                return True
+            return super().add(row, token, generated)
+
+    monkeypatch.setattr(generation, "FenceStop", EarlyFence)
+    seen = []
+
+    def reward(prompts, completions, completion_ids, **kwargs):
+        seen.extend(completion_ids)
+        return [float(len(ids)) for ids in completion_ids]
+
+    reward.__name__ = "length_reward"
+    cfg = cfg_for(**{"grpo.mask_truncated_completions": "true", "grpo.learning_rate": 0.05})
+    model, tok = models.load_model("tiny-random")
+    trained, metrics = run_grpo(
+        model, tok, dataset(), reward, cfg, 1, str(tmp_path), 0, models.peft_lora_config(cfg.lora)
+    )
+    assert created and all(len(c.stopped_at) == 2 for c in created)  # installed and called
+    eos = tok.eos_token_id
+    stopped = [ids for ids in seen if len(ids) == 6]
+    assert len(stopped) == len(seen) // 2 and all(ids[-1] == eos for ids in stopped)
+    assert all(len(ids) == 16 and eos not in ids for ids in seen if len(ids) != 6)
+    assert metrics["trl/completions_clipped_ratio"] == 0.5
+    assert metrics["fence_stop_ratio"] == 0.5 and metrics["trl/sparring_fence_stop_ratio"] == 0.5
+    lora_b = [v for k, v in trained.state_dict().items() if "lora_B" in k]
+    assert any(v.abs().sum() > 0 for v in lora_b), "the fenced rows did not train"

@@ -1,11 +1,34 @@
 """TRL glue: one GRPO run of one role on one dataset, with Sparring's config mapped onto TRL's.
 
 Covers: `grpo_args` (cfg.grpo -> GRPOConfig: num_generations, epsilon, beta, loss_type, learning
-rate, completion length, temperature, top_p, batch sizes; GPU switches `use_vllm` -> vLLM colocate
-mode and `bf16`; `report_to=["mlflow"]` when an MLflow run is active so TRL logs loss, kl,
-entropy, clip ratios, frac_reward_zero_std and completion lengths into it), and `run_grpo`, which
-trains for a fixed number of steps and returns TRL's logged metrics averaged over the phase plus
-step time, tokens/s and peak memory.
+rate, completion length, mask_truncated_completions, temperature, top_p, batch sizes; GPU
+switches `use_vllm` -> vLLM colocate mode and `bf16`; `report_to=["mlflow"]` when an MLflow run is
+active so TRL logs loss, kl, entropy, clip ratios, frac_reward_zero_std, completion lengths and
+our `sparring/*` metrics into it), `completion_budget` / `resolve_completion_length` (the
+`max_completion_length: 0` "auto" budget, sized from reference solutions' token lengths),
+`SparringGRPOTrainer` (below), and `run_grpo`, which trains for a fixed number of steps and returns
+TRL's logged metrics averaged over the phase plus step time, tokens/s, peak memory and the group
+counts of dynamic sampling.
+
+`SparringGRPOTrainer` adds to TRL 1.16's GRPOTrainer, which has neither:
+- stop at the closing code fence (`stop_at_fence`): TRL calls `model.generate(**inputs,
+  generation_config=...)` without `tokenizer=` (so `stop_strings` cannot work) and takes no
+  custom stopping criteria, so `_generate_single_turn` passes a `sparring.generation.FenceStop`
+  to that call, cuts each stopped row just after its closing fence and appends EOS. TRL calls a
+  completion "truncated" when its last token is not EOS/pad (clipped_ratio,
+  mask_truncated_completions), so the EOS makes a fenced answer a finished one; that EOS was not
+  sampled, so it is masked out of the loss. Plain HF generation only (not vLLM, not continuous
+  batching: their completions are left as TRL makes them).
+- dynamic sampling, DAPO-style "drop" (`drop_flat_groups`): after TRL scores a generation batch,
+  groups whose rewards are all equal (zero advantage, no gradient) leave the loss batch; every
+  per-row tensor is sliced alike and `num_items_in_batch` recounted. When no useful group (or no
+  unmasked loss token) remains, the whole optimizer update is skipped (no forward/backward; all
+  grads stay None so AdamW leaves every weight alone), rather than stepping on zero advantages,
+  which costs a full backward and still moves the weights through Adam's momentum. Counts:
+  `groups_total`, `groups_useful`, `batches_skipped`; per generation batch TRL logs
+  `sparring/useful_group_share` (and `sparring/fence_stop_ratio`) with its own metrics.
+  With `steps_per_generation > 1` the kept rows are topped up with zero-advantage rows of dropped
+  groups to a multiple of it (TRL splits the batch into that many equal slices).
 
 Multi-GPU: the phase functions are plain Python, so `accelerate launch --num_processes N -m
 sparring.cli phase train-answerer ...` (or `... train`) runs them data-parallel; TRL/Accelerate
@@ -16,15 +39,20 @@ Notes on TRL 1.16: GRPOConfig has no `max_prompt_length`, so `fit_prompts` enfor
 problem statement in half would train on a different problem); reward functions may return
 None, which TRL turns into NaN and drops with nansum/nanmean, so a sandbox failure is "no
 signal", not 0.
-Does not cover: rewards (sparring.duel) or which model/adapter is trained (sparring.phases).
+Does not cover: rewards (sparring.duel), which model/adapter is trained (sparring.phases), DAPO's
+"resample until the batch is full" variant (dropping shrinks the batch instead), multimodal
+batches (no dropping when images are present), multi-GPU runs of the subclass (untested here).
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
+import math
 import resource
 import time
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sparring.config import Config
@@ -46,11 +74,72 @@ def mlflow_active() -> bool:
     return mlflow.active_run() is not None
 
 
-def grpo_args(cfg: Config, output_dir: str, steps: int, seed: int, device: str = "cpu") -> Any:
-    """GRPOConfig for one phase of `steps` optimizer steps."""
+def completion_budget(
+    reference_token_lengths: Sequence[int],
+    quantile: float = 0.9,
+    margin: float = 1.3,
+    fence_tokens: int = 12,
+    floor: int = 64,
+    cap: int = 512,
+) -> int:
+    """Completion tokens that let a model write a reference-sized answer: the `quantile` of the
+    reference solutions' token lengths (linear interpolation), times `margin`, plus
+    `fence_tokens` (the ```python fence lines and a short lead-in), rounded up and clamped to
+    [floor, cap]. No reference lengths: `cap`.
+
+    >>> completion_budget([40, 50, 60, 200], quantile=0.5, floor=16)
+    84
+    """
+    if not 0.0 < quantile <= 1.0:
+        raise ValueError(f"quantile: {quantile} must be in (0, 1]")
+    if margin <= 0 or fence_tokens < 0 or floor < 1 or cap < floor:
+        raise ValueError("completion_budget: needs margin > 0, fence_tokens >= 0, floor <= cap")
+    lengths = sorted(int(n) for n in reference_token_lengths)
+    if not lengths:
+        return cap
+    pos = quantile * (len(lengths) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(lengths) - 1)
+    value = lengths[lo] + (lengths[hi] - lengths[lo]) * (pos - lo)
+    return max(floor, min(cap, math.ceil(value * margin + fence_tokens)))
+
+
+def resolve_completion_length(
+    cfg: Config, tokenizer: Any, reference_solutions: Sequence[str] | None = None
+) -> int:
+    """`cfg.grpo.max_completion_length`, or for 0 ("auto") the `completion_budget` of the
+    reference solutions' token lengths (tokenized without special tokens)."""
+    n = cfg.grpo.max_completion_length
+    if n:
+        return n
+    refs = [r for r in (reference_solutions or []) if isinstance(r, str) and r.strip()]
+    if not refs:
+        raise SparringError(
+            "grpo.max_completion_length: 0 (auto) needs reference solutions to size the budget; "
+            "this phase has none, so set a number of tokens"
+        )
+    lengths = [len(tokenizer(r, add_special_tokens=False)["input_ids"]) for r in refs]
+    return completion_budget(lengths)
+
+
+def grpo_args(
+    cfg: Config,
+    output_dir: str,
+    steps: int,
+    seed: int,
+    device: str = "cpu",
+    max_completion_length: int | None = None,
+) -> Any:
+    """GRPOConfig for one phase of `steps` optimizer steps; `max_completion_length` (resolved)
+    overrides cfg.grpo's, which must then not be 0 ("auto")."""
     from trl import GRPOConfig
 
     g = cfg.grpo
+    completion_length = max_completion_length or g.max_completion_length
+    if not completion_length:
+        raise SparringError(
+            "grpo.max_completion_length: 0 (auto) must be resolved before building GRPOConfig"
+        )
     kwargs: dict[str, Any] = {
         "output_dir": output_dir,
         "max_steps": steps,
@@ -61,7 +150,8 @@ def grpo_args(cfg: Config, output_dir: str, steps: int, seed: int, device: str =
         "beta": g.beta,
         "epsilon": g.epsilon,
         "loss_type": g.loss_type,
-        "max_completion_length": g.max_completion_length,
+        "max_completion_length": completion_length,
+        "mask_truncated_completions": bool(g.mask_truncated_completions),
         "temperature": g.temperature,
         "top_p": g.top_p,
         "logging_steps": g.logging_steps,
@@ -102,6 +192,176 @@ def fit_prompts(dataset: Any, tokenizer: Any, max_tokens: int) -> tuple[Any, int
     return kept, len(dataset) - len(kept)
 
 
+@contextlib.contextmanager
+def _generate_with(model: Any, **extra: Any) -> Iterator[None]:
+    """While inside, `model.generate(...)` also receives `extra` (an instance attribute shadows
+    the method and is removed, or the previous one restored, on exit)."""
+    had = "generate" in vars(model)
+    previous = vars(model).get("generate")
+    original = model.generate
+
+    def generate(*args: Any, **kwargs: Any) -> Any:
+        return original(*args, **{**extra, **kwargs})
+
+    object.__setattr__(model, "generate", generate)
+    try:
+        yield
+    finally:
+        if had:
+            object.__setattr__(model, "generate", previous)
+        else:
+            vars(model).pop("generate", None)
+
+
+def useful_groups(rewards_per_func: Any, weights: Any, num_generations: int) -> Any:
+    """Bool per group of `num_generations` consecutive rows: True when the group's weighted
+    rewards (NaN = unscorable, ignored) are not all equal, i.e. it carries an advantage."""
+    import torch
+
+    unscorable = torch.isnan(rewards_per_func).all(dim=1)
+    rewards = (rewards_per_func * weights.to(rewards_per_func.device).unsqueeze(0)).nansum(dim=1)
+    grouped = rewards.masked_fill(unscorable, float("nan")).view(-1, num_generations)
+    present = ~torch.isnan(grouped)
+    hi = torch.where(present, grouped, torch.full_like(grouped, -math.inf)).amax(dim=1)
+    lo = torch.where(present, grouped, torch.full_like(grouped, math.inf)).amin(dim=1)
+    spread = present.sum(dim=1) >= 2
+    return spread & ~torch.isclose(hi, lo, rtol=1e-5, atol=1e-6)
+
+
+def _select_rows(out: dict[str, Any], index: Any, n: int) -> dict[str, Any]:
+    """`out` with every per-row entry (a tensor or list of length `n`) reduced to `index`."""
+    picked: dict[str, Any] = {}
+    idx = index.tolist()
+    for key, value in out.items():
+        if hasattr(value, "index_select") and value.dim() > 0 and value.size(0) == n:
+            picked[key] = value.index_select(0, index.to(value.device))
+        elif isinstance(value, list) and len(value) == n:
+            picked[key] = [value[i] for i in idx]
+        else:
+            picked[key] = value
+    return picked
+
+
+def _trainer_class() -> type:
+    import torch
+    from trl import GRPOTrainer
+
+    from sparring.generation import FenceStop, _as_stopping_criteria
+
+    class SparringGRPOTrainer(GRPOTrainer):
+        """GRPOTrainer + stop at the closing code fence + DAPO-style dropping of flat groups
+        (the module docstring says what each override does and why)."""
+
+        def __init__(
+            self, *args: Any, stop_at_fence: bool = True, drop_flat_groups: bool = True, **kw: Any
+        ) -> None:
+            self.stop_at_fence = stop_at_fence
+            self.drop_flat_groups = drop_flat_groups
+            self.groups_total = 0
+            self.groups_useful = 0
+            self.batches_skipped = 0
+            self.completions_total = 0
+            self.fence_stops = 0
+            self._fence_stopped: list[bool] | None = None
+            self._rewards_per_func: Any = None
+            super().__init__(*args, **kw)
+
+        # -- stop at the closing fence -----------------------------------------------------
+        def _generate_single_turn(
+            self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False
+        ):
+            self._fence_stopped = None
+            args = (prompt_ids, images, multimodal_fields, num_generations, has_tool_images)
+            if not self.stop_at_fence or self.use_vllm or self.use_transformers_continuous_batching:
+                return super()._generate_single_turn(*args)
+            stop = FenceStop(self._tokenizer, eos_token_ids=self.eos_token_ids)
+            model = self.accelerator.unwrap_model(self.model_wrapped)  # what TRL generates with
+            with _generate_with(model, stopping_criteria=_as_stopping_criteria(stop)):
+                completion_ids, logprobs = super()._generate_single_turn(*args)
+            eos = self._tokenizer.eos_token_id
+            eos = self.eos_token_ids[0] if eos is None else eos
+            stopped = []
+            for i, ids in enumerate(completion_ids):
+                end = stop.stopped_at[i] if i < len(stop.stopped_at) else None
+                if end:  # drop what generate padded after the fence; end with one EOS
+                    completion_ids[i] = [*ids[:end], eos]
+                stopped.append(bool(end))
+            self._fence_stopped = stopped
+            return completion_ids, logprobs
+
+        # -- dynamic sampling --------------------------------------------------------------
+        def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+            rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+            self._rewards_per_func = rewards  # gathered over processes; groups are row blocks
+            return rewards
+
+        def _generate_and_score_completions(self, inputs):
+            out = super()._generate_and_score_completions(inputs)
+            if not self.model.training:
+                return out
+            n = out["completion_ids"].size(0)
+            stopped = self._fence_stopped
+            if stopped is not None and len(stopped) == n:
+                mask = out["completion_mask"].clone()
+                lengths = mask.sum(dim=1).tolist()
+                for i, s in enumerate(stopped):
+                    if s and lengths[i] > 0:
+                        mask[i, int(lengths[i]) - 1] = 0  # the appended EOS was not sampled
+                out["completion_mask"] = mask
+                out["num_items_in_batch"] = self._loss_tokens(out)
+            self.completions_total += n
+            self.fence_stops += sum(stopped or [])
+            g = self.num_generations
+            useful = useful_groups(self._rewards_per_func, self.reward_weights, g)
+            self.groups_total += int(useful.numel())
+            self.groups_useful += int(useful.sum())
+            metrics = self._metrics["train"]
+            metrics["sparring/useful_group_share"].append(float(useful.float().mean()))
+            if stopped is not None:
+                metrics["sparring/fence_stop_ratio"].append(sum(stopped) / max(1, n))
+            if self.drop_flat_groups and "pixel_values" not in out:
+                start = self.accelerator.process_index * n
+                keep = useful.repeat_interleave(g)[start : start + n]
+                out = self._keep_rows(out, keep.to(out["advantages"].device))
+            if "sparring_skip" in out:
+                self.batches_skipped += 1
+            return out
+
+        def _loss_tokens(self, out):
+            mask = out["completion_mask"]
+            if out.get("tool_mask") is not None:
+                mask = mask * out["tool_mask"]
+            return self.accelerator.gather(mask.sum()).sum()
+
+        def _keep_rows(self, out, keep):
+            """`out` without the rows of flat groups, or flagged `sparring_skip` when no useful
+            group or no loss token is left (collectives run alike on every process)."""
+            n = keep.numel()
+            if not bool(self.accelerator.gather(keep.any().long()).sum() > 0):
+                out["sparring_skip"] = torch.tensor(True)
+                return out
+            rows = torch.nonzero(keep).flatten()
+            spg = self.args.steps_per_generation  # TRL splits the batch into spg equal slices
+            need = (-len(rows)) % spg if len(rows) else spg
+            filler = torch.nonzero(~keep).flatten()[:need]
+            useful_tokens = self._loss_tokens(_select_rows(out, rows, n))
+            if len(rows) + len(filler) < n:
+                index = torch.cat([rows, filler]).sort().values
+                out = _select_rows(out, index, n)
+                out["advantages"][torch.isin(index, filler)] = 0.0
+            out["num_items_in_batch"] = useful_tokens
+            if not bool(useful_tokens > 0):  # e.g. every useful completion was truncated
+                out["sparring_skip"] = torch.tensor(True)
+            return out
+
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            if "sparring_skip" in inputs:  # no signal: no forward/backward, grads stay None
+                return torch.zeros((), device=self.accelerator.device, requires_grad=True)
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+
+    return SparringGRPOTrainer
+
+
 def run_grpo(
     model: Any,
     tokenizer: Any,
@@ -112,29 +372,35 @@ def run_grpo(
     output_dir: str,
     seed: int,
     peft_config: Any = None,
+    *,
+    reference_solutions: Sequence[str] | None = None,
 ) -> tuple[Any, dict[str, float]]:
     """Train `model` with GRPO for `steps` steps; returns (trained model, metrics).
 
     With `peft_config`, TRL wraps a plain model in a fresh LoRA adapter; a `PeftModel` passed in
-    trains its active adapter only.
+    trains its active adapter only. `grpo.max_completion_length: 0` is sized from the dataset's
+    `reference_solution` column when it has one, else from `reference_solutions`.
     """
-    from trl import GRPOTrainer
-
     dataset, dropped = fit_prompts(dataset, tokenizer, cfg.grpo.max_prompt_length)
     if len(dataset) == 0:
         raise SparringError(
             f"grpo.max_prompt_length: {cfg.grpo.max_prompt_length} tokens is shorter than every "
             "prompt of this phase; raise it"
         )
+    if "reference_solution" in dataset.column_names:
+        reference_solutions = list(dataset["reference_solution"])
+    completion_length = resolve_completion_length(cfg, tokenizer, reference_solutions)
     device = str(next(model.parameters()).device.type)
-    args = grpo_args(cfg, output_dir, steps, seed, device)
-    trainer = GRPOTrainer(
+    args = grpo_args(cfg, output_dir, steps, seed, device, completion_length)
+    trainer = _trainer_class()(
         model=model,
         reward_funcs=[reward_fn],
         args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
         peft_config=peft_config,
+        stop_at_fence=cfg.grpo.stop_at_fence,
+        drop_flat_groups=cfg.grpo.drop_flat_groups,
     )
     start = time.perf_counter()
     trainer.train()
@@ -143,6 +409,7 @@ def run_grpo(
     trained = trainer.model
     n_tokens = max((h.get("num_tokens", 0) for h in trainer.state.log_history), default=0)
     metrics = {f"trl/{k.replace('/', '_')}": v for k, v in logged.items()}
+    groups, useful = trainer.groups_total, trainer.groups_useful
     metrics.update(
         {
             "steps": float(steps),
@@ -150,6 +417,12 @@ def run_grpo(
             "step_time_s": elapsed / max(1, steps),
             "tokens_per_s": float(n_tokens) / elapsed if elapsed > 0 else 0.0,
             "peak_memory_mb": peak_memory_mb(),
+            "max_completion_length": float(completion_length),
+            "groups_total": float(groups),
+            "groups_useful": float(useful),
+            "useful_group_share": useful / groups if groups else 0.0,
+            "batches_skipped": float(trainer.batches_skipped),
+            "fence_stop_ratio": trainer.fence_stops / max(1, trainer.completions_total),
         }
     )
     del trainer

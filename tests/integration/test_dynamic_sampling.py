@@ -1,0 +1,193 @@
+"""Dynamic sampling (DAPO-style drop) in real GRPO steps on tiny-random: a group whose rewards
+are all equal leaves the loss batch, the other still trains, the counts come back from
+`run_grpo`, TRL logs `sparring/useful_group_share` (into MLflow when a run is active), and a
+phase with no useful group skips its updates instead of stepping on zero advantages."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from sparring import models
+from sparring.config import load_config
+from sparring.training import grpo
+
+pytestmark = pytest.mark.integration
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def cfg_for(*sets):
+    base = [
+        "grpo.learning_rate=0.05",
+        "grpo.num_generations=2",
+        "grpo.per_device_batch_size=4",  # two groups per step
+        "grpo.mask_truncated_completions=false",  # tiny-random never ends before the cap
+    ]
+    return load_config("configs/smoke.yaml", [*base, *sets])
+
+
+def dataset(*problems):
+    from datasets import Dataset
+
+    return Dataset.from_list(
+        [
+            {"prompt": [{"role": "user", "content": f"Solve {p}."}], "problem_id": p}
+            for p in problems
+        ]
+    )
+
+
+class SplitReward:
+    """`flat` earns 0.5 on every completion; `varied` earns 0, 1, 0, 1... within each group."""
+
+    __name__ = "split_reward"
+
+    def __init__(self):
+        self.calls: list[list[str]] = []
+
+    def __call__(self, prompts, completions, problem_id, **kwargs):
+        self.calls.append(list(problem_id))
+        return [0.5 if pid == "flat" else float(i % 2) for i, pid in enumerate(problem_id)]
+
+
+@pytest.fixture
+def loss_batches(monkeypatch):
+    """Rows and advantages of every batch that reaches the loss (None: a skipped update)."""
+    seen: list[tuple[int, list[float]] | None] = []
+    make = grpo._trainer_class
+
+    def recording_class():
+        base = make()
+
+        class Recording(base):
+            def compute_loss(self, model, inputs, *args, **kwargs):
+                if "sparring_skip" in inputs:
+                    seen.append(None)
+                else:
+                    seen.append((inputs["completion_ids"].size(0), inputs["advantages"].tolist()))
+                return super().compute_loss(model, inputs, *args, **kwargs)
+
+        return Recording
+
+    monkeypatch.setattr(grpo, "_trainer_class", recording_class)
+    return seen
+
+
+def lora_b(model):
+    return [v.detach().clone() for k, v in model.state_dict().items() if "lora_B" in k]
+
+
+def test_flat_group_is_dropped_and_the_other_trains(tmp_path, loss_batches):
+    import mlflow
+
+    cfg = cfg_for()
+    model, tok = models.load_model("tiny-random")
+    reward = SplitReward()
+    previous = os.environ.get("MLFLOW_TRACKING_URI")  # set_tracking_uri also sets the env var
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
+    try:
+        mlflow.set_experiment("dynamic-sampling")
+        with mlflow.start_run() as run:
+            trained, metrics = grpo.run_grpo(
+                model,
+                tok,
+                dataset("flat", "varied"),
+                reward,
+                cfg,
+                2,
+                str(tmp_path / "out"),
+                0,
+                models.peft_lora_config(cfg.lora),
+            )
+        history = mlflow.MlflowClient().get_metric_history(
+            run.info.run_id, "sparring/useful_group_share"
+        )
+    finally:
+        mlflow.set_tracking_uri(previous)
+    assert all(sorted(set(c)) == ["flat", "varied"] for c in reward.calls)  # both every step
+    assert metrics["groups_total"] == 4 and metrics["groups_useful"] == 2
+    assert metrics["useful_group_share"] == 0.5 and metrics["batches_skipped"] == 0
+    assert metrics["trl/frac_reward_zero_std"] == 0.5  # TRL's own view, before the drop
+    assert metrics["trl/sparring_useful_group_share"] == 0.5
+    assert metrics["trl/grad_norm"] > 0
+    # only the varied group's two rows reached the loss, each with a real advantage
+    assert [b[0] for b in loss_batches] == [2, 2]
+    assert all(abs(a) > 0.5 for _, adv in loss_batches for a in adv)
+    assert any(v.abs().sum() > 0 for v in lora_b(trained)), "adapter did not learn"
+    assert [m.value for m in history] == [0.5, 0.5]  # logged per step into the active run
+
+
+def test_no_useful_group_skips_the_update(tmp_path, loss_batches):
+    cfg = cfg_for()
+    model, tok = models.load_model("tiny-random")
+    trained, metrics = grpo.run_grpo(
+        model,
+        tok,
+        dataset("flat", "flat2"),
+        lambda prompts, completions, **kw: [1.0] * len(completions),
+        cfg,
+        2,
+        str(tmp_path),
+        0,
+        models.peft_lora_config(cfg.lora),
+    )
+    assert metrics["groups_useful"] == 0 and metrics["useful_group_share"] == 0.0
+    assert metrics["batches_skipped"] == 2 and loss_batches == [None, None]
+    assert metrics["trl/grad_norm"] == 0.0
+    assert all(v.abs().sum() == 0 for v in lora_b(trained)), "a skipped update moved weights"
+
+
+def test_switch_off_keeps_every_group(tmp_path, loss_batches):
+    cfg = cfg_for("grpo.drop_flat_groups=false")
+    model, tok = models.load_model("tiny-random")
+    _, metrics = grpo.run_grpo(
+        model,
+        tok,
+        dataset("flat", "varied"),
+        SplitReward(),
+        cfg,
+        1,
+        str(tmp_path),
+        0,
+        models.peft_lora_config(cfg.lora),
+    )
+    assert metrics["useful_group_share"] == 0.5 and metrics["batches_skipped"] == 0
+    assert [b[0] for b in loss_batches] == [4]
+
+
+def test_kept_rows_are_topped_up_to_the_accumulation_slices(tmp_path, loss_batches):
+    """Groups of 3, two micro-batches per generation: the useful group's 3 rows get one
+    zero-advantage row of the flat group so TRL can split 4 rows into 2 equal slices."""
+    cfg = cfg_for(
+        "grpo.num_generations=3",
+        "grpo.per_device_batch_size=3",
+        "grpo.gradient_accumulation_steps=2",
+    )
+    model, tok = models.load_model("tiny-random")
+    trained, metrics = grpo.run_grpo(
+        model,
+        tok,
+        dataset("flat", "varied"),
+        SplitReward(),
+        cfg,
+        1,
+        str(tmp_path),
+        0,
+        models.peft_lora_config(cfg.lora),
+    )
+    assert metrics["groups_total"] == 2 and metrics["groups_useful"] == 1
+    assert [b[0] for b in loss_batches] == [2, 2]
+    advantages = sorted(a for _, adv in loss_batches for a in adv)
+    assert advantages.count(0.0) == 1 and len(advantages) == 4
+    assert any(v.abs().sum() > 0 for v in lora_b(trained))
+
+
+def test_useful_groups_reads_weighted_rewards_and_ignores_unscorable():
+    nan = float("nan")
+    rewards = torch.tensor(
+        [[1.0], [1.0], [0.0], [1.0], [nan], [2.0], [nan], [nan], [0.3], [0.3 + 1e-9]]
+    )
+    useful = grpo.useful_groups(rewards, torch.ones(1), 2)
+    assert useful.tolist() == [False, True, False, False, False]
