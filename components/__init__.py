@@ -24,10 +24,12 @@ from components.snapshot import snapshot_first, snapshot_next
 from components.train_answerer import train_answerer
 from components.train_generator import train_generator
 from components.validate_tests import validate_tests
+from components.warm_start import warm_start
 
 FUNCTIONS = {
     "materialize": materialize,
     "init_models": init_models,
+    "warm_start": warm_start,
     "train_answerer": train_answerer,
     "train_generator": train_generator,
     "validate_tests": validate_tests,

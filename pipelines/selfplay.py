@@ -1,4 +1,5 @@
-"""The self-play DAG: materialize -> init_models -> rounds (unrolled) -> evaluate -> select.
+"""The self-play DAG: materialize -> init_models -> [warm start] -> rounds (unrolled) -> evaluate
+-> select.
 
 `build_pipeline(cfg)` returns the @dsl.pipeline function for one config; `compile_pipeline(cfg,
 path)` writes deterministic KFP IR YAML (same config -> same bytes).
@@ -8,6 +9,11 @@ Within a round (`phase_schedule`):
   the initial answerer) -> validate tests (sandbox image) -> train answerer on the updated bank;
 - answerer_generator_answerer: train answerer -> train generator against that frozen answerer ->
   validate -> train answerer again.
+With `warm_start.steps > 0`, a warm_start task (SFT of the answerer on the training split's
+reference solutions; a training task like the GRPO phases) sits between init_models and round 1:
+round 1 starts from (and its generator attacks) the warm-started answerer. It also starts the
+snapshot manifest with that model (round 0, label "warm-start"); the baseline of evaluation stays
+the untrained base model, so the report reads base -> warm start -> rounds.
 After each round a tiny `snapshot` task appends the round's answerer and tests (artifact URIs) to a
 manifest; evaluate reads all snapshots from it (a compile-time list of artifacts cannot be passed
 to one task in KFP v2; dsl.Collected only gathers ParallelFor outputs).
@@ -137,6 +143,13 @@ def build_pipeline(cfg: Config, local: bool = False):
 
     local=True: the KFP run id is the `kfp_run_id` parameter (kfp.local, stable across
     `--resume`); otherwise materialize receives dsl.PIPELINE_JOB_ID_PLACEHOLDER."""
+    if cfg.backend == "mlx" and cfg.warm_start.steps > 0:
+        from sparring.errors import SparringError
+
+        raise SparringError(
+            "backend: the warm start (warm_start.steps > 0) runs on torch only; "
+            "set warm_start.steps: 0 with backend: mlx"
+        )
     c = make_components(cfg)
     t = _Tasks(cfg)
     config_text = config_line(cfg)
@@ -162,6 +175,14 @@ def build_pipeline(cfg: Config, local: bool = False):
         generator = init.outputs["generator"]
         bank = data  # the materialized folder holds bank.jsonl
         manifest = None
+
+        if cfg.warm_start.steps > 0:
+            warm = c.warm_start(
+                config_yaml=config_yaml, parent_run_id=run_id, data=data, init_model=answerer
+            )
+            t.training(warm, "warm start (SFT answerer)")
+            answerer = warm.outputs["model"]
+            manifest = warm.outputs["snapshots"]  # starts with the warm-started answerer
 
         def train_answerer(r: int, phase: str, label: str):
             task = c.train_answerer(

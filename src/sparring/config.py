@@ -84,7 +84,16 @@ class GrpoConfig:
     loss_type: Literal["grpo", "dapo", "dr_grpo", "bnpo"] = _f("dapo", "TRL GRPO loss type")
     learning_rate: float = _f(1e-5, "optimizer learning rate", gt=0.0, le=1.0)
     max_prompt_length: int = _f(512, "prompt tokens kept (left-truncated)", ge=16)
-    max_completion_length: int = _f(128, "generated tokens per completion", ge=4)
+    max_completion_length: int = _f(
+        128, "generated tokens per completion (0 = auto: sized from the reference solutions)", ge=0
+    )
+    stop_at_fence: bool = _f(True, "end a completion once its first python code block is closed")
+    mask_truncated_completions: bool = _f(
+        True, "leave completions cut at max_completion_length out of the loss (TRL)"
+    )
+    drop_flat_groups: bool = _f(
+        True, "drop groups whose rewards are all equal from the loss (DAPO dynamic sampling)"
+    )
     temperature: float = _f(0.9, "sampling temperature during training", gt=0.0, le=5.0)
     top_p: float = _f(1.0, "nucleus sampling during training", gt=0.0, le=1.0)
     per_device_batch_size: int = _f(4, "completions per device per step", ge=1)
@@ -92,6 +101,13 @@ class GrpoConfig:
     use_vllm: bool = _f(False, "generate with vLLM in TRL colocate mode (GPU only)")
     bf16: bool = _f(False, "bf16 mixed precision (GPU only)")
     logging_steps: int = _f(1, "log metrics every N steps", ge=1)
+
+    def __post_init__(self) -> None:
+        if 0 < self.max_completion_length < 4:
+            raise ConfigError(
+                f"grpo.max_completion_length: {self.max_completion_length} is too small; "
+                "use 0 (auto) or >= 4"
+            )
 
 
 @dataclass(frozen=True)
@@ -101,6 +117,14 @@ class StepsConfig:
     alternating: int = _f(0, "extra alternating answerer/generator step pairs per round", ge=0)
     frozen_samples: int = _f(4, "solutions sampled once per problem from the frozen answerer", ge=1)
     problems_per_phase: int = _f(8, "training problems drawn per phase (0 = all)", ge=0)
+
+
+@dataclass(frozen=True)
+class WarmStartConfig:
+    steps: int = _f(0, "SFT steps of the answerer on train reference solutions (0 = off)", ge=0)
+    learning_rate: float = _f(2e-4, "SFT learning rate (2e-4 suits LoRA)", gt=0.0, le=1.0)
+    batch_size: int = _f(4, "examples per SFT step", ge=1)
+    max_length: int = _f(512, "tokens per example (prompt + solution), truncated", ge=16)
 
 
 @dataclass(frozen=True)
@@ -160,6 +184,9 @@ class DataConfig:
     humaneval_limit: int = _f(20, "HumanEval tasks evaluated (0 = all 164)", ge=0, le=164)
     eval_samples: int = _f(1, "samples per HumanEval task (pass@k needs k or more)", ge=1)
     pass_k: list[int] = _f([1], "k values of pass@k")
+    val_samples: int = _f(
+        0, "completions sampled per held-out problem for the learning measures (0 = off)", ge=0
+    )
 
 
 @dataclass(frozen=True)
@@ -249,6 +276,9 @@ class Config:
     models: ModelsConfig = _f(ModelsConfig, "models of each role (topology: dual)")
     grpo: GrpoConfig = _f(GrpoConfig, "GRPO settings shared by both roles")
     steps: StepsConfig = _f(StepsConfig, "step counts of the staged schedule")
+    warm_start: WarmStartConfig = _f(
+        WarmStartConfig, "supervised warm start of the answerer before self-play"
+    )
     rewards: RewardsConfig = _f(RewardsConfig, "reward weights")
     selection: SelectionConfig = _f(SelectionConfig, "checkpoint selection and promotion")
     reasoning: ReasoningConfig = _f(ReasoningConfig, "answerer reasoning stages")

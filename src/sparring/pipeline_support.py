@@ -10,7 +10,10 @@ Snapshot manifest: KFP v2 cannot pass a compile-time list of artifacts to one ta
 only gathers ParallelFor outputs), so after each round a tiny `snapshot` task appends
 `{round, answerer: <artifact uri>, tests: <artifact uri>}` to a JSON manifest (a chain of small
 artifacts; weights are never copied). Evaluation resolves each URI: a local path under kfp.local,
-an `s3://` (or `minio://`) URI on the cluster, downloaded with boto3.
+an `s3://` (or `minio://`) URI on the cluster, downloaded with boto3. A warm-started answerer
+(`warm_start.steps > 0`) heads the manifest as `{round: 0, label: "warm-start", answerer: <uri>,
+tests: ""}`: it has no generator round, so evaluation scores it apart from the rounds and puts it
+in the report between the base model and round 1 (see `evaluate`).
 
 Does not cover: GRPO phases (sparring.phases) and metrics/selection rules (sparring.evaluation).
 """
@@ -108,12 +111,24 @@ def save_bank(cfg: Config, bank_path: str) -> bool:
 # --------------------------------------------------------------------------- snapshots
 
 
+WARM_START_LABEL = "warm-start"
+
+
 def add_snapshot(
-    previous_manifest: str | None, round_index: int, answerer_uri: str, tests_uri: str, out: str
+    previous_manifest: str | None,
+    round_index: int,
+    answerer_uri: str,
+    tests_uri: str,
+    out: str,
+    label: str = "",
 ) -> list[dict]:
-    """Append one round's answerer and generated tests (by URI) to the snapshot manifest."""
+    """Append one round's answerer and generated tests (by URI) to the snapshot manifest.
+    A `label` marks an answerer without a generator round (the warm start: tests_uri "")."""
     entries = json.loads(Path(previous_manifest).read_text()) if previous_manifest else []
-    entries.append({"round": round_index, "answerer": answerer_uri, "tests": tests_uri})
+    entry = {"round": round_index, "answerer": answerer_uri, "tests": tests_uri}
+    if label:
+        entry["label"] = label
+    entries.append(entry)
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(json.dumps(entries, indent=1))
     return entries
@@ -143,7 +158,7 @@ def resolve_snapshots(manifest_path: str, cache_dir: str) -> list[dict]:
     cache = Path(cache_dir)
     for e in entries:
         e["answerer_path"] = _localize(e["answerer"], cache)
-        e["tests_path"] = _localize(e["tests"], cache)
+        e["tests_path"] = _localize(e["tests"], cache) if e["tests"] else ""
     return entries
 
 
@@ -155,36 +170,114 @@ def evaluate(
 
     with tempfile.TemporaryDirectory() as cache:
         entries = resolve_snapshots(manifest_path, cache)
+        rounds = [e for e in entries if not e.get("label")]
         report = evaluation.evaluate_snapshots(
             cfg,
             data_dir,
-            [e["answerer_path"] for e in entries],
-            [e["tests_path"] for e in entries],
+            [e["answerer_path"] for e in rounds],
+            [e["tests_path"] for e in rounds],
             bank_path,
             out_dir,
         )
+        if len(rounds) < len(entries):
+            report = _add_labelled(cfg, report, entries, data_dir, bank_path, out_dir)
+    if cfg.data.val_samples:  # held-out gains per stage, with bootstrap intervals
+        from sparring import learning, reports
+
+        report["learning"] = learning.learning_summary(report, cfg.seed)
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        (Path(out_dir) / "report.json").write_text(json.dumps(report, indent=1, default=str))
+        reports.write_report(report, out_dir)
     report_file = Path(out_dir) / "report.json"
     if not report_file.exists():
         report_file.write_text(json.dumps(report, indent=1, default=str))
     from sparring.reports import log_to_mlflow
 
     metrics = snapshot_metrics(report, entries)
+    if report.get("learning"):
+        from sparring import learning
+
+        metrics.update(learning.flat_metrics(report["learning"]))
     metrics["report_files"] = float(log_to_mlflow(out_dir))  # PNGs + report.md, this child run
     return metrics
 
 
 def snapshot_metrics(report: dict, entries: list[dict]) -> dict[str, float]:
-    """`r{round}.{metric}` for every numeric metric of every snapshot (r0: the base model)."""
+    """`r{round}.{metric}` for every numeric metric of every snapshot (r0: the base model;
+    `{label}.{metric}` for a labelled snapshot, e.g. `warm-start.answerer_reward`)."""
     out: dict[str, float] = {}
     for key, value in (report.get("baseline") or {}).items():
         if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "round":
             out[f"r0.{key}"] = float(value)
     for i, snap in enumerate(report.get("snapshots", [])):
         rnd = snap.get("round", entries[i]["round"] if i < len(entries) else i + 1)
+        prefix = snap.get("label") or f"r{rnd}"
         for key, value in snap.items():
             if isinstance(value, (int, float)) and key != "round":
-                out[f"r{rnd}.{key}"] = float(value)
+                out[f"{prefix}.{key}"] = float(value)
     return out
+
+
+def labelled_snapshot(
+    cfg: Config, data_dir: str, model_path: str, bank_path: str, entry: dict
+) -> dict[str, Any]:
+    """Metrics of an answerer with no generator round of its own (the warm start), on the
+    problems evaluate_snapshots uses (capped eval set, val, banked problems); no cross-play."""
+    from sparring import evaluation
+    from sparring.problems import read_jsonl
+
+    data = Path(data_dir)
+
+    def problems_of(name: str) -> list:
+        return read_jsonl(data / name) if (data / name).is_file() else []
+
+    eval_problems = problems_of("eval.jsonl")
+    if cfg.data.humaneval_limit:
+        eval_problems = eval_problems[: cfg.data.humaneval_limit]
+    val = problems_of("val.jsonl")
+    known = {p.id: p for p in [*problems_of("train.jsonl"), *val]}
+    bank = evaluation.group_by_problem(evaluation.read_bank(bank_path or data / "bank.jsonl"))
+    solve = {p.id: p for p in val}
+    solve.update({pid: known[pid] for pid in sorted(bank) if pid in known})
+    metrics, _ = evaluation._snapshot_metrics(
+        cfg, model_path, eval_problems, val, solve, bank, evaluation.sandbox_limits(cfg)
+    )
+    hacking = evaluation.hacking_signals(
+        [{"special_case_share": metrics.get("special_case_share")}], cfg.selection
+    )
+    metrics.update(
+        round=entry["round"],
+        label=entry["label"],
+        test_validity=None,
+        duplicate_rate=None,
+        hacking=hacking,
+        promotable=not hacking["tripped"] and metrics.get("answerer_reward") is not None,
+    )
+    return metrics
+
+
+def _add_labelled(
+    cfg: Config, report: dict, entries: list[dict], data_dir: str, bank_path: str, out_dir: str
+) -> dict:
+    """Insert the labelled snapshots into report["snapshots"] in manifest order (so a
+    selection index still points at its manifest entry), choose again, rewrite the report."""
+    from sparring import evaluation, reports
+
+    rest = iter(report.get("snapshots", []))
+    merged = []
+    for e in entries:
+        if e.get("label"):
+            log.info("evaluating the %s snapshot: %s", e["label"], e["answerer_path"])
+            merged.append(labelled_snapshot(cfg, data_dir, e["answerer_path"], bank_path, e))
+        else:
+            merged.append(next(rest))
+    report["snapshots"] = merged
+    best, score, reason = evaluation.choose_best(cfg, report)
+    report["selection"] = {"index": best, "score": score, "reason": reason}
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    (Path(out_dir) / "report.json").write_text(json.dumps(report, indent=1, default=str))
+    reports.write_report(report, out_dir)
+    return report
 
 
 # --------------------------------------------------------------------------- selection
@@ -274,6 +367,19 @@ def run_init_models(
     return run_phase(
         cfg, parent_run_id, "init-models", SETUP_ROUND, init_models, cfg, out_answerer,
         out_generator, champion,
+    )  # fmt: skip
+
+
+def run_warm_start(
+    cfg: Config, parent_run_id: str, data_dir: str, init_model: str, out_model: str
+) -> dict:
+    """The warm start (SFT of the answerer on train reference solutions): child run
+    `r0-warm-start`, like the other setup phases."""
+    from sparring.training.warm_start import warm_start
+
+    return run_phase(
+        cfg, parent_run_id, "warm-start", SETUP_ROUND, warm_start, cfg, data_dir, init_model,
+        out_model,
     )  # fmt: skip
 
 

@@ -223,3 +223,67 @@ def test_same_config_same_bytes(tmp_path):
         load_config("configs/cluster-qwen7b.yaml", ["seed=1"]), tmp_path / "c.yaml"
     )
     assert other.read_bytes() != a
+
+
+def _upstream(ir, key: str) -> set[str]:
+    """Every task `key` depends on, directly or through others (leaf tasks of one DAG)."""
+    tasks = _tasks(ir)
+    seen: set[str] = set()
+    todo = list(tasks[key].get("dependentTasks", []))
+    while todo:
+        k = todo.pop()
+        if k not in seen:
+            seen.add(k)
+            todo += tasks[k].get("dependentTasks", [])
+    return seen
+
+
+@pytest.mark.parametrize("schedule", ["generator_answerer", "answerer_generator_answerer"])
+def test_warm_start_task_feeds_round_one(tmp_path, schedule):
+    cfg, _, ir, platform = _compile(
+        tmp_path,
+        "configs/cluster-qwen7b.yaml",
+        ["warm_start.steps=60", f"phase_schedule={schedule}"],
+    )
+    tasks = _tasks(ir)
+    assert "warm-start" in tasks
+    warm = tasks["warm-start"]
+    assert warm["taskInfo"]["name"] == "warm start (SFT answerer)"
+    assert {"init-models", "materialize"} <= _upstream(ir, "warm-start")
+    # round 1's first answerer consumer starts from (or attacks) the warm-started model
+    first = "train-answerer" if schedule == "answerer_generator_answerer" else "train-generator"
+    model_in = "init_model" if first == "train-answerer" else "frozen_answerer"
+    src = tasks[first]["inputs"]["artifacts"][model_in]["taskOutputArtifact"]
+    assert src == {"producerTask": "warm-start", "outputArtifactKey": "model"}
+    for key in tasks:
+        if _kind(key) in ("train-answerer", "train-generator", "evaluate", "select"):
+            assert "warm-start" in _upstream(ir, key), key
+    # the manifest starts with the warm start: every round uses snapshot_next
+    kinds = [_kind(k) for k in tasks]
+    assert kinds.count("snapshot-first") == 0
+    assert kinds.count("snapshot-next") == cfg.rounds
+    snap = tasks["snapshot-next"]["inputs"]["artifacts"]["previous"]["taskOutputArtifact"]
+    assert snap == {"producerTask": "warm-start", "outputArtifactKey": "snapshots"}
+    # Kubernetes settings of a training task
+    res = ir["deploymentSpec"]["executors"][_executor(ir, warm)]["container"]["resources"]
+    assert res["accelerator"]["resourceCount"] == str(cfg.kubernetes.gpu.count)
+    assert res["resourceMemoryLimit"] == cfg.kubernetes.train_memory
+    spec = platform[_executor(ir, warm)]
+    assert spec["activeDeadlineSeconds"] == str(cfg.kubernetes.timeout_s)
+    assert {s["secretName"] for s in spec["secretAsEnv"]} == {
+        cfg.kubernetes.secrets.s3,
+        cfg.kubernetes.secrets.mlflow,
+    }
+    assert "retryPolicy" not in warm
+
+
+def test_no_warm_start_task_by_default(smoke):
+    _, _, ir, _ = smoke
+    assert "warm-start" not in _tasks(ir)
+
+
+def test_warm_start_with_mlx_is_refused_at_compile_time(tmp_path):
+    from sparring.errors import SparringError
+
+    with pytest.raises(SparringError, match=r"warm_start\.steps"):
+        _compile(tmp_path, "configs/smoke.yaml", ["backend=mlx", "warm_start.steps=5"])

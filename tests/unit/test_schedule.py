@@ -64,3 +64,17 @@ def test_curriculum_grows_one_stage_per_round():
 def test_no_curriculum_uses_configured_stages():
     cfg = from_dict({"reasoning": {"stages": ["informal", "code"]}})
     assert reasoning_stages(cfg, 1) == reasoning_stages(cfg, 4) == ["informal", "code"]
+
+
+def test_warm_start_phase_after_materialize_only_when_on():
+    assert "warm_start" not in [p.kind for p in plan_phases(from_dict({"rounds": 1}))]
+    cfg = from_dict({"rounds": 1, "warm_start": {"steps": 60}})
+    phases = plan_phases(cfg)
+    assert [(p.round, p.kind, p.steps) for p in phases[:3]] == [
+        (0, "materialize", 0),
+        (0, "warm_start", 60),
+        (1, "generator", cfg.steps.generator),
+    ]
+    assert phases[1].name == "r00-p01-warm_start"
+    assert [p.index for p in phases] == list(range(len(phases)))
+    assert total_steps(phases) == {"answerer": cfg.steps.answerer, "generator": cfg.steps.generator}

@@ -2,6 +2,7 @@
 
 Workdir layout (`run_selfplay(cfg, workdir)`):
   data/                      materialize output (train/val/eval.jsonl, bank.jsonl, manifest.json)
+  r00-p01-warm_start/        with warm_start.steps > 0: the SFT-warm-started answerer (model/)
   rNN-pMM-KIND/              outputs of phase MM (round NN): model/, tests.jsonl,
                              frozen_solutions.jsonl, bank.jsonl, metrics.json
   checkpoints/rNN-pMM-KIND/  state after that phase (models of both roles, bank, checkpoint.json,
@@ -50,6 +51,11 @@ def run_phase(cfg: Config, phase: Phase, workdir: Path, state: dict[str, Any]) -
     if phase.kind == "materialize":
         metrics = ph.materialize(cfg, str(data), state.get("bank_in"))
         state["bank"] = str(data / "bank.jsonl")
+    elif phase.kind == "warm_start":
+        from sparring.training.warm_start import warm_start
+
+        metrics = warm_start(cfg, str(data), state["answerer"], str(out / "model"))
+        state["answerer"] = str(out / "model")
     elif phase.kind == "answerer":
         metrics = ph.train_answerer(
             cfg,

@@ -1,7 +1,8 @@
 """The order of phases (pure): phase schedule, staged step counts, and the reasoning curriculum.
 
 Covers:
-- `plan_phases(cfg)`: every phase of a self-play run in order (materialize, then per round the
+- `plan_phases(cfg)`: every phase of a self-play run in order (materialize, the answerer's
+  warm start (round 0, SFT, only when `warm_start.steps > 0`), then per round the
   phases of `cfg.phase_schedule`, each generator phase followed by a validation phase, then
   `cfg.steps.alternating` extra (answerer 1 step, generator 1 step + validation) pairs), with its
   GRPO step count and the answerer's reasoning stages;
@@ -20,7 +21,7 @@ from typing import Any
 
 from sparring.config import REASONING_STAGES, Config
 
-KINDS = ("materialize", "answerer", "generator", "validate")
+KINDS = ("materialize", "warm_start", "answerer", "generator", "validate")
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,8 @@ def plan_phases(cfg: Config) -> list[Phase]:
         stages = reasoning_stages(cfg, round_index) if kind == "answerer" else []
         phases.append(Phase(len(phases), round_index, kind, steps, stages, alternating))
 
+    if cfg.warm_start.steps > 0:
+        phases.append(Phase(len(phases), 0, "warm_start", cfg.warm_start.steps, ["code"]))
     for r in range(1, cfg.rounds + 1):
         for kind in round_phases(cfg):
             steps = {"answerer": cfg.steps.answerer, "generator": cfg.steps.generator}.get(kind, 0)
@@ -86,7 +89,7 @@ def plan_phases(cfg: Config) -> list[Phase]:
 
 
 def total_steps(phases: list[Phase]) -> dict[str, int]:
-    """GRPO steps per role over the run."""
+    """GRPO steps per role over the run (the warm start's SFT steps are not counted)."""
     out = {"answerer": 0, "generator": 0}
     for p in phases:
         if p.kind in out:
