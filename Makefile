@@ -13,7 +13,7 @@ REGISTRY ?= localhost
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help install run smoke test test-slow test-all lint fmt bench bench-sandbox compile \
+.PHONY: help install run learn smoke test test-slow test-all lint fmt bench bench-sandbox compile \
         submit schedule images push deploy-check mlflow-ui clean
 
 help:  ## list the targets
@@ -33,6 +33,9 @@ install: $(VENV)/.installed  ## create .venv with everything run and test need
 
 run: install  ## the main job: the self-play pipeline on configs/local.yaml through kfp.local
 	$(BIN)/sparring run --config $(CONFIG)
+
+learn: install  ## the learning run: held-out gains with 95% intervals, LEARN lines (~45 min)
+	$(BIN)/sparring run --config configs/learn.yaml
 
 smoke: install  ## the same DAG on a tiny random model (minutes)
 	$(BIN)/sparring run --config $(SMOKE)

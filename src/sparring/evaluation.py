@@ -808,7 +808,7 @@ def _snapshot_metrics(
     completions = generate_solutions(
         model_name,
         targets,
-        max_new_tokens=cfg.grpo.max_completion_length,
+        max_new_tokens=_max_new_tokens(cfg, loaded, targets),
         seed=cfg.seed,
         stages=("code",) if cfg.reasoning.direct else tuple(cfg.reasoning.stages),
         loaded=loaded,
@@ -869,6 +869,16 @@ def _snapshot_metrics(
     return metrics, codes
 
 
+def _max_new_tokens(cfg: Any, loaded: Any, problems: Sequence[Problem]) -> int:
+    """The training completion budget (grpo.max_completion_length; 0 = sized from the
+    problems' reference solutions), so evaluation sees answers as long as training allowed."""
+    if cfg.grpo.max_completion_length:
+        return cfg.grpo.max_completion_length
+    from sparring.phases import completion_tokens
+
+    return completion_tokens(cfg, loaded[1], list(problems) or [])
+
+
 def _sampled_measures(
     cfg: Any, model_name: str, problems: Sequence[Problem], samples: int, loaded: Any, limits: Any
 ) -> dict[str, dict[str, float]]:
@@ -879,7 +889,7 @@ def _sampled_measures(
     completions = generate_solutions(
         model_name,
         problems,
-        max_new_tokens=cfg.grpo.max_completion_length or 256,
+        max_new_tokens=_max_new_tokens(cfg, loaded, problems),
         num_samples=samples,
         temperature=cfg.grpo.temperature,
         top_p=cfg.grpo.top_p,

@@ -155,3 +155,49 @@ def learn_lines(
     lines.append(f"LEARN humaneval_pass_at_1 base={_f(he.get('base'))} final={_f(he.get('final'))}")
     lines.append(f"LEARN useful_group_share {_f(useful_group_share)}")
     return lines
+
+
+def summary_from_metrics(flat: Mapping[str, float]) -> dict[str, Any]:
+    """The inverse of `flat_metrics` (what an MLflow run holds back to a summary).
+
+    >>> s = summary_from_metrics({"learn.base_to_final.strict.delta": 0.1,
+    ...                           "learn.bank_pass_rate.after": 0.3})
+    >>> s["gains"]["base_to_final"]["strict"]["delta"], s["bank_pass_rate"]["after"]
+    (0.1, 0.3)
+    """
+    summary: dict[str, Any] = {"gains": {}}
+    for key, value in flat.items():
+        parts = key.split(".")
+        if parts[0] != "learn":
+            continue
+        if len(parts) == 4:
+            _, stage, measure, field = parts
+            summary["gains"].setdefault(stage, {}).setdefault(measure, {})[field] = value
+        elif len(parts) == 3:
+            summary.setdefault(parts[1], {})[parts[2]] = value
+    return summary
+
+
+def from_phase_runs(
+    runs: Sequence[tuple[str, Mapping[str, float]]],
+) -> tuple[dict[str, Any], list[float], float | None]:
+    """(learning summary, generator break rate per round, useful group share) from the phases'
+    MLflow runs, given as (run name `r{round}-{phase}`, latest metrics)."""
+    import re
+
+    breaks: list[tuple[int, float]] = []
+    useful: list[float] = []
+    flat: dict[str, float] = {}
+    for name, metrics in runs:
+        match = re.match(r"r(\d+)-(.*)", name)
+        if not match:
+            continue
+        round_index, phase = int(match.group(1)), match.group(2)
+        if phase == "validate-tests" and "break_rate" in metrics:
+            breaks.append((round_index, float(metrics["break_rate"])))
+        elif phase.startswith("train-") and "useful_group_share" in metrics:
+            useful.append(float(metrics["useful_group_share"]))
+        elif phase == "evaluate":
+            flat.update({k: float(v) for k, v in metrics.items() if k.startswith("learn.")})
+    share = sum(useful) / len(useful) if useful else None
+    return summary_from_metrics(flat), [b for _, b in sorted(breaks)], share

@@ -216,15 +216,38 @@ def _save_trained(
         model.sparring_sources[role] = out_model
 
 
-def _train(cfg, model, tok, dataset, reward_fn, steps: int, tmp: str, seed: int, peft_config):
+def completion_tokens(cfg: Config, tok: Any, problems: list[Problem]) -> int:
+    """`grpo.max_completion_length`, or for 0 ("auto") a budget sized from the problems'
+    reference solutions (sparring.training.grpo.completion_budget)."""
+    if cfg.grpo.max_completion_length:
+        return cfg.grpo.max_completion_length
+    from sparring.training.grpo import resolve_completion_length
+
+    hf_tok = getattr(tok, "_tokenizer", tok)  # mlx-lm wraps the HF tokenizer
+    return resolve_completion_length(cfg, hf_tok, [p.reference_solution for p in problems])
+
+
+def _train(
+    cfg, model, tok, dataset, reward_fn, steps: int, tmp: str, seed: int, peft_config,
+    problems: list[Problem],
+):  # fmt: skip
     """GRPO on the configured backend; returns (trained model, metrics)."""
     if cfg.backend == "mlx":
+        import dataclasses
+
         from sparring.backends import train_mlx
 
+        grpo = dataclasses.replace(
+            cfg.grpo, max_completion_length=completion_tokens(cfg, tok, problems)
+        )
+        cfg = dataclasses.replace(cfg, grpo=grpo)
         return model, train_mlx(cfg, model, tok, dataset.to_list(), reward_fn, steps, seed)
     from sparring.training.grpo import run_grpo
 
-    return run_grpo(model, tok, dataset, reward_fn, cfg, steps, tmp, seed, peft_config)
+    return run_grpo(
+        model, tok, dataset, reward_fn, cfg, steps, tmp, seed, peft_config,
+        reference_solutions=[p.reference_solution for p in problems],
+    )  # fmt: skip
 
 
 def _check_shared_beta(cfg: Config) -> None:
@@ -410,8 +433,9 @@ def train_answerer(
     with Sandbox(sandbox_limits(cfg)) as sb, tempfile.TemporaryDirectory() as tmp:
         reward_fn = AnswererRewardFn(sb, cfg.rewards)
         model, trl_metrics = _train(
-            cfg, model, tok, dataset, reward_fn, cfg.steps.answerer, tmp, seed, peft_config
-        )
+            cfg, model, tok, dataset, reward_fn, cfg.steps.answerer, tmp, seed, peft_config,
+            problems,
+        )  # fmt: skip
     metrics.update(trl_metrics)
     metrics.update(_reward_metrics(reward_fn.rewards, reward_fn.history, cfg))
     _save_trained(cfg, model, tok, out_model, "answerer", base, meta)
@@ -490,7 +514,7 @@ def sample_frozen_solutions(
         model,
         tok,
         [prompts.answerer_messages(p, stages) for p in problems],
-        max_new_tokens=cfg.grpo.max_completion_length,
+        max_new_tokens=completion_tokens(cfg, tok, problems),
         temperature=cfg.grpo.temperature,
         top_p=cfg.grpo.top_p,
         num_samples=cfg.steps.frozen_samples,
@@ -606,6 +630,7 @@ def train_generator(
             tmp,
             seed,
             peft_config,
+            problems,
         )
         metrics.update(trl_metrics)
         metrics.update(_reward_metrics(reward_fn.rewards, reward_fn.history, cfg))
@@ -616,7 +641,7 @@ def train_generator(
             model,
             tok,
             [r["prompt"] for r in rows],
-            max_new_tokens=cfg.grpo.max_completion_length,
+            max_new_tokens=completion_tokens(cfg, tok, problems),
             temperature=cfg.grpo.temperature,
             top_p=cfg.grpo.top_p,
             num_samples=1,
@@ -661,7 +686,7 @@ class _ProposerRewardFn:
     def _solve(self, proposed: list[dict[str, Any]]) -> list[list[str]]:
         from sparring.backends import sample
 
-        msgs = []
+        msgs, refs = [], []
         for i, p in enumerate(proposed):
             problem = Problem(
                 f"proposed-{i}",
@@ -670,6 +695,7 @@ class _ProposerRewardFn:
                 p["baseline_tests"],
                 p["reference_solution"],
             )
+            refs.append(problem)
             msgs.append(prompts.answerer_messages(problem))
         if self.cfg.topology == "shared":
             self.frozen.set_adapter("answerer")
@@ -679,7 +705,7 @@ class _ProposerRewardFn:
                 self.frozen,
                 self.ftok,
                 msgs,
-                max_new_tokens=self.cfg.grpo.max_completion_length,
+                max_new_tokens=completion_tokens(self.cfg, self.ftok, refs),
                 temperature=self.cfg.grpo.temperature,
                 num_samples=self.cfg.steps.frozen_samples,
                 seed=len(self.rewards),

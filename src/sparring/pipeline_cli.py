@@ -326,6 +326,29 @@ def child_summary(cfg, parent_run_id: str) -> list[dict]:
     return list(out.values())
 
 
+def learn_lines(cfg, parent_run_id: str) -> list[str]:
+    """The LEARN lines of a finished run, from its phases' MLflow runs; also logged to the
+    parent run as learn.txt."""
+    import mlflow
+
+    from sparring import learning, tracking
+
+    mlflow.set_tracking_uri(tracking.tracking_uri(cfg))
+    parent = mlflow.get_run(parent_run_id)
+    runs = mlflow.search_runs(
+        [parent.info.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'",
+        order_by=["attributes.start_time ASC"],
+        output_format="list",
+    )
+    summary, breaks, useful = learning.from_phase_runs(
+        [(r.info.run_name, r.data.metrics) for r in runs]
+    )
+    lines = learning.learn_lines(summary, breaks, useful)
+    mlflow.MlflowClient().log_text(parent_run_id, "\n".join(lines) + "\n", "learn.txt")
+    return lines
+
+
 def _run(args: argparse.Namespace) -> int:
     from sparring import tracking
 
@@ -338,4 +361,6 @@ def _run(args: argparse.Namespace) -> int:
         line = f"  {c['name']:28s} {c['status']:9s} {c['seconds']:7.1f}s  {c['metrics']} metrics"
         print(line + tries)
     print(f"MLflow parent run {state['parent_run_id']}: {tracking.ui_hint(cfg)}")
+    if cfg.data.val_samples:
+        print("\n".join(learn_lines(cfg, state["parent_run_id"])))
     return 0

@@ -152,6 +152,33 @@ def _label(snapshot: Mapping[str, Any]) -> str:
     return f"round {snapshot.get('round')}"
 
 
+def _learning_lines(learning: Mapping[str, Any]) -> list[str]:
+    """The learning section: per stage and measure, the held-out mean before and after and the
+    95% bootstrap interval of the paired gain."""
+    gains = learning.get("gains") or {}
+    if not gains:
+        return []
+    lines = [
+        "## Learning on held-out problems",
+        "",
+        "Each held-out problem sampled several times; gain = paired mean over problems, with a "
+        "95% bootstrap interval. An interval that excludes 0 is a gain (or loss) beyond noise.",
+        "",
+        "| stage | measure | problems | before | after | gain | 95% interval |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for stage, per in gains.items():
+        for measure, d in per.items():
+            if d:
+                lines.append(
+                    f"| {stage.replace('_', ' ')} | {measure} | {int(d['n'])} | "
+                    f"{d['before']:.3f} | {d['after']:.3f} | {d['delta']:+.3f} | "
+                    f"[{d['lo']:+.3f}, {d['hi']:+.3f}] |"
+                )
+    lines.append("")
+    return lines
+
+
 def render_markdown(report: Mapping[str, Any], images: Mapping[str, str]) -> str:
     """The run report as Markdown; `images` maps a title to a PNG file name beside report.md."""
     snapshots = _all_snapshots(report)
@@ -192,6 +219,7 @@ def render_markdown(report: Mapping[str, Any], images: Mapping[str, str]) -> str
         lines.append("")
         lines += ["Models: " + ", ".join(f"{_label(s)} `{s.get('model')}`" for s in snapshots)]
         lines.append("")
+    lines += _learning_lines(report.get("learning") or {})
     elo = report.get("elo") or {}
     if elo.get("answerer") or elo.get("generator"):
         lines += ["## Elo ratings", "", "| role | snapshot | rating |", "| --- | --- | --- |"]

@@ -90,3 +90,10 @@ def test_log_to_mlflow(tmp_path, monkeypatch):
     names = sorted(Path(path).name for path, _ in logged)
     assert names == ["cross_play.png", "curves.png", "humaneval.png", "report.md"]
     assert {where for _, where in logged} == {"report"}
+
+
+def test_report_shows_the_learning_section_with_intervals():
+    gain = {"n": 44, "before": 0.1, "after": 0.2, "delta": 0.1, "lo": 0.05, "hi": 0.15}
+    md = reports.render_markdown({"learning": {"gains": {"base_to_final": {"strict": gain}}}}, {})
+    assert "## Learning on held-out problems" in md
+    assert "| base to final | strict | 44 | 0.100 | 0.200 | +0.100 | [+0.050, +0.150] |" in md
