@@ -124,7 +124,7 @@ def test_split_tests_keeps_semicolons_inside_strings():
 
 
 def test_models_uri_resolves_from_the_registry(tmp_path, monkeypatch):
-    mlflow = pytest.importorskip("mlflow")
+    pytest.importorskip("mlflow")
     from mlflow import MlflowClient
 
     monkeypatch.chdir(tmp_path)
@@ -134,19 +134,18 @@ def test_models_uri_resolves_from_the_registry(tmp_path, monkeypatch):
     model_dir.mkdir()
     (model_dir / "config.json").write_text("{}")
     (model_dir / "sparring_model.json").write_text('{"tuning_mode": "full"}')
-    mlflow.set_tracking_uri(uri)
-    try:
-        with mlflow.start_run() as run:
-            mlflow.log_artifacts(str(model_dir), artifact_path="model")
-        client = MlflowClient()
-        client.create_registered_model("sparring-answerer")
-        source = f"{run.info.artifact_uri}/model"
-        version = client.create_model_version(
-            "sparring-answerer", source=source, run_id=run.info.run_id
-        )
-        client.set_registered_model_alias("sparring-answerer", "champion", version.version)
-    finally:
-        mlflow.set_tracking_uri("")
+    # The client, not the fluent API: an earlier test in this process may have left an active
+    # experiment id behind that this fresh database does not have.
+    client = MlflowClient(tracking_uri=uri, registry_uri=uri)
+    run = client.create_run(client.create_experiment("registry"))
+    client.log_artifacts(run.info.run_id, str(model_dir), artifact_path="model")
+    client.set_terminated(run.info.run_id)
+    client.create_registered_model("sparring-answerer")
+    source = f"{run.info.artifact_uri}/model"
+    version = client.create_model_version(
+        "sparring-answerer", source=source, run_id=run.info.run_id
+    )
+    client.set_registered_model_alias("sparring-answerer", "champion", version.version)
     folder = inf.resolve_checkpoint("models:/sparring-answerer@champion", tracking_uri=uri)
     assert (tmp_path / "cache") in Path(folder).parents
     assert json.loads((Path(folder) / "sparring_model.json").read_text())["tuning_mode"] == "full"

@@ -47,3 +47,18 @@ def test_tests_are_single_line_asserts_calling_the_function(bundled):
         for t in p.baseline_tests:
             assert "\n" not in t and t.startswith("assert "), (p.id, t)
             assert f"{p.function_name}(" in t, (p.id, t)
+
+
+def test_dry_run_fallback_tests_are_valid_and_honest(bundled):
+    """The dry run's stand-in generator must feed validation tests it banks (valid, failed by
+    every trivial solution), or the dry run's selection has nothing to promote."""
+    from sparring.phases import _trivially_passed, fallback_tests
+    from sparring.sandbox import Sandbox, SandboxLimits
+
+    with Sandbox(SandboxLimits(timeout_s=2.0)) as sb:
+        for p in bundled[:15]:
+            tests = fallback_tests(p)
+            assert len(tests) >= 2, p.id
+            report = sb.run(p.reference_solution, tests)
+            assert all(r.passed for r in report.results), (p.id, report.results)
+            assert set(tests) - _trivially_passed(p, tests, sb), p.id

@@ -46,6 +46,8 @@ from sparring.sandbox.plan import (
     solution_names,
 )
 
+_AST_LOCK = threading.Lock()
+
 START_TIMEOUT_S = 20.0
 WATCHDOG_GRACE_S = 5.0
 MAX_MSG_BYTES = 64 * 1024 * 1024
@@ -347,15 +349,19 @@ class Sandbox:
         # here: a solution that rebinds them (`builtins.abs = …`, `def abs`, `abs = …`) must not
         # change how its results are judged. Functions under test never share these names.
         shadowed: frozenset[str] = frozenset()
-        defined = solution_names(solution)
-        for t in tests:
-            try:
-                plan = parse_test(t, self.limits.max_test_chars, shadowed)
-            except InvalidTest as e:
-                plans.append(f"invalid test: {e}")
-                continue
-            plans.append(plan)
-            specs.extend(plan.leaves)
+        # CPython 3.11's AST builder keeps its recursion depth in interpreter-wide state, so two
+        # threads parsing at once can fail with "AST constructor recursion depth mismatch"
+        # (seen in CI under run_many). Planning is cheap next to running, so serialise it.
+        with _AST_LOCK:
+            defined = solution_names(solution)
+            for t in tests:
+                try:
+                    plan = parse_test(t, self.limits.max_test_chars, shadowed)
+                except InvalidTest as e:
+                    plans.append(f"invalid test: {e}")
+                    continue
+                plans.append(plan)
+                specs.extend(plan.leaves)
         try:
             jobs = [(s.expr, s.needs_solution(defined)) for s in specs]
             leaf_outcomes = self._execute(solution, jobs) if jobs else []
