@@ -20,12 +20,14 @@ KF_PIPELINES_SA_TOKEN_PATH. Tests replace `_client_factory` with a fake.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 from sparring.cli_common import add_config_args, config_from_args
@@ -267,6 +269,28 @@ def prepare_local_run(cfg, root: Path, resume: bool) -> dict:
     return state
 
 
+@contextlib.contextmanager
+def _quiet_console(log_path: Path):
+    """kfp.local prints each task's executor input (the whole config) and logs; send all of
+    it to `log_path` and let only Sparring's progress lines through (SPARRING_VERBOSE=1: all)."""
+    from sparring.progress import ConsoleFilter
+
+    if os.environ.get("SPARRING_VERBOSE"):
+        yield
+        return
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "a") as log, warnings.catch_warnings():
+        # kfp.local warns on every task that our base image is not a python image: it is.
+        warnings.filterwarnings("ignore", message=".*non-Python base image.*")
+        real = sys.stdout
+        sys.stdout = ConsoleFilter(real, log)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stdout = real
+
+
 def run_local(cfg, root: Path, resume: bool = False) -> dict:
     """Run the pipeline of a config through kfp.local; returns the state and a summary."""
     from kfp import local
@@ -286,11 +310,16 @@ def run_local(cfg, root: Path, resume: bool = False) -> dict:
         cache_root=str(_state_dir(root, cfg) / "cache"),
     )
     pipeline = pipelines_module().build_pipeline(cfg, local=True)
+    log_path = root / f"run-{state['kfp_run_id']}.log"
+    print(f"Running {cfg.name} through kfp.local; every task's full output: {log_path}")
     t0 = time.perf_counter()
     try:
-        pipeline(parent_run_id=state["parent_run_id"], kfp_run_id=state["kfp_run_id"])
+        with _quiet_console(log_path):
+            pipeline(parent_run_id=state["parent_run_id"], kfp_run_id=state["kfp_run_id"])
     except Exception:
         tracking.finish_parent_run(cfg, state["parent_run_id"], status="FAILED")
+        tail = log_path.read_text(errors="replace").splitlines()[-40:] if log_path.exists() else []
+        print("\n".join(["--- last lines of " + str(log_path), *tail, "---"]), file=sys.stderr)
         raise
     state["seconds"] = time.perf_counter() - t0
     state["children"] = child_summary(cfg, state["parent_run_id"])

@@ -24,6 +24,7 @@ import json
 import logging
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -335,10 +336,18 @@ def bank_file(path: str) -> str:
 
 
 def run_phase(cfg: Config, parent_run_id: str, name: str, round_index: int, fn, /, *args, **kw):
-    """Call fn inside the child run `r{round}-{name}` and log the numeric entries it returns."""
+    """Call fn inside the child run `r{round}-{name}` and log the numeric entries it returns;
+    a progress line when it starts and when it is done."""
+    from sparring import progress
+
+    progress.LABEL = f"r{round_index} {name}"
+    progress.say(f"{progress.LABEL}: start")
+    start = time.perf_counter()
     with tracking.child_run(cfg, parent_run_id, name, round_index):
         result = fn(*args, **kw) or {}
         tracking.log_metrics(result)
+    seconds = time.perf_counter() - start
+    progress.say(f"{progress.LABEL}: done in {seconds:.0f}s {progress.brief(result)}")
     return result
 
 

@@ -22,7 +22,7 @@ ARTIFACT_BUCKET = "sparring-test"  # created by the s3_server fixture (tests/con
 pytestmark = pytest.mark.integration
 
 
-def _run_and_check(tmp_path, mlflow_server, s3_server, name, extra):
+def _run_and_check(tmp_path, mlflow_server, s3_server, name, extra, capsys):
     bank_uri = f"s3://{ARTIFACT_BUCKET}/bank/{name}.jsonl"
     cfg = load_config(
         "configs/smoke.yaml",
@@ -39,7 +39,15 @@ def _run_and_check(tmp_path, mlflow_server, s3_server, name, extra):
     t0 = time.perf_counter()
     state = pipeline_cli.run_local(cfg, root)
     first = time.perf_counter() - t0
+    console = capsys.readouterr().out
     print(f"{name}: pipeline took {first:.1f}s")
+    # the user sees one line per phase (and per GRPO step); kfp.local's dump goes to the log
+    assert "r1 train-answerer: done in" in console and "r3-select" not in console
+    assert "executor_input" not in console and "base image" not in console
+    if "dry_run=true" not in extra:
+        assert "r1 train-answerer step 1/1 reward=" in console
+    logs = list(root.glob("run-*.log"))
+    assert logs and "executor_input" in logs[0].read_text()
 
     mlflow.set_tracking_uri(mlflow_server)
     parent = mlflow.get_run(state["parent_run_id"])
@@ -88,9 +96,9 @@ def _run_and_check(tmp_path, mlflow_server, s3_server, name, extra):
     return state
 
 
-def test_smoke_dry_run_end_to_end(tmp_path, mlflow_server, s3_server):
-    _run_and_check(tmp_path, mlflow_server, s3_server, "e2e-dry", ["dry_run=true"])
+def test_smoke_dry_run_end_to_end(tmp_path, mlflow_server, s3_server, capsys):
+    _run_and_check(tmp_path, mlflow_server, s3_server, "e2e-dry", ["dry_run=true"], capsys)
 
 
-def test_smoke_end_to_end(tmp_path, mlflow_server, s3_server):
-    _run_and_check(tmp_path, mlflow_server, s3_server, "e2e-smoke", [])
+def test_smoke_end_to_end(tmp_path, mlflow_server, s3_server, capsys):
+    _run_and_check(tmp_path, mlflow_server, s3_server, "e2e-smoke", [], capsys)

@@ -55,6 +55,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from sparring import progress
 from sparring.config import Config
 from sparring.errors import SparringError
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from sparring import phases as ph
+from sparring import progress
 from sparring.config import Config
 from sparring.errors import SparringError
 from sparring.training import checkpoints as ck
@@ -141,6 +142,7 @@ def run_selfplay(
     t0 = time.perf_counter()
     for phase in plan[start_index:]:
         _say(root, f"start {phase.name} steps={phase.steps}")
+        progress.LABEL = phase.name
         t = time.perf_counter()
         metrics = run_phase(cfg, phase, root, state)
         seconds = time.perf_counter() - t

@@ -1,0 +1,106 @@
+"""What a user watching a local run sees: one line per phase and per training step.
+
+Covers: `say` (a progress line, marked so the runner can pick it out of everything a task
+prints), `ConsoleFilter` (the local runner's stdout: every byte goes to the run's log file, only
+marked lines reach the console), and `grpo_callback` (a TRL/transformers callback printing one
+line per optimizer step: reward, useful groups, clipped completions, time left).
+
+Does not cover: MLflow (every number here is also logged there) or the cluster, where each task
+pod's log holds the same lines.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from typing import Any, TextIO
+
+MARK = "[sparring]"
+LABEL = ""  # the phase running in this process (`r1 train-answerer`), set by the phase runner
+
+
+def say(text: str) -> None:
+    """Print one progress line (flushed at once: the runner streams it line by line)."""
+    print(f"{MARK} {time.strftime('%H:%M:%S')} {text}", flush=True)
+
+
+def _fmt_seconds(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+class ConsoleFilter(io.TextIOBase):
+    """A stdout replacement: writes everything to `log`, and to `console` only the lines that
+    carry MARK (with what precedes the mark, e.g. kfp.local's indentation, removed)."""
+
+    def __init__(self, console: TextIO, log: TextIO) -> None:
+        self.console, self.log = console, log
+        self._line = ""
+
+    def write(self, text: str) -> int:
+        self.log.write(text)
+        self._line += text
+        while "\n" in self._line:
+            line, self._line = self._line.split("\n", 1)
+            if MARK in line:
+                self.console.write(line[line.index(MARK) :] + "\n")
+                self.console.flush()
+        return len(text)
+
+    def flush(self) -> None:
+        self.log.flush()
+        self.console.flush()
+
+    def writable(self) -> bool:
+        return True
+
+
+def grpo_callback(total_steps: int, label: str = "") -> Any:
+    """A TrainerCallback printing one line per logged step of a GRPO phase."""
+    from transformers import TrainerCallback
+
+    class GrpoProgress(TrainerCallback):
+        def __init__(self) -> None:
+            self.start = time.perf_counter()
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if not logs or "reward" not in logs:
+                return
+            step = max(1, state.global_step)
+            elapsed = time.perf_counter() - self.start
+            left = elapsed / step * max(0, total_steps - step)
+            name = label or LABEL or "grpo"
+            parts = [f"{name} step {step}/{total_steps}", f"reward={logs['reward']:.3f}"]
+            if "sparring/useful_group_share" in logs:
+                parts.append(f"useful_groups={logs['sparring/useful_group_share']:.2f}")
+            if "completions/clipped_ratio" in logs:
+                parts.append(f"clipped={logs['completions/clipped_ratio']:.2f}")
+            if "grad_norm" in logs:
+                parts.append(f"grad_norm={logs['grad_norm']:.3g}")
+            parts.append(f"left~{_fmt_seconds(left)}")
+            say(" ".join(parts))
+
+    return GrpoProgress()
+
+
+def brief(metrics: dict[str, Any]) -> str:
+    """The few numbers a phase's done-line shows."""
+    keys = (
+        "reward",
+        "discriminating_pass_rate",
+        "trivial_share",
+        "useful_group_share",
+        "validity",
+        "break_rate",
+        "new_tests",
+        "bank_size",
+        "loss_first",
+        "loss_last",
+        "problems_train",
+        "problems_val",
+    )
+    return " ".join(
+        f"{k}={metrics[k]:.3g}"
+        for k in keys
+        if isinstance(metrics.get(k), (int, float)) and not isinstance(metrics.get(k), bool)
+    )

@@ -1,0 +1,34 @@
+"""Progress lines: the console shows Sparring's lines, the log keeps everything."""
+
+import io
+
+from sparring import progress
+
+
+def test_console_filter_passes_only_marked_lines_and_logs_everything():
+    console, log = io.StringIO(), io.StringIO()
+    out = progress.ConsoleFilter(console, log)
+    out.write('    Got executor_input: {"config_yaml": "name: x"}\n    [sparring] 10:00:00 r1 ')
+    out.write("train-answerer: start\nnoise\n")
+    assert console.getvalue() == "[sparring] 10:00:00 r1 train-answerer: start\n"
+    assert "executor_input" in log.getvalue() and "noise" in log.getvalue()
+
+
+def test_grpo_callback_prints_one_line_per_logged_step(capsys):
+    from types import SimpleNamespace
+
+    progress.LABEL = "r2 train-answerer"
+    cb = progress.grpo_callback(total_steps=4)
+    logs = {"reward": 0.25, "sparring/useful_group_share": 0.5, "completions/clipped_ratio": 0.0}
+    cb.on_log(None, SimpleNamespace(global_step=1), None, logs={**logs, "grad_norm": 0.12})
+    cb.on_log(None, SimpleNamespace(global_step=1), None, logs={"train_runtime": 3.0})
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(progress.MARK)
+    assert "r2 train-answerer step 1/4 reward=0.250 useful_groups=0.50 clipped=0.00" in lines[0]
+    assert "grad_norm=0.12" in lines[0] and "left~" in lines[0]
+
+
+def test_brief_keeps_the_numbers_that_matter():
+    assert progress.brief({"reward": 0.5, "model": "x", "useful_group_share": 1}) == (
+        "reward=0.5 useful_group_share=1"
+    )
