@@ -58,8 +58,9 @@ def test_resolve_uses_references_only_for_auto():
     fixed = load_config(None, ["grpo.max_completion_length=96"])
     assert resolve_completion_length(fixed, tok, None) == 96
     auto = load_config(None, ["grpo.max_completion_length=0"])
-    refs = ["x" * 100, "y" * 200]  # 0.9 quantile 190 chars -> ceil(190 * 1.3 + 12) = 259
-    assert resolve_completion_length(auto, tok, refs) == 259
+    refs = ["x" * 50, "y" * 100]  # 0.9 quantile 95 chars -> 95 * 3.0 (AUTO_MARGIN) + 12 = 297
+    assert resolve_completion_length(auto, tok, refs) == 297
+    assert resolve_completion_length(auto, tok, refs, margin=1.3) == 136  # ceil(135.5)
     with pytest.raises(SparringError, match=r"^grpo\.max_completion_length: 0 \(auto\)"):
         resolve_completion_length(auto, tok, [])
 

@@ -105,11 +105,21 @@ def completion_budget(
     return max(floor, min(cap, math.ceil(value * margin + fence_tokens)))
 
 
+# Margin of the "auto" budget over the references' 0.9 quantile. Measured on SmolLM2-135M-Instruct
+# (12 easy bundled problems x 4 samples, temperature 0.9): its fenced answers are a median 1.8x
+# and a 0.9 quantile 3.1x the reference's tokens (it restates the signature and a docstring); a
+# budget of 1.3x (113 tokens) let only 40% of samples close their fence, 256 tokens 71%.
+AUTO_MARGIN = 3.0
+
+
 def resolve_completion_length(
-    cfg: Config, tokenizer: Any, reference_solutions: Sequence[str] | None = None
+    cfg: Config,
+    tokenizer: Any,
+    reference_solutions: Sequence[str] | None = None,
+    margin: float = AUTO_MARGIN,
 ) -> int:
-    """`cfg.grpo.max_completion_length`, or for 0 ("auto") the `completion_budget` of the
-    reference solutions' token lengths (tokenized without special tokens)."""
+    """`cfg.grpo.max_completion_length`, or for 0 ("auto") the `completion_budget` (with
+    `margin`) of the reference solutions' token lengths (tokenized without special tokens)."""
     n = cfg.grpo.max_completion_length
     if n:
         return n
@@ -120,7 +130,7 @@ def resolve_completion_length(
             "this phase has none, so set a number of tokens"
         )
     lengths = [len(tokenizer(r, add_special_tokens=False)["input_ids"]) for r in refs]
-    return completion_budget(lengths)
+    return completion_budget(lengths, margin=margin)
 
 
 def grpo_args(
@@ -402,6 +412,7 @@ def run_grpo(
         peft_config=peft_config,
         stop_at_fence=cfg.grpo.stop_at_fence,
         drop_flat_groups=cfg.grpo.drop_flat_groups,
+        callbacks=[progress.grpo_callback(steps)],
     )
     start = time.perf_counter()
     trainer.train()
