@@ -430,6 +430,11 @@ def _check_cross_fields(cfg: Config) -> None:
         raise ConfigError("backend: 'mlx' supports tuning_mode 'lora' only")
     if cfg.backend == "mlx" and cfg.topology != "dual":
         raise ConfigError("backend: 'mlx' supports topology 'dual' only")
+    if cfg.backend == "mlx" and cfg.warm_start.steps:
+        raise ConfigError(
+            "warm_start.steps: the warm start (TRL SFTTrainer) runs on torch only; "
+            "set warm_start.steps: 0 with backend: mlx"
+        )
     if not cfg.data.train:
         raise ConfigError("data.train: name at least one problem source, e.g. [bundled]")
 

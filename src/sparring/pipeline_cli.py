@@ -282,6 +282,8 @@ def _quiet_console(log_path: Path):
     with open(log_path, "a") as log, warnings.catch_warnings():
         # kfp.local warns on every task that our base image is not a python image: it is.
         warnings.filterwarnings("ignore", message=".*non-Python base image.*")
+        # ...and that resource limits mean nothing locally, once per task: we know.
+        warnings.filterwarnings("ignore", message=".*have no effect in the current local runner.*")
         real = sys.stdout
         sys.stdout = ConsoleFilter(real, log)
         try:

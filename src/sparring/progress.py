@@ -2,8 +2,8 @@
 
 Covers: `say` (a progress line, marked so the runner can pick it out of everything a task
 prints), `ConsoleFilter` (the local runner's stdout: every byte goes to the run's log file, only
-marked lines reach the console), and `grpo_callback` (a TRL/transformers callback printing one
-line per optimizer step: reward, useful groups, clipped completions, time left).
+marked lines reach the console), and `step_callback` (a TRL/transformers callback printing one
+line per optimizer step: reward or loss, useful groups, clipped completions, time left).
 
 Does not cover: MLflow (every number here is also logged there) or the cluster, where each task
 pod's log holds the same lines.
@@ -39,6 +39,8 @@ class ConsoleFilter(io.TextIOBase):
 
     def write(self, text: str) -> int:
         self.log.write(text)
+        if "\n" in text:
+            self.log.flush()  # `tail -f` on the log follows the run
         self._line += text
         while "\n" in self._line:
             line, self._line = self._line.split("\n", 1)
@@ -55,22 +57,27 @@ class ConsoleFilter(io.TextIOBase):
         return True
 
 
-def grpo_callback(total_steps: int, label: str = "") -> Any:
-    """A TrainerCallback printing one line per logged step of a GRPO phase."""
+def step_callback(total_steps: int, label: str = "") -> Any:
+    """A TrainerCallback printing one line per logged optimizer step: for GRPO the reward,
+    useful groups, clipped share and grad norm; for SFT (the warm start) the loss."""
     from transformers import TrainerCallback
 
-    class GrpoProgress(TrainerCallback):
+    class StepProgress(TrainerCallback):
         def __init__(self) -> None:
             self.start = time.perf_counter()
 
         def on_log(self, args, state, control, logs=None, **kwargs):
-            if not logs or "reward" not in logs:
+            if not logs or not ("reward" in logs or "loss" in logs):
                 return
             step = max(1, state.global_step)
             elapsed = time.perf_counter() - self.start
             left = elapsed / step * max(0, total_steps - step)
-            name = label or LABEL or "grpo"
-            parts = [f"{name} step {step}/{total_steps}", f"reward={logs['reward']:.3f}"]
+            name = label or LABEL or "train"
+            parts = [f"{name} step {step}/{total_steps}"]
+            if "reward" in logs:
+                parts.append(f"reward={logs['reward']:.3f}")
+            elif "loss" in logs:
+                parts.append(f"loss={logs['loss']:.3f}")
             if "sparring/useful_group_share" in logs:
                 parts.append(f"useful_groups={logs['sparring/useful_group_share']:.2f}")
             if "completions/clipped_ratio" in logs:
@@ -80,7 +87,7 @@ def grpo_callback(total_steps: int, label: str = "") -> Any:
             parts.append(f"left~{_fmt_seconds(left)}")
             say(" ".join(parts))
 
-    return GrpoProgress()
+    return StepProgress()
 
 
 def brief(metrics: dict[str, Any]) -> str:

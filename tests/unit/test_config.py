@@ -54,6 +54,7 @@ def test_smoke_uses_tiny_model_and_local_uses_smollm2():
             {"backend": "mlx", "topology": "shared", "shared_model": "m"},
             "backend: 'mlx' supports topology 'dual' only",
         ),
+        ({"backend": "mlx", "warm_start": {"steps": 8}}, "warm_start.steps: the warm start"),
     ],
 )
 def test_invalid_values_name_the_field(data, fragment):

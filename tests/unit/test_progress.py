@@ -14,11 +14,11 @@ def test_console_filter_passes_only_marked_lines_and_logs_everything():
     assert "executor_input" in log.getvalue() and "noise" in log.getvalue()
 
 
-def test_grpo_callback_prints_one_line_per_logged_step(capsys):
+def test_step_callback_prints_one_line_per_logged_step(capsys):
     from types import SimpleNamespace
 
     progress.LABEL = "r2 train-answerer"
-    cb = progress.grpo_callback(total_steps=4)
+    cb = progress.step_callback(total_steps=4)
     logs = {"reward": 0.25, "sparring/useful_group_share": 0.5, "completions/clipped_ratio": 0.0}
     cb.on_log(None, SimpleNamespace(global_step=1), None, logs={**logs, "grad_norm": 0.12})
     cb.on_log(None, SimpleNamespace(global_step=1), None, logs={"train_runtime": 3.0})
@@ -32,3 +32,12 @@ def test_brief_keeps_the_numbers_that_matter():
     assert progress.brief({"reward": 0.5, "model": "x", "useful_group_share": 1}) == (
         "reward=0.5 useful_group_share=1"
     )
+
+
+def test_step_callback_shows_the_loss_of_a_supervised_step(capsys):
+    from types import SimpleNamespace
+
+    cb = progress.step_callback(total_steps=16, label="r0 warm-start")
+    cb.on_log(None, SimpleNamespace(global_step=2), None, logs={"loss": 0.75, "grad_norm": 1.5})
+    line = capsys.readouterr().out.strip()
+    assert "r0 warm-start step 2/16 loss=0.750 grad_norm=1.5 left~" in line

@@ -412,7 +412,7 @@ def run_grpo(
         peft_config=peft_config,
         stop_at_fence=cfg.grpo.stop_at_fence,
         drop_flat_groups=cfg.grpo.drop_flat_groups,
-        callbacks=[progress.grpo_callback(steps)],
+        callbacks=[progress.step_callback(steps)],
     )
     start = time.perf_counter()
     trainer.train()

@@ -38,7 +38,7 @@ import tempfile
 import time
 from typing import Any
 
-from sparring import prompts
+from sparring import progress, prompts
 from sparring.config import Config
 from sparring.errors import SparringError
 from sparring.problems import Problem
@@ -159,6 +159,7 @@ def warm_start(
             train_dataset=Dataset.from_list(rows),
             processing_class=tok,
             peft_config=peft_config,
+            callbacks=[progress.step_callback(ws.steps)],
         )
         start = time.perf_counter()
         trainer.train()
