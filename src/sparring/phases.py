@@ -223,7 +223,9 @@ def completion_tokens(cfg: Config, tok: Any, problems: list[Problem]) -> int:
         return cfg.grpo.max_completion_length
     from sparring.training.grpo import resolve_completion_length
 
-    hf_tok = getattr(tok, "_tokenizer", tok)  # mlx-lm wraps the HF tokenizer
+    # mlx-lm's TokenizerWrapper is not callable and holds the HF tokenizer in `_tokenizer`; an HF
+    # tokenizer also has a `_tokenizer` (the raw, uncallable Rust one), so unwrap only the wrapper.
+    hf_tok = tok if callable(tok) else tok._tokenizer
     return resolve_completion_length(cfg, hf_tok, [p.reference_solution for p in problems])
 
 

@@ -293,6 +293,22 @@ def _quiet_console(log_path: Path):
             sys.stdout = real
 
 
+def _pipeline_failure(exc: Exception, log_path: Path) -> SparringError:
+    """One error naming the failed task and its error. A Sparring error inside a task is a
+    message for the user; anything else is a bug, so its traceback is printed too."""
+    from sparring.progress import failure_excerpt
+
+    text = log_path.read_text(errors="replace") if log_path.exists() else ""
+    task, error, trace = failure_excerpt(text)
+    if not task:
+        return SparringError(f"the pipeline failed ({exc}); its whole output: {log_path}")
+    if trace and not error.startswith("sparring."):
+        print("\n".join([f"--- task {task}, from {log_path}", *trace, "---"]), file=sys.stderr)
+    message = error.split(": ", 1)[1] if error.startswith("sparring.") else error
+    where = f"--resume continues after fixing it; the whole output: {log_path}"
+    return SparringError(f"task {task} failed: {message or 'see its log'}; {where}")
+
+
 def run_local(cfg, root: Path, resume: bool = False) -> dict:
     """Run the pipeline of a config through kfp.local; returns the state and a summary."""
     from kfp import local
@@ -318,11 +334,9 @@ def run_local(cfg, root: Path, resume: bool = False) -> dict:
     try:
         with _quiet_console(log_path):
             pipeline(parent_run_id=state["parent_run_id"], kfp_run_id=state["kfp_run_id"])
-    except Exception:
+    except Exception as exc:
         tracking.finish_parent_run(cfg, state["parent_run_id"], status="FAILED")
-        tail = log_path.read_text(errors="replace").splitlines()[-40:] if log_path.exists() else []
-        print("\n".join(["--- last lines of " + str(log_path), *tail, "---"]), file=sys.stderr)
-        raise
+        raise _pipeline_failure(exc, log_path) from None
     state["seconds"] = time.perf_counter() - t0
     state["children"] = child_summary(cfg, state["parent_run_id"])
     return state

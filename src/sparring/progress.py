@@ -5,6 +5,8 @@ prints), `ConsoleFilter` (the local runner's stdout: every byte goes to the run'
 marked lines reach the console), and `step_callback` (a TRL/transformers callback printing one
 line per optimizer step: reward or loss, useful groups, clipped completions, time left).
 
+`failure_excerpt` picks the failed task and its traceback out of a run's log.
+
 Does not cover: MLflow (every number here is also logged there) or the cluster, where each task
 pod's log holds the same lines.
 """
@@ -12,6 +14,7 @@ pod's log holds the same lines.
 from __future__ import annotations
 
 import io
+import re
 import time
 from typing import Any, TextIO
 
@@ -111,3 +114,27 @@ def brief(metrics: dict[str, Any]) -> str:
         for k in keys
         if isinstance(metrics.get(k), (int, float)) and not isinstance(metrics.get(k), bool)
     )
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_FAILED_TASK = re.compile(r"Task '([^']+)' finished with status FAILURE")
+
+
+def failure_excerpt(log_text: str, max_lines: int = 60) -> tuple[str, str, list[str]]:
+    """(failed task, its error line, its traceback) from a kfp.local run's log; the task is ""
+    when none failed, the traceback empty when the task printed none."""
+    lines = [_ANSI.sub("", line).rstrip() for line in log_text.splitlines()]
+    for i in range(len(lines) - 1, -1, -1):
+        match = _FAILED_TASK.search(lines[i])
+        if not match:
+            continue
+        start = i
+        while start > 0 and "Traceback (most recent call last)" not in lines[start]:
+            if "Executing task" in lines[start]:
+                break  # this task's log holds no traceback
+            start -= 1
+        if "Traceback (most recent call last)" not in lines[start]:
+            return match.group(1), "", []
+        trace = [line.strip() for line in lines[start:i] if line.strip()]
+        return match.group(1), trace[-1] if trace else "", trace[-max_lines:]
+    return "", "", []

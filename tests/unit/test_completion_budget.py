@@ -138,3 +138,22 @@ def test_fence_stop_infers_the_prompt_length_at_its_first_call():
     for length in range(4, seq.shape[1] + 1):  # the first call sees one generated token
         stop(seq[:, :length], None)
     assert stop.prompt_length == 3 and stop.stopped_at == [6]
+
+
+def test_completion_tokens_takes_a_real_hf_tokenizer_or_mlx_wrapper():
+    """`make run` once died here: an HF tokenizer's `_tokenizer` is the uncallable Rust one."""
+    from sparring.models import load_model
+    from sparring.phases import completion_tokens
+    from sparring.problems import load_bundled
+
+    _, tok = load_model("tiny-random")
+    auto = load_config(None, ["grpo.max_completion_length=0"])
+    problems = load_bundled()[:8]
+    budget = completion_tokens(auto, tok, problems)
+    assert 64 <= budget <= 1024
+
+    class MlxLikeWrapper:  # mlx-lm's TokenizerWrapper: not callable, the HF one inside
+        def __init__(self, inner):
+            self._tokenizer = inner
+
+    assert completion_tokens(auto, MlxLikeWrapper(tok), problems) == budget

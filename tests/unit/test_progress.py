@@ -41,3 +41,32 @@ def test_step_callback_shows_the_loss_of_a_supervised_step(capsys):
     cb.on_log(None, SimpleNamespace(global_step=2), None, logs={"loss": 0.75, "grad_norm": 1.5})
     line = capsys.readouterr().out.strip()
     assert "r0 warm-start step 2/16 loss=0.750 grad_norm=1.5 left~" in line
+
+
+RUN_LOG = """\
+12:00:01.000 - INFO - Executing task \x1b[96m'materialize'\x1b[0m
+12:00:05.000 - INFO - Task \x1b[96m'materialize'\x1b[0m finished with status \x1b[92mSUCCESS\x1b[0m
+12:00:05.100 - INFO - Executing task \x1b[96m'train-generator'\x1b[0m
+    [sparring] 12:00:06 r1 train-generator: start
+    Traceback (most recent call last):
+      File "/x/phases.py", line 584, in train_generator
+        frozen_rows = sample_frozen_solutions(cfg, frozen, ftok, problems, round_index)
+    TypeError: 'tokenizers.Tokenizer' object is not callable
+
+12:00:09 - ERROR - Task \x1b[96m'train-generator'\x1b[0m finished with status \x1b[91mFAILURE
+12:00:09.100 - INFO - Executing task \x1b[96m'finalize'\x1b[0m
+12:00:10.000 - INFO - Task \x1b[96m'finalize'\x1b[0m finished with status \x1b[92mSUCCESS\x1b[0m
+"""
+
+
+def test_failure_excerpt_finds_the_failed_task_and_its_error():
+    task, error, trace = progress.failure_excerpt(RUN_LOG)
+    assert task == "train-generator"
+    assert error == "TypeError: 'tokenizers.Tokenizer' object is not callable"
+    assert trace[0] == "Traceback (most recent call last):" and trace[-1] == error
+
+
+def test_failure_excerpt_without_a_failed_task_or_traceback():
+    assert progress.failure_excerpt("") == ("", "", [])
+    no_trace = RUN_LOG.replace("Traceback (most recent call last):", "oops")
+    assert progress.failure_excerpt(no_trace) == ("train-generator", "", [])
