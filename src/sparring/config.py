@@ -117,6 +117,9 @@ class StepsConfig:
     alternating: int = _f(0, "extra alternating answerer/generator step pairs per round", ge=0)
     frozen_samples: int = _f(4, "solutions sampled once per problem from the frozen answerer", ge=1)
     problems_per_phase: int = _f(8, "training problems drawn per phase (0 = all)", ge=0)
+    easy_first: bool = _f(
+        False, "draw problems with no pass-rate estimate yet easy, then medium, then hard"
+    )
 
 
 @dataclass(frozen=True)

@@ -124,6 +124,9 @@ def zone_stats(values: list[float]) -> dict[str, float]:
     }
 
 
+_DIFFICULTY_ORDER = {"easy": 0, "medium": 1, "hard": 2}
+
+
 def draw_in_zone(
     cfg: Config,
     problems: list[Problem],
@@ -134,16 +137,22 @@ def draw_in_zone(
     """DAPO's dynamic sampling, at the level of problems: draw `steps.problems_per_phase`
     problems, first those whose earlier rollouts had differing rewards (the zone), then those
     never tried, and last those whose every rollout earned the same (a flat group trains
-    nothing). Seeded like `draw_problems`; without a zone estimate it is `draw_problems`."""
+    nothing). With `steps.easy_first`, the untried come easy, then medium, then hard: a weak
+    model's zone is most likely among easy problems. Seeded like `draw_problems`, which it
+    equals when there is no zone estimate and easy_first is off."""
     n = cfg.steps.problems_per_phase
-    if not zone or not n or n >= len(problems):
+    if not n or n >= len(problems) or not (zone or cfg.steps.easy_first):
         return draw_problems(cfg, problems, round_index, phase)
     rng = random.Random(derived_seed(cfg, round_index, phase))
     shuffled = rng.sample(problems, len(problems))
 
     def rank(p: Problem) -> int:
         stats = zone.get(p.id)
-        return 0 if in_zone(stats) else (1 if not stats else 2)
+        if in_zone(stats):
+            return 0
+        if stats:
+            return 4  # flat: every rollout earned the same
+        return 1 + (_DIFFICULTY_ORDER.get(p.difficulty, 1) if cfg.steps.easy_first else 0)
 
     return sorted(shuffled, key=rank)[:n]
 
@@ -216,9 +225,22 @@ def _save_trained(
         model.sparring_sources[role] = out_model
 
 
-def completion_tokens(cfg: Config, tok: Any, problems: list[Problem]) -> int:
-    """`grpo.max_completion_length`, or for 0 ("auto") a budget sized from the problems'
-    reference solutions (sparring.training.grpo.completion_budget)."""
+def completion_targets(problems: list[Problem], role: str = "answerer") -> list[str]:
+    """What a good completion of `role` holds, per problem: the reference solution for the
+    answerer; for the generator, tests like the problem's own (as many as it is asked for)."""
+    if role == "generator":
+        n = prompts.GENERATOR_TESTS
+        return ["\n".join(p.baseline_tests[-n:]) for p in problems if p.baseline_tests]
+    if role == "proposer":  # a whole problem as JSON
+        return [json.dumps(p.to_dict()) for p in problems]
+    return [p.reference_solution for p in problems]
+
+
+def completion_tokens(
+    cfg: Config, tok: Any, problems: list[Problem], role: str = "answerer"
+) -> int:
+    """`grpo.max_completion_length`, or for 0 ("auto") a budget sized from what a good
+    completion of `role` holds (`completion_targets`; sparring.training.grpo.completion_budget)."""
     if cfg.grpo.max_completion_length:
         return cfg.grpo.max_completion_length
     from sparring.training.grpo import resolve_completion_length
@@ -226,21 +248,21 @@ def completion_tokens(cfg: Config, tok: Any, problems: list[Problem]) -> int:
     # mlx-lm's TokenizerWrapper is not callable and holds the HF tokenizer in `_tokenizer`; an HF
     # tokenizer also has a `_tokenizer` (the raw, uncallable Rust one), so unwrap only the wrapper.
     hf_tok = tok if callable(tok) else tok._tokenizer
-    return resolve_completion_length(cfg, hf_tok, [p.reference_solution for p in problems])
+    return resolve_completion_length(cfg, hf_tok, completion_targets(problems, role))
 
 
 def _train(
     cfg, model, tok, dataset, reward_fn, steps: int, tmp: str, seed: int, peft_config,
-    problems: list[Problem],
+    problems: list[Problem], role: str,
 ):  # fmt: skip
-    """GRPO on the configured backend; returns (trained model, metrics)."""
+    """GRPO of `role` on the configured backend; returns (trained model, metrics)."""
     if cfg.backend == "mlx":
         import dataclasses
 
         from sparring.backends import train_mlx
 
         grpo = dataclasses.replace(
-            cfg.grpo, max_completion_length=completion_tokens(cfg, tok, problems)
+            cfg.grpo, max_completion_length=completion_tokens(cfg, tok, problems, role)
         )
         cfg = dataclasses.replace(cfg, grpo=grpo)
         return model, train_mlx(cfg, model, tok, dataset.to_list(), reward_fn, steps, seed)
@@ -248,7 +270,7 @@ def _train(
 
     return run_grpo(
         model, tok, dataset, reward_fn, cfg, steps, tmp, seed, peft_config,
-        reference_solutions=[p.reference_solution for p in problems],
+        reference_solutions=completion_targets(problems, role),
     )  # fmt: skip
 
 
@@ -436,7 +458,7 @@ def train_answerer(
         reward_fn = AnswererRewardFn(sb, cfg.rewards)
         model, trl_metrics = _train(
             cfg, model, tok, dataset, reward_fn, cfg.steps.answerer, tmp, seed, peft_config,
-            problems,
+            problems, "answerer",
         )  # fmt: skip
     metrics.update(trl_metrics)
     metrics.update(_reward_metrics(reward_fn.rewards, reward_fn.history, cfg))
@@ -557,7 +579,7 @@ def train_generator(
     """GRPO of the generator against a frozen answerer snapshot (sampled once)."""
     init_model = init_model or None
     frozen_answerer = frozen_answerer or cfg.model_for("answerer").name
-    problems = draw_problems(cfg, _train_problems(data_dir), round_index, "generator")
+    problems = draw_in_zone(cfg, _train_problems(data_dir), {}, round_index, "generator")
     base = _base_name(cfg, "generator", init_model)
     meta = {"round": round_index, "phase": "generator", "mode": cfg.generator_mode}
     metrics: dict[str, float] = {"problems": float(len(problems)), "dry_run": float(cfg.dry_run)}
@@ -606,6 +628,7 @@ def train_generator(
     }
     from datasets import Dataset
 
+    role = "proposer" if proposer else "generator"
     with Sandbox(sandbox_limits(cfg)) as sb, tempfile.TemporaryDirectory() as tmp:
         if proposer:
             reward_fn = _ProposerRewardFn(cfg, sb, frozen, ftok, round_index)
@@ -626,6 +649,7 @@ def train_generator(
             seed,
             peft_config,
             problems,
+            role,
         )
         metrics.update(trl_metrics)
         metrics.update(_reward_metrics(reward_fn.rewards, reward_fn.history, cfg))
@@ -636,7 +660,7 @@ def train_generator(
             model,
             tok,
             [r["prompt"] for r in rows],
-            max_new_tokens=completion_tokens(cfg, tok, problems),
+            max_new_tokens=completion_tokens(cfg, tok, problems, role),
             temperature=cfg.grpo.temperature,
             top_p=cfg.grpo.top_p,
             num_samples=1,

@@ -56,7 +56,10 @@ def answerer_messages(
     return [{"role": "system", "content": ANSWERER_SYSTEM}, {"role": "user", "content": task}]
 
 
-def generator_messages(problem: Problem, n_tests: int = 3) -> Messages:
+GENERATOR_TESTS = 3  # tests the generator is asked for per completion
+
+
+def generator_messages(problem: Problem, n_tests: int = GENERATOR_TESTS) -> Messages:
     """The adversarial test writer's prompt: tests that a wrong solution fails."""
     examples = "\n".join(problem.baseline_tests[:2])
     task = (

@@ -91,7 +91,7 @@ def test_frozen_snapshot_stays_frozen(data_dir, tmp_path):
     rows = [json.loads(x) for x in (tmp_path / "frozen.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and all(len(r["solutions"]) == cfg.steps.frozen_samples for r in rows)
     # same seed, same snapshot: the sampled solutions are reproduced exactly
-    drawn = phases.draw_problems(cfg, read_jsonl(data_dir / "train.jsonl"), 1, "generator")
+    drawn = phases.draw_in_zone(cfg, read_jsonl(data_dir / "train.jsonl"), {}, 1, "generator")
     again = phases.sample_frozen_solutions(cfg, model2, tok2, drawn, 1, progress=False)
     assert again == rows
     v = phases.validate_tests(

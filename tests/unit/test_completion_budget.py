@@ -157,3 +157,5 @@ def test_completion_tokens_takes_a_real_hf_tokenizer_or_mlx_wrapper():
             self._tokenizer = inner
 
     assert completion_tokens(auto, MlxLikeWrapper(tok), problems) == budget
+    # the generator is sized from tests like the problem's own, not from a function
+    assert 64 <= completion_tokens(auto, tok, problems, "generator") <= 512

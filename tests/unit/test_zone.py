@@ -1,0 +1,50 @@
+"""The zone draw (DAPO dynamic sampling over problems): problems whose rollouts differed come
+first, then untried ones (easy first when asked), flat ones last; seeded and reproducible."""
+
+from sparring.config import load_config
+from sparring.phases import draw_in_zone, draw_problems, in_zone, zone_stats
+from sparring.problems import Problem
+
+
+def _problem(pid: str, difficulty: str) -> Problem:
+    return Problem(pid, "d", f"def {pid}(x):", [f"assert {pid}(1) == 1"], "", difficulty)
+
+
+PROBLEMS = [_problem(f"p{i}", ("easy", "medium", "hard")[i % 3]) for i in range(12)]
+
+
+def _cfg(n: int = 3, easy_first: bool = False):
+    return load_config(
+        None, [f"steps.problems_per_phase={n}", f"steps.easy_first={str(easy_first).lower()}"]
+    )
+
+
+def test_zone_stats_and_membership():
+    assert in_zone(zone_stats([0.0, 0.5, 0.0]))
+    assert not in_zone(zone_stats([0.0, 0.0])) and not in_zone(zone_stats([1.0, 1.0]))
+    assert not in_zone(None) and not in_zone({})
+
+
+def test_zone_problems_come_first_and_flat_ones_last():
+    zone = {
+        "p4": zone_stats([0.0, 0.8]),
+        "p7": zone_stats([0.2, 0.2, 0.6]),
+        **{f"p{i}": zone_stats([0.0, 0.0]) for i in (0, 1, 2, 3, 5, 6, 8, 9, 10)},
+    }
+    drawn = [p.id for p in draw_in_zone(_cfg(3), PROBLEMS, zone, 1, "answerer")]
+    assert set(drawn[:2]) == {"p4", "p7"} and drawn[2] == "p11"  # the only untried one
+    assert drawn == [p.id for p in draw_in_zone(_cfg(3), PROBLEMS, zone, 1, "answerer")]
+
+
+def test_without_an_estimate_it_is_the_seeded_random_draw():
+    assert draw_in_zone(_cfg(4), PROBLEMS, {}, 2, "answerer") == draw_problems(
+        _cfg(4), PROBLEMS, 2, "answerer"
+    )
+
+
+def test_easy_first_orders_the_untried_by_difficulty():
+    drawn = draw_in_zone(_cfg(6, easy_first=True), PROBLEMS, {}, 1, "generator")
+    assert [p.difficulty for p in drawn] == ["easy"] * 4 + ["medium"] * 2
+    zone = {"p2": zone_stats([0.0, 1.0])}  # a hard problem in the zone still leads
+    drawn = draw_in_zone(_cfg(2, easy_first=True), PROBLEMS, zone, 1, "answerer")
+    assert drawn[0].id == "p2" and drawn[1].difficulty == "easy"
