@@ -136,6 +136,9 @@ class RewardsConfig:
     hardness: float = _f(1.0, "generator: weight of (1 - frozen pass rate) * validity", ge=0.0)
     diversity: float = _f(0.1, "generator: weight of the near-duplicate penalty", ge=0.0)
     consistency: float = _f(0.1, "generator: weight of tests calling the right function", ge=0.0)
+    reference_expected: bool = _f(
+        True, "generator: equality tests take their expected value from the reference solution"
+    )
     goldilocks_target: float = _f(0.5, "proposer: solver pass rate that earns most", ge=0.0, le=1.0)
     difficulty_weights: dict[str, float] = _f(
         {"easy": 0.8, "medium": 1.0, "hard": 1.2}, "answerer: reward scale per difficulty"

@@ -331,8 +331,11 @@ class GeneratorScorer:
         duplicate_similarity: float = 0.9,
         cache: ResultCache | None = None,
         max_tests: int = 8,
+        reference_expected: bool = False,
     ) -> None:
         self.problems = problems
+        self.reference_expected = reference_expected
+        self._rewritten: dict[tuple[str, str], str] = {}  # (problem, test) -> oracle form
         self.sandbox = sandbox
         self.weights = dict(weights or {})
         self.duplicate_similarity = duplicate_similarity
@@ -345,6 +348,8 @@ class GeneratorScorer:
 
     def score(self, completions: Sequence[str], problem_ids: Sequence[str]) -> list[GeneratorScore]:
         parsed = [prompts.extract_tests(text, "", limit=self.max_tests) for text in completions]
+        if self.reference_expected:
+            parsed = self._with_reference_expected(parsed, problem_ids)
         jobs: list[tuple[str, list[str]]] = []
         for tests, pid in zip(parsed, problem_ids, strict=True):
             p = self.problems[pid]
@@ -381,6 +386,29 @@ class GeneratorScorer:
                 if t not in self.generated[pid]:
                     self.generated[pid].append(t)
         return out
+
+    def _with_reference_expected(
+        self, parsed: list[list[str]], problem_ids: Sequence[str]
+    ) -> list[list[str]]:
+        """Each test in its oracle form (sandbox/oracle.py), one sandbox request per problem;
+        tests that become identical within one completion are kept once."""
+        from sparring.sandbox.oracle import with_reference_expected
+
+        todo: dict[str, list[str]] = defaultdict(list)
+        for tests, pid in zip(parsed, problem_ids, strict=True):
+            for t in tests:
+                if (pid, t) not in self._rewritten and t not in todo[pid]:
+                    todo[pid].append(t)
+        for pid, tests in todo.items():
+            ref = self.problems[pid].reference_solution
+            for t, new in zip(
+                tests, with_reference_expected(ref, tests, self.sandbox), strict=True
+            ):
+                self._rewritten[(pid, t)] = new
+        return [
+            list(dict.fromkeys(self._rewritten[(pid, t)] for t in tests))
+            for tests, pid in zip(parsed, problem_ids, strict=True)
+        ]
 
 
 def score_metrics(scores: Sequence[GeneratorScore]) -> dict[str, float]:

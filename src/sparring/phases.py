@@ -635,7 +635,13 @@ def train_generator(
             rows = [{"prompt": prompts.proposer_messages(p), "problem_id": p.id} for p in problems]
         else:
             infos = {p.id: duel.problem_info(p, solutions[p.id]) for p in problems}
-            scorer = duel.GeneratorScorer(infos, sb, weights, w.duplicate_similarity)
+            scorer = duel.GeneratorScorer(
+                infos,
+                sb,
+                weights,
+                w.duplicate_similarity,
+                reference_expected=w.reference_expected,
+            )
             reward_fn = duel.GeneratorRewardFn(scorer)
             rows = [{"prompt": prompts.generator_messages(p), "problem_id": p.id} for p in problems]
         model, trl_metrics = _train(
@@ -763,6 +769,7 @@ def validate_tests(
     """Validate generated tests in the sandbox; append survivors to the bank (bank_out)."""
     from sparring.sandbox import Sandbox, normalize
     from sparring.sandbox import validate_tests as sandbox_validate
+    from sparring.sandbox.oracle import with_reference_expected
 
     problems = {p.id: p for p in _train_problems(data_dir)}
     bank = read_lines(bank_in)
@@ -784,6 +791,8 @@ def validate_tests(
             tests = [t for t in row.get("tests", []) if isinstance(t, str)]
             if p is None or not tests:
                 continue
+            if cfg.rewards.reference_expected:
+                tests = with_reference_expected(p.reference_solution, tests, sb)
             report = sandbox_validate(p.reference_solution, tests, solutions.get(p.id, []), sb)
             if report.infra_error:
                 infra += 1

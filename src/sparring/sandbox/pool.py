@@ -380,6 +380,21 @@ class Sandbox:
             results.append(TestResult(t, outcome, detail))
         return RunReport(results)
 
+    def evaluate(self, solution: str, expressions: list[str]) -> list[LeafOutcome]:
+        """The plain value of each expression with `solution` loaded (one LeafOutcome each; not ok
+        when it raises, times out, is too long, or the sandbox fails)."""
+        too_long = LeafOutcome(False, outcome=L.ERROR, detail="expression too long")
+        todo = [i for i, e in enumerate(expressions) if len(e) <= self.limits.max_test_chars]
+        out = [too_long] * len(expressions)
+        try:
+            values = self._execute(solution, [(expressions[i], True) for i in todo]) if todo else []
+        except InfraError as e:
+            failed = LeafOutcome(False, outcome=L.INFRA_ERROR, detail=str(e)[:300])
+            return [failed] * len(expressions)
+        for i, v in zip(todo, values, strict=True):
+            out[i] = v
+        return out
+
     def run_many(self, jobs: list[tuple[str, list[str]]]) -> list[RunReport]:
         """Run many (solution, tests) requests spread over the pool; order kept."""
         if not jobs:
