@@ -94,6 +94,9 @@ class GrpoConfig:
     drop_flat_groups: bool = _f(
         True, "drop groups whose rewards are all equal from the loss (DAPO dynamic sampling)"
     )
+    refill_flat_batches: int = _f(
+        1, "when every group of a step is flat, sample up to this many fresh batches", ge=0
+    )
     temperature: float = _f(0.9, "sampling temperature during training", gt=0.0, le=5.0)
     top_p: float = _f(1.0, "nucleus sampling during training", gt=0.0, le=1.0)
     per_device_batch_size: int = _f(4, "completions per device per step", ge=1)

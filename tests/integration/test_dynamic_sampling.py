@@ -40,7 +40,7 @@ def dataset(*problems):
 
 
 class SplitReward:
-    """`flat` earns 0.5 on every completion; `varied` earns 0, 1, 0, 1... within each group."""
+    """`flat*` earns 0.5 on every completion; `varied` earns 0, 1, 0, 1... within each group."""
 
     __name__ = "split_reward"
 
@@ -49,7 +49,7 @@ class SplitReward:
 
     def __call__(self, prompts, completions, problem_id, **kwargs):
         self.calls.append(list(problem_id))
-        return [0.5 if pid == "flat" else float(i % 2) for i, pid in enumerate(problem_id)]
+        return [0.5 if pid.startswith("flat") else float(i % 2) for i, pid in enumerate(problem_id)]
 
 
 @pytest.fixture
@@ -191,3 +191,32 @@ def test_useful_groups_reads_weighted_rewards_and_ignores_unscorable():
     )
     useful = grpo.useful_groups(rewards, torch.ones(1), 2)
     assert useful.tolist() == [False, True, False, False, False]
+
+
+def test_flat_batch_is_refilled_with_untried_problems(tmp_path, loss_batches):
+    """One group per step, three flat problems of four: a flat batch is replaced by fresh ones
+    until the varied problem comes up, so no step is skipped; TRL's metrics describe the batch
+    trained on and the replacements are counted."""
+    cfg = cfg_for("grpo.per_device_batch_size=2", "grpo.refill_flat_batches=3")
+    model, tok = models.load_model("tiny-random")
+    reward = SplitReward()
+    trained, metrics = grpo.run_grpo(
+        model,
+        tok,
+        dataset("flat", "flat2", "flat3", "varied"),
+        reward,
+        cfg,
+        2,
+        str(tmp_path),
+        0,
+        models.peft_lora_config(cfg.lora),
+    )
+    flat_calls = sum(c[0].startswith("flat") for c in reward.calls)
+    assert flat_calls >= 1  # two steps, one varied problem: some step drew a flat one first
+    assert metrics["batches_refilled"] == flat_calls and metrics["batches_skipped"] == 0
+    assert [c[0] for c in reward.calls].count("varied") == 2
+    assert loss_batches == [(2, loss_batches[0][1]), (2, loss_batches[1][1])]
+    assert metrics["trl/frac_reward_zero_std"] == 0.0  # the trained batches, not the replaced
+    assert metrics["trl/sparring_refilled_batches"] == flat_calls / 2
+    assert metrics["trl/grad_norm"] > 0
+    assert any(v.abs().sum() > 0 for v in lora_b(trained))

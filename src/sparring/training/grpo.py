@@ -29,6 +29,11 @@ counts of dynamic sampling.
   `sparring/useful_group_share` (and `sparring/fence_stop_ratio`) with its own metrics.
   With `steps_per_generation > 1` the kept rows are topped up with zero-advantage rows of dropped
   groups to a multiple of it (TRL splits the batch into that many equal slices).
+- dynamic sampling, "refill" (`refill_flat_batches`): when every group of a generation batch is
+  flat, up to that many fresh batches of problems not yet tried in this step are generated and
+  scored in its place before the step is skipped. TRL's metrics of a replaced batch are taken back
+  so that they describe the batch trained on; `sparring/refilled_batches` counts the replacements
+  (each one a full generation: the price of a step that trains). Single process only.
 
 Multi-GPU: the phase functions are plain Python, so `accelerate launch --num_processes N -m
 sparring.cli phase train-answerer ...` (or `... train`) runs them data-parallel; TRL/Accelerate
@@ -264,10 +269,18 @@ def _trainer_class() -> type:
         (the module docstring says what each override does and why)."""
 
         def __init__(
-            self, *args: Any, stop_at_fence: bool = True, drop_flat_groups: bool = True, **kw: Any
+            self,
+            *args: Any,
+            stop_at_fence: bool = True,
+            drop_flat_groups: bool = True,
+            refill_flat_batches: int = 0,
+            **kw: Any,
         ) -> None:
             self.stop_at_fence = stop_at_fence
             self.drop_flat_groups = drop_flat_groups
+            self.refill_flat_batches = refill_flat_batches
+            self.batches_refilled = 0
+            self._refill_cursor = 0
             self.groups_total = 0
             self.groups_useful = 0
             self.batches_skipped = 0
@@ -307,9 +320,46 @@ def _trainer_class() -> type:
             return rewards
 
         def _generate_and_score_completions(self, inputs):
-            out = super()._generate_and_score_completions(inputs)
             if not self.model.training:
-                return out
+                return super()._generate_and_score_completions(inputs)
+            metrics = self._metrics["train"]
+            logged = {k: len(v) for k, v in metrics.items()}
+            out, useful, stopped = self._score_batch(inputs)
+            tried = {row.get("problem_id") for row in inputs}
+            refills = 0
+            while not bool(useful.any()) and refills < self.refill_flat_batches:
+                fresh = self._refill_inputs(len(inputs), tried)
+                if fresh is None:
+                    break
+                refills += 1
+                for k in list(metrics):  # TRL's metrics describe the batch that is trained on
+                    if k in logged:
+                        del metrics[k][logged[k] :]
+                    else:
+                        del metrics[k]
+                out, useful, stopped = self._score_batch(fresh)
+            self.batches_refilled += refills
+            n = out["completion_ids"].size(0)
+            self.completions_total += n
+            self.fence_stops += sum(stopped or [])
+            g = self.num_generations
+            self.groups_total += int(useful.numel())
+            self.groups_useful += int(useful.sum())
+            metrics["sparring/useful_group_share"].append(float(useful.float().mean()))
+            metrics["sparring/refilled_batches"].append(float(refills))
+            if stopped is not None:
+                metrics["sparring/fence_stop_ratio"].append(sum(stopped) / max(1, n))
+            if self.drop_flat_groups and "pixel_values" not in out:
+                start = self.accelerator.process_index * n
+                keep = useful.repeat_interleave(g)[start : start + n]
+                out = self._keep_rows(out, keep.to(out["advantages"].device))
+            if "sparring_skip" in out:
+                self.batches_skipped += 1
+            return out
+
+        def _score_batch(self, inputs):
+            """TRL's generation and scoring, the fence EOS masked; (out, useful groups, stops)."""
+            out = super()._generate_and_score_completions(inputs)
             n = out["completion_ids"].size(0)
             stopped = self._fence_stopped
             if stopped is not None and len(stopped) == n:
@@ -320,23 +370,28 @@ def _trainer_class() -> type:
                         mask[i, int(lengths[i]) - 1] = 0  # the appended EOS was not sampled
                 out["completion_mask"] = mask
                 out["num_items_in_batch"] = self._loss_tokens(out)
-            self.completions_total += n
-            self.fence_stops += sum(stopped or [])
             g = self.num_generations
-            useful = useful_groups(self._rewards_per_func, self.reward_weights, g)
-            self.groups_total += int(useful.numel())
-            self.groups_useful += int(useful.sum())
-            metrics = self._metrics["train"]
-            metrics["sparring/useful_group_share"].append(float(useful.float().mean()))
-            if stopped is not None:
-                metrics["sparring/fence_stop_ratio"].append(sum(stopped) / max(1, n))
-            if self.drop_flat_groups and "pixel_values" not in out:
-                start = self.accelerator.process_index * n
-                keep = useful.repeat_interleave(g)[start : start + n]
-                out = self._keep_rows(out, keep.to(out["advantages"].device))
-            if "sparring_skip" in out:
-                self.batches_skipped += 1
-            return out
+            return out, useful_groups(self._rewards_per_func, self.reward_weights, g), stopped
+
+        def _refill_inputs(self, n_rows, tried):
+            """A fresh generation batch of `n_rows` rows (each prompt `num_generations` times)
+            from problems not tried in this step, or None when there are not enough (or when
+            several processes train: they would have to agree on a refill)."""
+            g = self.num_generations
+            if self.accelerator.num_processes != 1 or n_rows % g:
+                return None
+            data = self.train_dataset
+            picked = []
+            for _ in range(len(data)):
+                row = data[self._refill_cursor % len(data)]
+                self._refill_cursor += 1
+                pid = row.get("problem_id")
+                if pid is None or pid not in tried:
+                    tried.add(pid)
+                    picked.append(row)
+                    if len(picked) == n_rows // g:
+                        return [dict(r) for r in picked for _ in range(g)]
+            return None
 
         def _loss_tokens(self, out):
             mask = out["completion_mask"]
@@ -412,6 +467,7 @@ def run_grpo(
         peft_config=peft_config,
         stop_at_fence=cfg.grpo.stop_at_fence,
         drop_flat_groups=cfg.grpo.drop_flat_groups,
+        refill_flat_batches=cfg.grpo.refill_flat_batches,
         callbacks=[progress.step_callback(steps)],
     )
     start = time.perf_counter()
@@ -434,6 +490,7 @@ def run_grpo(
             "groups_useful": float(useful),
             "useful_group_share": useful / groups if groups else 0.0,
             "batches_skipped": float(trainer.batches_skipped),
+            "batches_refilled": float(trainer.batches_refilled),
             "fence_stop_ratio": trainer.fence_stops / max(1, trainer.completions_total),
         }
     )
