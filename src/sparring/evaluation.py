@@ -25,11 +25,12 @@ import builtins
 import json
 import logging
 import math
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sparring import rewards
+from sparring import progress, rewards
 from sparring.errors import SparringError
 from sparring.problems import Problem
 
@@ -1000,9 +1001,22 @@ def evaluate_snapshots(
     solve.update({pid: known[pid] for pid in sorted(attacked)})
 
     log.info("evaluating the base model %s", base_name)
+    started, total = time.perf_counter(), 1 + len(models)
+
+    def announce(done: int, label: str, metrics: dict[str, Any]) -> None:
+        left = (time.perf_counter() - started) / done * (total - done)
+        shown = " ".join(
+            f"{k}={metrics[k]:.3g}"
+            for k in ("humaneval_pass_at_1", "val_discriminating_fraction", "bank_pass_rate")
+            if isinstance(metrics.get(k), (int, float))
+        )
+        progress.say(f"{progress.LABEL or 'evaluate'} {done}/{total} {label}: {shown} left~"
+                     f"{progress.fmt_seconds(left)}")  # fmt: skip
+
     baseline, base_codes = _snapshot_metrics(
         cfg, base_name, eval_problems, val_problems, solve, bank, limits
     )
+    announce(1, "base", baseline)
     baseline.update(round=0, base=True)
     snapshots, all_codes = [], [base_codes]
     for i, model_name in enumerate(models):
@@ -1012,6 +1026,7 @@ def evaluate_snapshots(
             sampled=i == len(models) - 1,  # base and final: the learning measures
         )  # fmt: skip
         all_codes.append(codes)
+        announce(i + 2, f"snapshot {i + 1}", metrics)
         k = min(i, len(rounds) - 1)
         number = rounds[i][0] if i < len(rounds) else i + 1
         history = [dict(s) for s in summaries[: k + 1]] if rounds else [{}]

@@ -27,7 +27,7 @@ def say(text: str) -> None:
     print(f"{MARK} {time.strftime('%H:%M:%S')} {text}", flush=True)
 
 
-def _fmt_seconds(seconds: float) -> str:
+def fmt_seconds(seconds: float) -> str:
     seconds = max(0, int(seconds))
     return f"{seconds // 60}m{seconds % 60:02d}s"
 
@@ -87,7 +87,7 @@ def step_callback(total_steps: int, label: str = "") -> Any:
                 parts.append(f"clipped={logs['completions/clipped_ratio']:.2f}")
             if "grad_norm" in logs:
                 parts.append(f"grad_norm={logs['grad_norm']:.3g}")
-            parts.append(f"left~{_fmt_seconds(left)}")
+            parts.append(f"left~{fmt_seconds(left)}")
             say(" ".join(parts))
 
     return StepProgress()
