@@ -1007,7 +1007,7 @@ def evaluate_snapshots(
         left = (time.perf_counter() - started) / done * (total - done)
         shown = " ".join(
             f"{k}={metrics[k]:.3g}"
-            for k in ("humaneval_pass_at_1", "val_discriminating_fraction", "bank_pass_rate")
+            for k in ("humaneval_pass@1", "val_discriminating_fraction", "bank_pass_rate")
             if isinstance(metrics.get(k), (int, float))
         )
         progress.say(f"{progress.LABEL or 'evaluate'} {done}/{total} {label}: {shown} left~"

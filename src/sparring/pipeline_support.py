@@ -220,7 +220,12 @@ def snapshot_metrics(report: dict, entries: list[dict]) -> dict[str, float]:
 
 
 def labelled_snapshot(
-    cfg: Config, data_dir: str, model_path: str, bank_path: str, entry: dict
+    cfg: Config,
+    data_dir: str,
+    model_path: str,
+    bank_path: str,
+    entry: dict,
+    base_trivial_share: float | None = None,
 ) -> dict[str, Any]:
     """Metrics of an answerer with no generator round of its own (the warm start), on the
     problems evaluate_snapshots uses (capped eval set, val, banked problems); no cross-play."""
@@ -243,9 +248,12 @@ def labelled_snapshot(
     metrics, _ = evaluation._snapshot_metrics(
         cfg, model_path, eval_problems, val, solve, bank, evaluation.sandbox_limits(cfg)
     )
-    hacking = evaluation.hacking_signals(
-        [{"special_case_share": metrics.get("special_case_share")}], cfg.selection
-    )
+    # judged like a round's snapshot: against the base model's trivial share
+    history = [
+        {"trivial_share": base_trivial_share},
+        {k: metrics.get(k) for k in ("special_case_share", "trivial_share")},
+    ]
+    hacking = evaluation.hacking_signals(history, cfg.selection)
     metrics.update(
         round=entry["round"],
         label=entry["label"],
@@ -269,7 +277,9 @@ def _add_labelled(
     for e in entries:
         if e.get("label"):
             log.info("evaluating the %s snapshot: %s", e["label"], e["answerer_path"])
-            merged.append(labelled_snapshot(cfg, data_dir, e["answerer_path"], bank_path, e))
+            base_trivial = (report.get("baseline") or {}).get("trivial_share")
+            path = e["answerer_path"]
+            merged.append(labelled_snapshot(cfg, data_dir, path, bank_path, e, base_trivial))
         else:
             merged.append(next(rest))
     report["snapshots"] = merged

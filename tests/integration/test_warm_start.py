@@ -179,6 +179,10 @@ def test_component_snapshot_and_report(data_dir, tmp_path, monkeypatch):
     first, second = report["snapshots"]
     assert (first["label"], first["round"], first["model"]) == ("warm-start", 0, model.path)
     assert second["round"] == 1 and "label" not in second
+    # the warm start is judged like a round: its trivial share against the base model's
+    assert first["hacking"]["latest"]["trivial_share"] == first["trivial_share"] is not None
+    rose = first["trivial_share"] > report["baseline"]["trivial_share"]
+    assert any("trivial share rose" in r for r in first["hacking"]["reasons"]) == rose
     assert "warm-start.answerer_reward" in metrics and "r1.answerer_reward" in metrics
     assert report["selection"]["index"] in (0, 1, None)
     md = (out / "report.md").read_text()
