@@ -451,22 +451,63 @@ def proposer_rewards(
         report = next(gate)
         ok = bool(p["baseline_tests"]) and report.pass_rate == 1.0
         valid.append(p if ok else None)
+    # honest credit: a proposal whose every test some trivial solution passes is no problem at
+    # all, and the solver's rate counts only what trivial code cannot earn
+    views: dict[int, tuple[list[bool], list[list[bool]]]] = {}
+    for i, p in enumerate(valid):
+        if p is None:
+            continue
+        view = _trivial_view(p, sandbox)
+        if view is None or not any(view[0]):
+            valid[i] = None
+        else:
+            views[i] = view
     todo = [p for p in valid if p]
     solutions = iter(solve(todo) if todo else [])
     out: list[float | None] = []
-    for p in valid:
+    for i, p in enumerate(valid):
         if p is None:
             out.append(0.0)
             continue
         name = prompts_function_name(p["function_signature"])
-        codes = [prompts.extract_code(s, name) or "" for s in next(solutions)]
-        reports = sandbox.run_many([(c, p["baseline_tests"]) for c in codes])
-        rates = [r.pass_rate for r in reports]
-        if any(r is None for r in rates):
+        codes = [prompts.extract_code(s, name) for s in next(solutions)]
+        mask, trivial = views[i]
+        it = iter(sandbox.run_many([(c, p["baseline_tests"]) for c in codes if c]))
+        credits = [
+            rewards.answerer_credit(_pass_vector(next(it)) if c else None, mask, trivial).reward
+            for c in codes
+        ]
+        if any(r is None for r in credits):
             out.append(None)
             continue
-        out.append(rewards.goldilocks_reward(sum(rates) / len(rates), target))
+        out.append(rewards.goldilocks_reward(sum(credits) / len(credits), target))
     return out, valid
+
+
+def _pass_vector(report: Any) -> list[bool | None]:
+    """Per test: passed or not; None everywhere on a sandbox failure (no signal)."""
+    if report.infra_error:
+        return [None] * len(report.results)
+    return [r.passed for r in report.results]
+
+
+def _trivial_view(
+    proposal: dict[str, Any], sandbox: Any
+) -> tuple[list[bool], list[list[bool]]] | None:
+    """(discriminating mask, trivial pass vectors) of a proposal's tests; None on a sandbox
+    failure."""
+    from sparring.problems import function_name_of
+    from sparring.trivial import argument_count, trivial_family
+
+    signature = proposal["function_signature"]
+    family = trivial_family(function_name_of(signature), argument_count(signature))
+    tests = proposal["baseline_tests"]
+    reports = sandbox.run_many([(code, tests) for code in family.values()])
+    if any(r.infra_error for r in reports):
+        return None
+    vectors = [[r.passed for r in rep.results] for rep in reports]
+    mask = [not any(v[k] for v in vectors) for k in range(len(tests))]
+    return mask, vectors
 
 
 def prompts_function_name(signature: str) -> str:

@@ -134,21 +134,52 @@ def test_answerer_reward_fn_trl_columns():
     assert logged["sparring/parse_rate"] == 0.5
 
 
+def proposal(body: str, tests: list[str]) -> str:
+    import json
+
+    return "```json\n" + json.dumps({
+        "description": "d", "function_signature": "def g(x):",
+        "reference_solution": f"def g(x):\n    return {body}\n", "baseline_tests": tests,
+    }) + "\n```"  # fmt: skip
+
+
 def test_proposer_goldilocks_gate():
-    good = (
-        '```json\n{"description": "id", "function_signature": "def g(x):", '
-        '"reference_solution": "def g(x):\\n    return x\\n", '
-        '"baseline_tests": ["assert g(1) == 1"]}\n```'
-    )
-    ref = "def g(x):\n    return x\n"
-    sb = FakeSandbox({ref: {"assert g(1) == 1"}})
+    tests = ["assert g(1) == 3", "assert g(2) == 5"]
+    ref = "def g(x):\n    return 2 * x + 1\n"
+    sb = FakeSandbox({ref: set(tests)})
 
     def solve(problems):
         return [[f"```python\n{ref}```", "nothing"] for _ in problems]
 
-    out, valid = duel.proposer_rewards([good, "garbage"], sb, solve, target=0.5)
+    out, valid = duel.proposer_rewards([proposal("2 * x + 1", tests), "garbage"], sb, solve, 0.5)
     assert out == [1.0, 0.0]  # solver pass rate 0.5 hits the target
     assert valid[0] and valid[1] is None
+
+
+def test_proposer_earns_nothing_for_problems_trivial_code_solves():
+    """Identity: echoing the argument passes every test, so the proposal is no problem; and a
+    solver that answers like trivial code earns the proposer no pass rate."""
+    from sparring.trivial import trivial_family
+
+    echo = trivial_family("g", 1)["echo_0"]
+    ident = ["assert g(1) == 1", "assert g(2) == 2"]
+    mixed = ["assert g(0) == 0", "assert g(2) == 5"]  # `return 0` passes the first
+    ref = "def g(x):\n    return x\n"
+    half = "def g(x):\n    return 2 * x + 1 if x else 0\n"
+    const0 = trivial_family("g", 1)["const_0"]
+    sb = FakeSandbox({ref: set(ident), echo: set(ident), half: set(mixed), const0: {mixed[0]}})
+    zero = "def g(x):\n    return 0\n"
+    sb.passes[zero] = {mixed[0]}
+
+    def solve(problems):
+        return [[f"```python\n{zero}```", f"```python\n{half}```"] for _ in problems]
+
+    out, valid = duel.proposer_rewards(
+        [proposal("x", ident), proposal("2 * x + 1 if x else 0", mixed)], sb, solve, 0.5
+    )
+    assert valid[0] is None and out[0] == 0.0  # identity: not a problem
+    # `return 0` passes a test, but only the trivial one: solver rate 0.5 (half solves it)
+    assert valid[1] and out[1] == 1.0
 
 
 def test_code_duel_plays_as_a_game_with_the_real_sandbox():
