@@ -20,6 +20,9 @@ solution passes (sparring.trivial), and a generated test earns break credit only
 reference passes it and every trivial solution fails it. None means "no signal" (sandbox
 failure), never 0.
 Does not cover: sampling (sparring.generation) or training (sparring.training).
+
+Why one module (for now): both roles' rewards share its result cache and trivial-solution
+view; the split into answerer and generator halves is tracked with the layout issue (#12).
 """
 
 from __future__ import annotations

@@ -16,6 +16,10 @@ Covers:
 Does not cover: plots and the Markdown report (`sparring.reports`) or the CLI
 (`sparring.evaluation_cli`). Model loading and generation are imported lazily from
 `sparring.models` / `sparring.generation`; the pure parts import nothing heavy.
+
+Why one module (for now): HumanEval, bank rates, cross-play and selection share the snapshot
+metrics; splitting them, and the lazy import that problems.py makes of `humaneval_job` (an
+import cycle), are tracked with the layout issue (#12).
 """
 
 from __future__ import annotations
@@ -875,7 +879,7 @@ def _max_new_tokens(cfg: Any, loaded: Any, problems: Sequence[Problem]) -> int:
     problems' reference solutions), so evaluation sees answers as long as training allowed."""
     if cfg.grpo.max_completion_length:
         return cfg.grpo.max_completion_length
-    from sparring.phases import completion_tokens
+    from sparring.budget import completion_tokens
 
     return completion_tokens(cfg, loaded[1], list(problems) or [])
 

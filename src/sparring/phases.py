@@ -16,6 +16,9 @@ just that adapter + its base name. `cfg.dry_run`: no model is loaded, no GRPO up
 copied (or point at the base) and generated tests come from mutating baseline tests.
 Does not cover: the order of phases (training.schedule), checkpoints (training.checkpoints) or
 MLflow logging (the caller logs the returned metrics).
+
+Why one module (for now): each phase function is the body of one KFP component and they share
+the load/train/save helpers; one module per phase is tracked with the layout issue (#12).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from sparring import prompts, rewards
+from sparring.budget import completion_targets, completion_tokens
 from sparring.config import Config
 from sparring.errors import SparringError
 from sparring.problems import (
@@ -223,32 +227,6 @@ def _save_trained(
     models.save_model(model, tok, out_model, record)
     if hasattr(model, "sparring_sources"):  # shared base: the adapter now equals the artifact
         model.sparring_sources[role] = out_model
-
-
-def completion_targets(problems: list[Problem], role: str = "answerer") -> list[str]:
-    """What a good completion of `role` holds, per problem: the reference solution for the
-    answerer; for the generator, tests like the problem's own (as many as it is asked for)."""
-    if role == "generator":
-        n = prompts.GENERATOR_TESTS
-        return ["\n".join(p.baseline_tests[-n:]) for p in problems if p.baseline_tests]
-    if role == "proposer":  # a whole problem as JSON
-        return [json.dumps(p.to_dict()) for p in problems]
-    return [p.reference_solution for p in problems]
-
-
-def completion_tokens(
-    cfg: Config, tok: Any, problems: list[Problem], role: str = "answerer"
-) -> int:
-    """`grpo.max_completion_length`, or for 0 ("auto") a budget sized from what a good
-    completion of `role` holds (`completion_targets`; sparring.training.grpo.completion_budget)."""
-    if cfg.grpo.max_completion_length:
-        return cfg.grpo.max_completion_length
-    from sparring.training.grpo import resolve_completion_length
-
-    # mlx-lm's TokenizerWrapper is not callable and holds the HF tokenizer in `_tokenizer`; an HF
-    # tokenizer also has a `_tokenizer` (the raw, uncallable Rust one), so unwrap only the wrapper.
-    hf_tok = tok if callable(tok) else tok._tokenizer
-    return resolve_completion_length(cfg, hf_tok, completion_targets(problems, role))
 
 
 def _train(

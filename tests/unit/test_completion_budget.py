@@ -142,8 +142,8 @@ def test_fence_stop_infers_the_prompt_length_at_its_first_call():
 
 def test_completion_tokens_takes_a_real_hf_tokenizer_or_mlx_wrapper():
     """`make run` once died here: an HF tokenizer's `_tokenizer` is the uncallable Rust one."""
+    from sparring.budget import completion_tokens
     from sparring.models import load_model
-    from sparring.phases import completion_tokens
     from sparring.problems import load_bundled
 
     _, tok = load_model("tiny-random")

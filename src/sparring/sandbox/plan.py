@@ -9,6 +9,10 @@ pass: the parent only ever compares plain values.
 
 Covers: `parse_tests_file`, `normalize` (dedup key), `parse_test` -> `TestPlan`, `decode_value`,
 `decide`. Does not cover: running code (pool.py / worker.py). Pure and fast; unit-tested.
+
+Why one module: parsing a test, decoding the sandbox's values and deciding pass/fail are one
+trust boundary; split apart, a reader could not check in one place that nothing the sandbox
+sends is trusted.
 """
 
 from __future__ import annotations

@@ -24,6 +24,9 @@ otherwise.
 
 Covers: everything that happens inside the sandbox. Does not cover: bwrap arguments (isolation.py),
 pass/fail decisions (plan.py). Must not import sparring: it runs as a script inside the sandbox.
+
+Why one module: it is copied into the sandbox and run there as a script with the stdlib only,
+so it cannot import siblings; its size is the price of running alone.
 """
 
 import builtins
