@@ -164,9 +164,15 @@ def resolve_snapshots(manifest_path: str, cache_dir: str) -> list[dict]:
 
 
 def evaluate(
-    cfg: Config, data_dir: str, manifest_path: str, bank_path: str, out_dir: str
+    cfg: Config,
+    data_dir: str,
+    manifest_path: str,
+    bank_path: str,
+    out_dir: str,
+    parent_run_id: str = "",
 ) -> dict[str, float]:
-    """Evaluate every answerer snapshot; report.json in out_dir; flat metrics for MLflow/KFP."""
+    """Evaluate every answerer snapshot; report.json in out_dir; flat metrics for MLflow/KFP.
+    With a parent run, the report also holds every phase's per-step curves from MLflow."""
     from sparring import evaluation
 
     with tempfile.TemporaryDirectory() as cache:
@@ -183,9 +189,17 @@ def evaluate(
         if len(rounds) < len(entries):
             report = _add_labelled(cfg, report, entries, data_dir, bank_path, out_dir)
     if cfg.data.val_samples:  # held-out gains per stage, with bootstrap intervals
-        from sparring import learning, reports
+        from sparring import learning
 
         report["learning"] = learning.learning_summary(report, cfg.seed)
+    if parent_run_id:
+        try:
+            report["step_curves"] = tracking.step_curves(cfg, parent_run_id)
+        except Exception as exc:  # a figure is not worth failing the evaluation for
+            log.warning("per-step training curves unavailable: %s", exc)
+    if report.get("learning") or report.get("step_curves"):
+        from sparring import reports
+
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         (Path(out_dir) / "report.json").write_text(json.dumps(report, indent=1, default=str))
         reports.write_report(report, out_dir)
@@ -477,7 +491,7 @@ def run_evaluate(
 ) -> dict:
     return run_phase(
         cfg, parent_run_id, "evaluate", final_round(cfg), evaluate, cfg, data_dir, manifest,
-        bank_file(bank), out_dir,
+        bank_file(bank), out_dir, parent_run_id,
     )  # fmt: skip
 
 

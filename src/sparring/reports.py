@@ -1,6 +1,8 @@
 """Run reports: PNG plots and a Markdown page from an evaluation report (evaluation.py's dict).
 
-Covers: reward and pass-rate curves per round (`curves.png`), the cross-play heatmap
+Covers: reward and pass-rate curves per round (`curves.png`), per-step training curves of every
+phase as MLflow recorded them (`steps.png`, a table of first/last reward, flat-group share and
+grad norm per phase), the cross-play heatmap
 (`cross_play.png`), HumanEval pass@1 before (round 0, the base model) and after (the selected
 snapshot, else the last) (`humaneval.png`), `report.md` embedding them with tables of snapshots,
 Elo ratings and reward-hacking signals, and `log_to_mlflow(out_dir)` for the active MLflow run.
@@ -66,6 +68,84 @@ def plot_curves(snapshots: Sequence[Mapping[str, Any]], path: str | Path) -> Pat
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return Path(path)
+
+
+STEP_PANELS = (
+    ("reward", "reward (step mean)"),
+    ("frac_reward_zero_std", "flat groups (share)"),
+    ("grad_norm", "grad norm"),
+)
+
+
+def plot_step_curves(runs: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
+    """Per-step curves of every training phase, one after the other on a shared x axis (the
+    run's optimizer steps in order), a colour per phase kind, the phase named at its start."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(len(STEP_PANELS), 1, figsize=(7.2, 6.4), sharex=True)
+    colours: dict[str, str] = {}
+    handles: dict[str, Any] = {}
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    offset = 0
+    for run in runs:
+        curves = run.get("curves") or {}
+        last = max((p[0] for pts in curves.values() for p in pts), default=0)
+        kind = str(run.get("phase", ""))
+        colour = colours.setdefault(kind, palette[len(colours) % len(palette)])
+        for ax, (key, _) in zip(axes, STEP_PANELS, strict=True):
+            points = curves.get(key) or []
+            if points:
+                xs = [offset + step for step, _ in points]
+                ys = [value for _, value in points]
+                (line,) = ax.plot(xs, ys, marker="o", markersize=3, color=colour)
+                handles.setdefault(kind, line)
+            ax.axvline(offset + 0.5, color="#cccccc", linewidth=0.8)
+        axes[0].annotate(
+            str(run.get("run", "")), (offset + 0.6, 1.0), xycoords=("data", "axes fraction"),
+            fontsize=6, rotation=90, va="top", color="#666666",
+        )  # fmt: skip
+        offset += last
+    for ax, (_, label) in zip(axes, STEP_PANELS, strict=True):
+        ax.set_ylabel(label, fontsize=8)
+        ax.grid(alpha=0.3)
+    axes[-1].set_xlabel("optimizer step (phases in run order)")
+    if handles:
+        axes[0].legend(list(handles.values()), list(handles), fontsize=7, loc="lower right")
+    axes[0].set_title("Training steps: every phase")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return Path(path)
+
+
+def _step_lines(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per phase: steps, first and last reward, mean flat-group share and grad norm."""
+    if not runs:
+        return []
+    lines = [
+        "## Training steps",
+        "",
+        "Per phase, from the per-step values in MLflow: a flat-group share of 1 or a grad norm "
+        "of 0 means the step trained nothing.",
+        "",
+        "| phase | steps | reward first | reward last | flat groups (mean) | grad norm (mean) |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for run in runs:
+        curves = run.get("curves") or {}
+
+        def values(key: str, curves: Mapping[str, Any] = curves) -> list[float]:
+            return [v for _, v in curves.get(key) or []]
+
+        reward, flat, grad = values("reward"), values("frac_reward_zero_std"), values("grad_norm")
+        steps = max((len(v) for v in curves.values()), default=0)
+        lines.append(
+            f"| {run.get('run')} | {steps} | {_fmt(reward[0] if reward else None)} | "
+            f"{_fmt(reward[-1] if reward else None)} | "
+            f"{_fmt(sum(flat) / len(flat) if flat else None)} | "
+            f"{_fmt(sum(grad) / len(grad) if grad else None)} |"
+        )
+    lines.append("")
+    return lines
 
 
 def plot_cross_play(
@@ -220,6 +300,7 @@ def render_markdown(report: Mapping[str, Any], images: Mapping[str, str]) -> str
         lines += ["Models: " + ", ".join(f"{_label(s)} `{s.get('model')}`" for s in snapshots)]
         lines.append("")
     lines += _learning_lines(report.get("learning") or {})
+    lines += _step_lines(report.get("step_curves") or [])
     elo = report.get("elo") or {}
     if elo.get("answerer") or elo.get("generator"):
         lines += ["## Elo ratings", "", "| role | snapshot | rating |", "| --- | --- | --- |"]
@@ -268,6 +349,9 @@ def write_report(report: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
             )
         )
         images["HumanEval before and after"] = "humaneval.png"
+    if report.get("step_curves"):
+        written.append(plot_step_curves(report["step_curves"], out / "steps.png"))
+        images["Training steps: reward, flat groups, grad norm"] = "steps.png"
     matrix = report.get("cross_play") or []
     if matrix and any(matrix):
         written.append(

@@ -172,6 +172,48 @@ def log_metrics(metrics: dict[str, Any], step: int | None = None) -> None:
         mlflow.log_metrics(numeric, step=step)
 
 
+STEP_KEYS = ("reward", "frac_reward_zero_std", "grad_norm", "loss")
+
+
+def step_curves(cfg, parent_run_id: str, keys: tuple[str, ...] = STEP_KEYS) -> list[dict]:
+    """The per-step training curves of a pipeline run: for each child run of `parent_run_id`
+    (in start order) that logged any of `keys` at a step >= 1 (TRL and Transformers log every
+    optimizer step there; the phase's own summary is logged at step 0), `{"run": name,
+    "phase", "round", "curves": {key: [[step, value], ...]}}`."""
+    _mlflow(cfg)
+    from mlflow import MlflowClient
+
+    client = MlflowClient()
+    parent = client.get_run(parent_run_id)
+    children = client.search_runs(
+        [parent.info.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'",
+        order_by=["attributes.start_time ASC"],
+        max_results=1000,
+    )
+    out = []
+    for run in children:
+        curves = {}
+        for key in keys:
+            if key not in run.data.metrics:
+                continue
+            history = sorted(client.get_metric_history(run.info.run_id, key), key=lambda m: m.step)
+            points = [[m.step, m.value] for m in history if m.step >= 1]
+            if points:
+                curves[key] = points
+        if curves:
+            tags = run.data.tags
+            out.append(
+                {
+                    "run": run.info.run_name,
+                    "phase": tags.get("sparring.phase", ""),
+                    "round": int(tags.get("sparring.round", "0") or 0),
+                    "curves": curves,
+                }
+            )
+    return out
+
+
 def register_champion(cfg, model_dir: str, run_id: str, score: float) -> str:
     """Log a model folder as artifacts of `run_id`, register it, point the alias at it."""
     if not Path(model_dir).is_dir():

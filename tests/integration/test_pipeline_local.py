@@ -68,6 +68,8 @@ def _run_and_check(tmp_path, mlflow_server, s3_server, name, extra, capsys):
     )[-1]
     logged = {a.path for a in mlflow.MlflowClient().list_artifacts(evaluate.info.run_id, "report")}
     assert {"report/report.md", "report/curves.png", "report/cross_play.png"} <= logged
+    if "dry_run=true" not in extra:  # every GRPO step's reward, read back from MLflow
+        assert "report/steps.png" in logged
 
     select = mlflow.search_runs(
         [parent.info.experiment_id],

@@ -108,3 +108,22 @@ def test_exit_task_marks_a_failed_runs_parent_failed(cfg, mlflow_server):
     assert finalize(yaml_text, "", "kfp-done", status("SUCCEEDED")) == ""
     assert client.get_run(done).info.status == "FINISHED"
     assert finalize(yaml_text, "", "kfp-never-started", status("FAILED")) == ""
+
+
+def test_step_curves_read_every_training_phase_in_order(cfg, mlflow_server):
+    parent = tracking.start_parent_run(cfg, "kfp-run-curves")
+    with tracking.child_run(cfg, parent, "train-generator", 1):
+        for step, reward in ((1, 0.1), (2, 0.3)):
+            tracking.log_metrics({"reward": reward, "grad_norm": 0.5}, step=step)
+        tracking.log_metrics({"reward": 0.2})  # the phase's summary, step 0: not a point
+    with tracking.child_run(cfg, parent, "validate-tests", 1):
+        tracking.log_metrics({"validity": 0.8})  # no training: left out
+    with tracking.child_run(cfg, parent, "train-answerer", 1):
+        tracking.log_metrics({"reward": 0.4, "frac_reward_zero_std": 0.25}, step=1)
+
+    runs = tracking.step_curves(cfg, parent)
+
+    assert [r["run"] for r in runs] == ["r1-train-generator", "r1-train-answerer"]
+    assert runs[0]["phase"] == "train-generator" and runs[0]["round"] == 1
+    assert runs[0]["curves"] == {"reward": [[1, 0.1], [2, 0.3]], "grad_norm": [[1, 0.5], [2, 0.5]]}
+    assert runs[1]["curves"] == {"reward": [[1, 0.4]], "frac_reward_zero_std": [[1, 0.25]]}

@@ -97,3 +97,33 @@ def test_report_shows_the_learning_section_with_intervals():
     md = reports.render_markdown({"learning": {"gains": {"base_to_final": {"strict": gain}}}}, {})
     assert "## Learning on held-out problems" in md
     assert "| base to final | strict | 44 | 0.100 | 0.200 | +0.100 | [+0.050, +0.150] |" in md
+
+
+STEP_CURVES = [
+    {
+        "run": "r0-warm-start",
+        "phase": "warm-start",
+        "round": 0,
+        "curves": {"loss": [[1, 1.2], [2, 0.9]], "grad_norm": [[1, 2.0], [2, 1.5]]},
+    },
+    {
+        "run": "r1-train-answerer",
+        "phase": "train-answerer",
+        "round": 1,
+        "curves": {
+            "reward": [[1, 0.25], [2, 0.5]],
+            "frac_reward_zero_std": [[1, 0.5], [2, 0.0]],
+            "grad_norm": [[1, 0.2], [2, 0.4]],
+        },
+    },
+]
+
+
+def test_step_curves_are_plotted_and_tabulated_per_phase(tmp_path):
+    written = reports.write_report({"snapshots": [], "step_curves": STEP_CURVES}, tmp_path)
+    assert {p.name for p in written} == {"steps.png", "report.md"}
+    assert (tmp_path / "steps.png").read_bytes().startswith(PNG)
+    md = (tmp_path / "report.md").read_text()
+    assert "(steps.png)" in md and "## Training steps" in md
+    assert "| r1-train-answerer | 2 | 0.250 | 0.500 | 0.250 | 0.300 |" in md
+    assert "| r0-warm-start | 2 | n/a | n/a | n/a | 1.750 |" in md  # SFT: no reward, no groups
