@@ -183,7 +183,7 @@ def _reward(args: argparse.Namespace) -> int:
 
     from sparring import duel
     from sparring.errors import SparringError
-    from sparring.evaluation import sandbox_limits
+    from sparring.evaluation.humaneval import sandbox_limits
     from sparring.problems import compute_trivial_passes, load_source
     from sparring.sandbox import Sandbox
 

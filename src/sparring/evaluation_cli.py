@@ -105,7 +105,12 @@ def add_commands(sub) -> None:
 
 
 def _eval_humaneval(args: argparse.Namespace) -> int:
-    from sparring import evaluation as ev
+    from sparring.evaluation.humaneval import (
+        evaluate_humaneval_samples,
+        read_samples,
+        sandbox_limits,
+    )
+    from sparring.evaluation.sampling import humaneval_samples_from_model
     from sparring.problems import load_humaneval
 
     cfg = config_from_args(args)
@@ -116,9 +121,9 @@ def _eval_humaneval(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     problems = load_humaneval()
     overrides = {"timeout_s": args.timeout} if args.timeout else {}
-    limits = ev.sandbox_limits(cfg, **overrides)
+    limits = sandbox_limits(cfg, **overrides)
     if args.samples:
-        samples = ev.read_samples(args.samples)
+        samples = read_samples(args.samples)
         if args.limit:
             keep = {p.id for p in problems[: args.limit]}
             samples = [s for s in samples if s["task_id"] in keep]
@@ -129,7 +134,7 @@ def _eval_humaneval(args: argparse.Namespace) -> int:
             temperature = 0.0 if args.samples_per_task == 1 else 0.8
         from sparring.inference import resolve_checkpoint
 
-        samples = ev.humaneval_samples_from_model(
+        samples = humaneval_samples_from_model(
             resolve_checkpoint(args.checkpoint),  # also models:/NAME@ALIAS from the registry
             targets,
             num_samples=args.samples_per_task,
@@ -142,7 +147,7 @@ def _eval_humaneval(args: argparse.Namespace) -> int:
         if args.output:
             Path(args.output).write_text("".join(json.dumps(s) + "\n" for s in samples))
     generated = time.perf_counter()
-    result = ev.evaluate_humaneval_samples(samples, problems, limits, cfg.data.pass_k)
+    result = evaluate_humaneval_samples(samples, problems, limits, cfg.data.pass_k)
     result["seconds"] = {
         "generation": round(generated - started, 1),
         "execution": round(time.perf_counter() - generated, 1),
@@ -159,7 +164,7 @@ def _eval_humaneval(args: argparse.Namespace) -> int:
 
 
 def _eval_snapshots(args: argparse.Namespace) -> int:
-    from sparring.evaluation import evaluate_snapshots
+    from sparring.evaluation.snapshots import evaluate_snapshots
 
     cfg = config_from_args(args)
     report = evaluate_snapshots(
@@ -206,7 +211,7 @@ def _infer(args: argparse.Namespace) -> int:
         stages = ["code"] if cfg.reasoning.direct else list(cfg.reasoning.stages)
     if args.execute_tests and not any(p.baseline_tests for p in problems):
         raise SparringError("--execute-tests needs tests: pass --tests 'assert f(1) == 2; …'")
-    from sparring.evaluation import sandbox_limits
+    from sparring.evaluation.humaneval import sandbox_limits
 
     records = inf.solve(
         args.checkpoint,

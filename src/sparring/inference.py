@@ -258,7 +258,7 @@ def solve(
     ]
     reports: list[Any] = [None] * len(problems)
     if execute_tests:
-        from sparring.evaluation import run_jobs, sandbox_limits
+        from sparring.evaluation.humaneval import run_jobs, sandbox_limits
 
         jobs = [(code, list(p.baseline_tests)) for p, code in zip(problems, codes, strict=True)]
         reports = run_jobs(jobs, limits or sandbox_limits())

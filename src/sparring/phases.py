@@ -303,7 +303,7 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
         raise SparringError(f"data.eval: {cfg.data.eval!r} holds no problems")
     if cfg.data.humaneval_limit and cfg.data.eval == "humaneval":
         eval_set = eval_set[: cfg.data.humaneval_limit]
-    from sparring.evaluation import sandbox_limits as trusted_limits
+    from sparring.evaluation.humaneval import sandbox_limits as trusted_limits
 
     with Sandbox(trusted_limits(cfg)) as sb:  # baseline and HumanEval tests are trusted
         train, val, eval_set = (

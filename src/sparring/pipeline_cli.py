@@ -376,7 +376,8 @@ def learn_lines(cfg, parent_run_id: str) -> list[str]:
     parent run as learn.txt."""
     import mlflow
 
-    from sparring import learning, tracking
+    from sparring import tracking
+    from sparring.evaluation import learning
 
     mlflow.set_tracking_uri(tracking.tracking_uri(cfg))
     parent = mlflow.get_run(parent_run_id)

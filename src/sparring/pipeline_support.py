@@ -173,12 +173,12 @@ def evaluate(
 ) -> dict[str, float]:
     """Evaluate every answerer snapshot; report.json in out_dir; flat metrics for MLflow/KFP.
     With a parent run, the report also holds every phase's per-step curves from MLflow."""
-    from sparring import evaluation
+    from sparring.evaluation.snapshots import evaluate_snapshots
 
     with tempfile.TemporaryDirectory() as cache:
         entries = resolve_snapshots(manifest_path, cache)
         rounds = [e for e in entries if not e.get("label")]
-        report = evaluation.evaluate_snapshots(
+        report = evaluate_snapshots(
             cfg,
             data_dir,
             [e["answerer_path"] for e in rounds],
@@ -189,7 +189,7 @@ def evaluate(
         if len(rounds) < len(entries):
             report = _add_labelled(cfg, report, entries, data_dir, bank_path, out_dir)
     if cfg.data.val_samples:  # held-out gains per stage, with bootstrap intervals
-        from sparring import learning
+        from sparring.evaluation import learning
 
         report["learning"] = learning.learning_summary(report, cfg.seed)
     if parent_run_id:
@@ -198,7 +198,7 @@ def evaluate(
         except Exception as exc:  # a figure is not worth failing the evaluation for
             log.warning("per-step training curves unavailable: %s", exc)
     if report.get("learning") or report.get("step_curves"):
-        from sparring import reports
+        from sparring.evaluation import report as reports
 
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         (Path(out_dir) / "report.json").write_text(json.dumps(report, indent=1, default=str))
@@ -206,11 +206,11 @@ def evaluate(
     report_file = Path(out_dir) / "report.json"
     if not report_file.exists():
         report_file.write_text(json.dumps(report, indent=1, default=str))
-    from sparring.reports import log_to_mlflow
+    from sparring.evaluation.report import log_to_mlflow
 
     metrics = snapshot_metrics(report, entries)
     if report.get("learning"):
-        from sparring import learning
+        from sparring.evaluation import learning
 
         metrics.update(learning.flat_metrics(report["learning"]))
     metrics["report_files"] = float(log_to_mlflow(out_dir))  # PNGs + report.md, this child run
@@ -243,7 +243,10 @@ def labelled_snapshot(
 ) -> dict[str, Any]:
     """Metrics of an answerer with no generator round of its own (the warm start), on the
     problems evaluate_snapshots uses (capped eval set, val, banked problems); no cross-play."""
-    from sparring import evaluation
+    from sparring.evaluation.crossplay import group_by_problem, read_bank
+    from sparring.evaluation.hacking import hacking_signals
+    from sparring.evaluation.humaneval import sandbox_limits
+    from sparring.evaluation.snapshots import _snapshot_metrics
     from sparring.problems import read_jsonl
 
     data = Path(data_dir)
@@ -256,18 +259,18 @@ def labelled_snapshot(
         eval_problems = eval_problems[: cfg.data.humaneval_limit]
     val = problems_of("val.jsonl")
     known = {p.id: p for p in [*problems_of("train.jsonl"), *val]}
-    bank = evaluation.group_by_problem(evaluation.read_bank(bank_path or data / "bank.jsonl"))
+    bank = group_by_problem(read_bank(bank_path or data / "bank.jsonl"))
     solve = {p.id: p for p in val}
     solve.update({pid: known[pid] for pid in sorted(bank) if pid in known})
-    metrics, _ = evaluation._snapshot_metrics(
-        cfg, model_path, eval_problems, val, solve, bank, evaluation.sandbox_limits(cfg)
+    metrics, _ = _snapshot_metrics(
+        cfg, model_path, eval_problems, val, solve, bank, sandbox_limits(cfg)
     )
     # judged like a round's snapshot: against the base model's trivial share
     history = [
         {"trivial_share": base_trivial_share},
         {k: metrics.get(k) for k in ("special_case_share", "trivial_share")},
     ]
-    hacking = evaluation.hacking_signals(history, cfg.selection)
+    hacking = hacking_signals(history, cfg.selection)
     metrics.update(
         round=entry["round"],
         label=entry["label"],
@@ -284,7 +287,8 @@ def _add_labelled(
 ) -> dict:
     """Insert the labelled snapshots into report["snapshots"] in manifest order (so a
     selection index still points at its manifest entry), choose again, rewrite the report."""
-    from sparring import evaluation, reports
+    from sparring.evaluation import report as reports
+    from sparring.evaluation.snapshots import choose_best
 
     rest = iter(report.get("snapshots", []))
     merged = []
@@ -297,7 +301,7 @@ def _add_labelled(
         else:
             merged.append(next(rest))
     report["snapshots"] = merged
-    best, score, reason = evaluation.choose_best(cfg, report)
+    best, score, reason = choose_best(cfg, report)
     report["selection"] = {"index": best, "score": score, "reason": reason}
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     (Path(out_dir) / "report.json").write_text(json.dumps(report, indent=1, default=str))
@@ -318,10 +322,10 @@ def select_and_register(
 ) -> dict[str, Any]:
     """Choose the best snapshot, copy it to out_champion, register it under the alias, save the
     bank. Returns what was decided (for metrics and logs)."""
-    from sparring import evaluation
+    from sparring.evaluation.snapshots import choose_best
 
     report = json.loads((Path(report_dir) / "report.json").read_text())
-    index, score, reason = evaluation.choose_best(cfg, report)
+    index, score, reason = choose_best(cfg, report)
     result: dict[str, Any] = {"promoted": 0.0, "score": float(score), "reason": reason}
     Path(out_champion).mkdir(parents=True, exist_ok=True)
     if index is not None:

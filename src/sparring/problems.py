@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sparring.errors import SparringError
+from sparring.evaluation.humaneval import humaneval_job
 
 DIFFICULTIES = ("easy", "medium", "hard")
 
@@ -265,8 +266,6 @@ def _reference_job(problem: Problem) -> tuple[str, list[str]]:
     """(solution, tests) to check a reference solution; HumanEval's `check` function is split
     into single asserts that the sandbox can judge in the parent."""
     if problem.entry_point:
-        from sparring.evaluation import humaneval_job
-
         return humaneval_job(problem)
     return problem.reference_solution, problem.baseline_tests
 
@@ -280,8 +279,6 @@ def answer_tests(problem: Problem) -> list[str]:
 def answer_job(problem: Problem, code: str) -> tuple[str, list[str]]:
     """(program, tests) for the sandbox: `code` judged on `answer_tests(problem)`."""
     if problem.entry_point:
-        from sparring.evaluation import humaneval_job
-
         return humaneval_job(problem, code)
     return code, list(problem.baseline_tests)
 

@@ -16,7 +16,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from sparring import evaluation as ev
+from sparring.evaluation.humaneval import (
+    evaluate_humaneval_samples,
+    humaneval_tests,
+    sandbox_limits,
+)
 from sparring.problems import load_humaneval
 
 pytestmark = pytest.mark.integration
@@ -43,7 +47,7 @@ def problems():
 
 @pytest.fixture(scope="module")
 def limits():
-    return ev.sandbox_limits(timeout_s=1.0)
+    return sandbox_limits(timeout_s=1.0)
 
 
 def _official(rows, samples):
@@ -112,7 +116,7 @@ def test_official_harness_executes():
 
 def test_verdicts_agree_with_official_harness(rows, problems, limits):
     samples = _samples(rows)
-    ours = ev.evaluate_humaneval_samples(samples, list(problems.values()), limits)
+    ours = evaluate_humaneval_samples(samples, list(problems.values()), limits)
     official_rows = [s for s in samples if s["kind"] != "whole"]
     official = dict(
         zip((id(s) for s in official_rows), _official(rows, official_rows), strict=True)
@@ -177,7 +181,7 @@ def test_cheats_rejected(rows, problems, limits):
         for task, cheats in CHEATS.items()
         for name, completion in cheats.items()
     ]
-    ours = ev.evaluate_humaneval_samples(samples, list(problems.values()), limits)
+    ours = evaluate_humaneval_samples(samples, list(problems.values()), limits)
     official = _official(rows, samples)
     let_through = [
         s["kind"] + "@" + s["task_id"] for s, ok in zip(samples, official, strict=True) if ok
@@ -198,7 +202,7 @@ def test_transform_keeps_every_assert(problems):
     """Every candidate assert of every check function is either extracted or covered by the
     fallback; the transform is total over the 164 tasks."""
     for problem in problems.values():
-        tests = ev.humaneval_tests(problem)
+        tests = humaneval_tests(problem)
         assert tests, problem.id
         for test in tests:
             ast.parse(test)

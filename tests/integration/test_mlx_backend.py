@@ -119,7 +119,7 @@ def test_phases_run_on_the_mlx_backend(tmp_path):
     backend: mlx; artifacts are MLX adapters that evaluation and inference can sample from."""
     from sparring import phases
     from sparring.config import load_config
-    from sparring.evaluation import generate_solutions
+    from sparring.evaluation.sampling import generate_solutions
     from sparring.problems import read_jsonl
 
     root = Path(__file__).resolve().parents[2]

@@ -15,9 +15,10 @@ import pytest
 
 from components import make_components
 from pipelines.selfplay import config_line
-from sparring import evaluation, phases, pipeline_support, tracking
+from sparring import phases, pipeline_support, tracking
 from sparring.config import load_config
 from sparring.errors import SparringError
+from sparring.evaluation import snapshots as evaluation
 
 
 class Art(SimpleNamespace):

@@ -12,8 +12,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparring import evaluation as ev
 from sparring.config import from_dict
+from sparring.errors import SparringError
+from sparring.evaluation.crossplay import elo_ratings
+from sparring.evaluation.hacking import hacking_signals, special_case_share, special_cased_inputs
+from sparring.evaluation.humaneval import (
+    CHECK_NAME,
+    CHECK_TEST,
+    humaneval_job,
+    humaneval_solution,
+    humaneval_tests,
+    pass_at_k,
+    read_samples,
+)
+from sparring.evaluation.rounds import round_summary
+from sparring.evaluation.snapshots import _training_metrics, choose_best
 from sparring.problems import Problem
 
 # --------------------------------------------------------------------------- pass@k
@@ -30,7 +43,7 @@ def _pass_at_k_combinatorial(n: int, c: int, k: int) -> float:
 )
 def test_pass_at_k_matches_the_combinatorial_formula(nck):
     n, c, k = nck
-    assert ev.pass_at_k(n, c, k) == pytest.approx(_pass_at_k_combinatorial(n, c, k), abs=1e-9)
+    assert pass_at_k(n, c, k) == pytest.approx(_pass_at_k_combinatorial(n, c, k), abs=1e-9)
 
 
 def test_pass_at_k_small_cases_by_enumeration():
@@ -40,22 +53,22 @@ def test_pass_at_k_small_cases_by_enumeration():
     for k in range(1, n + 1):
         subsets = list(combinations(samples, k))
         expected = sum(any(s) for s in subsets) / len(subsets)
-        assert ev.pass_at_k(n, c, k) == pytest.approx(expected)
+        assert pass_at_k(n, c, k) == pytest.approx(expected)
 
 
 def test_pass_at_k_is_stable_for_large_n():
-    value = ev.pass_at_k(10_000, 1, 100)
+    value = pass_at_k(10_000, 1, 100)
     assert value == pytest.approx(0.01)
-    assert 0.0 <= ev.pass_at_k(100_000, 3, 1000) <= 1.0
+    assert 0.0 <= pass_at_k(100_000, 3, 1000) <= 1.0
 
 
 def test_pass_at_k_rejects_bad_arguments():
     with pytest.raises(ValueError):
-        ev.pass_at_k(3, 4, 1)
+        pass_at_k(3, 4, 1)
     with pytest.raises(ValueError):
-        ev.pass_at_k(3, 1, 4)
+        pass_at_k(3, 1, 4)
     with pytest.raises(ValueError):
-        ev.pass_at_k(3, 1, 0)
+        pass_at_k(3, 1, 0)
 
 
 # --------------------------------------------------------------------------- HumanEval transform
@@ -96,7 +109,7 @@ def check(candidate):
 
 
 def test_plain_asserts_become_standalone_tests():
-    tests = ev.humaneval_tests(_he(PLAIN))
+    tests = humaneval_tests(_he(PLAIN))
     assert tests == [
         "assert f(1) == 1",
         "assert f([1, 2]) == [1, 2]",
@@ -109,21 +122,21 @@ def test_plain_asserts_become_standalone_tests():
 
 def test_loops_keep_the_check_function_as_fallback():
     problem = _he(LOOPING)
-    tests = ev.humaneval_tests(problem)
-    assert tests == ["assert f(3) == 3", ev.CHECK_TEST]
-    solution = ev.humaneval_solution(problem, "    return x\n")
+    tests = humaneval_tests(problem)
+    assert tests == ["assert f(3) == 3", CHECK_TEST]
+    solution = humaneval_solution(problem, "    return x\n")
     ns: dict = {}
     exec(solution, ns)
-    assert ns[ev.CHECK_NAME]() == "passed"
+    assert ns[CHECK_NAME]() == "passed"
 
 
 def test_fallback_wrapper_rejects_non_plain_return_values():
     problem = _he(LOOPING)
     cheat = "    class E:\n        def __eq__(self, o):\n            return True\n    return E()\n"
     ns: dict = {}
-    exec(ev.humaneval_solution(problem, cheat), ns)
+    exec(humaneval_solution(problem, cheat), ns)
     with pytest.raises(AssertionError, match="not plain data"):
-        ns[ev.CHECK_NAME]()
+        ns[CHECK_NAME]()
 
 
 def test_fallback_runs_on_a_builtins_snapshot():
@@ -138,28 +151,28 @@ def test_fallback_runs_on_a_builtins_snapshot():
 
     saved = builtins.abs
     try:
-        exec(ev.humaneval_solution(problem, wrong), ns)
+        exec(humaneval_solution(problem, wrong), ns)
         with pytest.raises(AssertionError):
-            ns[ev.CHECK_NAME]()
+            ns[CHECK_NAME]()
     finally:
         builtins.abs = saved
 
 
 def test_plain_check_needs_no_prelude():
     problem = _he(PLAIN)
-    assert ev.humaneval_solution(problem, "    return x\n") == "def f(x):\n    return x\n"
+    assert humaneval_solution(problem, "    return x\n") == "def f(x):\n    return x\n"
 
 
 def test_nested_candidate_calls_get_a_plain_value_companion():
     check = "\n\ndef check(candidate):\n    assert tuple(candidate([2, 1])) == (1, 2)\n"
-    assert ev.humaneval_tests(_he(check)) == [
+    assert humaneval_tests(_he(check)) == [
         "assert tuple(f([2, 1])) == (1, 2)",
         "assert [f([2, 1])] != []",
     ]
 
 
 def test_unparseable_check_falls_back():
-    assert ev.humaneval_tests(_he("def check(candidate):\n    assert (")) == [ev.CHECK_TEST]
+    assert humaneval_tests(_he("def check(candidate):\n    assert (")) == [CHECK_TEST]
 
 
 # --------------------------------------------------------------------------- samples
@@ -168,13 +181,13 @@ def test_unparseable_check_falls_back():
 def test_read_samples_errors_are_one_liners(tmp_path):
     bad = tmp_path / "s.jsonl"
     bad.write_text('{"task_id": "HumanEval/0"}\n')
-    with pytest.raises(ev.SparringError, match="task_id' and 'completion"):
-        ev.read_samples(bad)
-    with pytest.raises(ev.SparringError, match="no such samples file"):
-        ev.read_samples(tmp_path / "missing.jsonl")
+    with pytest.raises(SparringError, match="task_id' and 'completion"):
+        read_samples(bad)
+    with pytest.raises(SparringError, match="no such samples file"):
+        read_samples(tmp_path / "missing.jsonl")
     bad.write_text("{oops\n")
-    with pytest.raises(ev.SparringError, match=":1: invalid JSON"):
-        ev.read_samples(bad)
+    with pytest.raises(SparringError, match=":1: invalid JSON"):
+        read_samples(bad)
 
 
 # --------------------------------------------------------------------------- Elo
@@ -185,21 +198,21 @@ def test_elo_is_deterministic_and_orders_players():
         [[True] * 8, [True] * 6 + [False] * 2],
         [[True] * 2 + [False] * 6, [False] * 8],
     ]
-    a1, g1 = ev.elo_ratings(matrix)
-    a2, g2 = ev.elo_ratings(matrix)
+    a1, g1 = elo_ratings(matrix)
+    a2, g2 = elo_ratings(matrix)
     assert (a1, g1) == (a2, g2)
     assert a1[0] > a1[1]
     assert g1[1] > g1[0]  # the second generator breaks more
 
 
 def test_elo_accepts_rates_and_empty_cells():
-    a, g = ev.elo_ratings([[1.0, None], [0.0, []]])
+    a, g = elo_ratings([[1.0, None], [0.0, []]])
     assert a[0] > a[1] and g[1] == 1000.0
-    assert ev.elo_ratings([]) == ([], [])
+    assert elo_ratings([]) == ([], [])
 
 
 def test_elo_conserves_total_rating():
-    a, g = ev.elo_ratings([[[True, False, True]], [[False]]], k=32)
+    a, g = elo_ratings([[[True, False, True]], [[False]]], k=32)
     assert sum(a) + sum(g) == pytest.approx(3000.0, abs=0.05)
 
 
@@ -213,17 +226,17 @@ TESTS = ["assert f(17) == 4", "assert f(3) == 1", "assert f(8) == 2"]
 
 
 def test_special_casing_is_detected():
-    assert ev.special_cased_inputs(HACKED, TESTS, "f") == 2
-    assert ev.special_cased_inputs(HONEST, TESTS, "f") == 0
-    assert ev.special_case_share([(HACKED, TESTS, "f"), (HONEST, TESTS, "f")]) == 0.5
-    assert ev.special_case_share([]) == 0.0
-    assert ev.special_cased_inputs("not python(", TESTS, "f") == 0
+    assert special_cased_inputs(HACKED, TESTS, "f") == 2
+    assert special_cased_inputs(HONEST, TESTS, "f") == 0
+    assert special_case_share([(HACKED, TESTS, "f"), (HONEST, TESTS, "f")]) == 0.5
+    assert special_case_share([]) == 0.0
+    assert special_cased_inputs("not python(", TESTS, "f") == 0
 
 
 def test_special_casing_of_strings_and_lists():
     code = "def g(s, xs):\n    if s == 'abc' or xs == [1, 2]:\n        return 1\n    return 0\n"
     tests = ["assert g('abc', [0]) == 1", "assert g('z', [1, 2]) == 1"]
-    assert ev.special_cased_inputs(code, tests, "g") == 2
+    assert special_cased_inputs(code, tests, "g") == 2
 
 
 def test_hacking_signals_trip_on_thresholds():
@@ -232,17 +245,17 @@ def test_hacking_signals_trip_on_thresholds():
         {"test_validity": 0.9, "duplicate_rate": 0.1, "flat_group_share": 0.2},
         {"test_validity": 0.1, "duplicate_rate": 0.95, "flat_group_share": 1.0},
     ]
-    signals = ev.hacking_signals(history, cfg.selection)
+    signals = hacking_signals(history, cfg.selection)
     assert signals["tripped"]
     assert signals["validity_falling"] and signals["duplicates_rising"]
     assert len(signals["reasons"]) == 3
-    quiet = ev.hacking_signals(history[:1], cfg.selection)
+    quiet = hacking_signals(history[:1], cfg.selection)
     assert not quiet["tripped"] and quiet["reasons"] == []
-    assert not ev.hacking_signals([], cfg.selection)["tripped"]
+    assert not hacking_signals([], cfg.selection)["tripped"]
 
 
 def test_hacking_signals_take_a_mapping_and_special_cases():
-    signals = ev.hacking_signals([{"special_case_share": 0.9}], {"min_validity": 0.5})
+    signals = hacking_signals([{"special_case_share": 0.9}], {"min_validity": 0.5})
     assert signals["tripped"] and "special-cased" in signals["reasons"][0]
 
 
@@ -258,14 +271,14 @@ def test_round_summary_from_rows_and_sidecar(tmp_path):
         {"problem_id": "q", "test": "assert g(5) == [1, 2, 3]", "round": 1},
     ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    summary = ev.round_summary(str(path))
+    summary = round_summary(str(path))
     assert summary["tests"] == 4
     assert summary["test_validity"] == 0.75
     assert summary["duplicate_rate"] == 0.25
     (tmp_path / "round1.jsonl.metrics.json").write_text(
         json.dumps({"validity": 0.5, "flat_group_share": 0.25})
     )
-    summary = ev.round_summary(str(path))
+    summary = round_summary(str(path))
     assert summary["test_validity"] == 0.5 and summary["flat_group_share"] == 0.25
 
 
@@ -284,7 +297,7 @@ def test_choose_best_uses_checkpoint_score_over_promotable():
             {"round": 2, "answerer_reward": 0.5, "test_validity": 0.8, "promotable": True},
         ]
     }
-    index, score, reason = ev.choose_best(cfg, report)
+    index, score, reason = choose_best(cfg, report)
     assert index == 2
     assert score == pytest.approx(0.7 * 0.5 + 0.3 * 0.8)
     assert "refused: round 1 (flat GRPO groups" in reason
@@ -301,26 +314,26 @@ def test_choose_best_none_when_nothing_promotable():
             }
         ]
     }
-    index, score, reason = ev.choose_best(cfg, report)
+    index, score, reason = choose_best(cfg, report)
     assert index is None and score == 0.0
     assert reason.startswith("no promotable snapshot") and "validity" in reason
-    assert ev.choose_best(cfg, {"snapshots": []})[0] is None
+    assert choose_best(cfg, {"snapshots": []})[0] is None
 
 
 def test_training_metrics_from_a_model_artifact(tmp_path):
     (tmp_path / "sparring_model.json").write_text(
         json.dumps({"base": "tiny-random", "metrics": {"flat_group_share": 0.75}})
     )
-    assert ev._training_metrics(str(tmp_path))["flat_group_share"] == 0.75
+    assert _training_metrics(str(tmp_path))["flat_group_share"] == 0.75
     (tmp_path / "sparring_model.json").write_text(json.dumps({"flat_group_share": 1.0}))
-    assert ev._training_metrics(str(tmp_path)) == {"flat_group_share": 1.0}
-    assert ev._training_metrics("tiny-random") == {}
+    assert _training_metrics(str(tmp_path)) == {"flat_group_share": 1.0}
+    assert _training_metrics("tiny-random") == {}
 
 
 def test_humaneval_job_defaults_to_the_canonical_solution():
     problem = _he(LOOPING)
-    solution, tests = ev.humaneval_job(problem)
-    assert tests == ev.humaneval_tests(problem)
+    solution, tests = humaneval_job(problem)
+    assert tests == humaneval_tests(problem)
     ns: dict = {}
     exec(solution, ns)
-    assert ns["f"](4) == 4 and ns[ev.CHECK_NAME]() == "passed"
+    assert ns["f"](4) == 4 and ns[CHECK_NAME]() == "passed"

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from sparring import evaluation as ev
 from sparring.cli import main
 from sparring.config import from_dict
+from sparring.evaluation.snapshots import choose_best, evaluate_snapshots
 from sparring.problems import Problem, load_humaneval, write_jsonl
 
 ADD = Problem(
@@ -74,16 +74,17 @@ def fake_models(monkeypatch):
                 out.append([by_model[model_name][p.id]])
         return out
 
+    import sparring.evaluation.snapshots
     import sparring.models
 
-    monkeypatch.setattr(ev, "generate_solutions", fake_generate)
+    monkeypatch.setattr(sparring.evaluation.snapshots, "generate_solutions", fake_generate)
     monkeypatch.setattr(sparring.models, "load_model", lambda *a, **k: (None, None))
 
 
 def test_evaluate_snapshots_writes_report(data_dir, fake_models, tmp_path):
     cfg = from_dict({"data": {"humaneval_limit": 2}})
     out = tmp_path / "out"
-    report = ev.evaluate_snapshots(
+    report = evaluate_snapshots(
         cfg,
         str(data_dir),
         ["base", "round1", "round2"],
@@ -108,13 +109,13 @@ def test_evaluate_snapshots_writes_report(data_dir, fake_models, tmp_path):
     assert saved["snapshots"][0]["model"] == "round1"
     for name in ("report.md", "curves.png", "humaneval.png", "cross_play.png"):
         assert (out / name).is_file()
-    index, score, _ = ev.choose_best(cfg, report)
+    index, score, _ = choose_best(cfg, report)
     assert index == report["selection"]["index"] and score > 0
 
 
 def test_rounds_from_the_bank_when_no_round_files(data_dir, fake_models, tmp_path):
     cfg = from_dict({"data": {"humaneval_limit": 1}})
-    report = ev.evaluate_snapshots(
+    report = evaluate_snapshots(
         cfg, str(data_dir), ["base", "round1"], [], str(data_dir / "bank.jsonl"), str(tmp_path)
     )
     # as many models as rounds: the config's base model is evaluated as the baseline
@@ -137,7 +138,7 @@ def test_raw_generator_tests_are_validated(data_dir, fake_models, tmp_path):
     ]
     raw.write_text("".join(json.dumps(r) + "\n" for r in rows))
     cfg = from_dict({"data": {"humaneval_limit": 1}})
-    report = ev.evaluate_snapshots(
+    report = evaluate_snapshots(
         cfg, str(data_dir), ["round1"], [str(raw)], str(data_dir / "bank.jsonl"), str(tmp_path)
     )
     assert report["rounds"][0]["test_validity"] == 0.5

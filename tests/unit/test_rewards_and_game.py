@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparring import game, learning, rewards, trivial
+from sparring import game, rewards, trivial
+from sparring.evaluation import learning
 from sparring.game import Rollout, Rubric, group_advantages, tree_advantages
 
 

@@ -1,14 +1,15 @@
-"""Run reports: PNG plots and a Markdown page from an evaluation report (evaluation.py's dict).
+"""Run reports: PNG plots and a Markdown page from an evaluation report (the dict of
+sparring.evaluation.snapshots).
 
 Covers: reward and pass-rate curves per round (`curves.png`), per-step training curves of every
-phase as MLflow recorded them (`steps.png`, a table of first/last reward, flat-group share and
-grad norm per phase), the cross-play heatmap
-(`cross_play.png`), HumanEval pass@1 before (round 0, the base model) and after (the selected
-snapshot, else the last) (`humaneval.png`), `report.md` embedding them with tables of snapshots,
-Elo ratings and reward-hacking signals, and `log_to_mlflow(out_dir)` for the active MLflow run.
+phase as MLflow recorded them (`steps.png`, and a table of first/last reward, flat-group share
+and grad norm per phase), the cross-play heatmap (`cross_play.png`), HumanEval pass@1 before
+(round 0, the base model) and after (the selected snapshot, else the last) (`humaneval.png`),
+`report.md` embedding them with tables of snapshots, Elo ratings and reward-hacking signals, and
+`log_to_mlflow(out_dir)` for the active MLflow run.
 
-Does not cover: computing any metric (sparring.evaluation). Matplotlib runs with the Agg backend;
-a missing value (None) is left out of a curve rather than drawn as 0.
+Does not cover: computing any metric (the other sparring.evaluation modules). Matplotlib runs
+with the Agg backend; a missing value (None) is left out of a curve rather than drawn as 0.
 """
 
 from __future__ import annotations

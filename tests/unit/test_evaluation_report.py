@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sparring import reports
+from sparring.evaluation import report as reports
 
 REPORT = {
     "baseline": {

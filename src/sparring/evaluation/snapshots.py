@@ -1,0 +1,384 @@
+"""Evaluating a run's answerer snapshots and choosing the best: the body of the evaluate phase.
+
+Covers: `evaluate_snapshots` (per model: HumanEval pass@1, bank pass rate, held-out answerer
+reward and its honest measures, greedy and sampled; the cross-play matrix and Elo; hacking
+signals per snapshot; report.json and the Markdown report), `report_credit` and `choose_best`
+(the promotable snapshot with the best checkpoint score). Does not cover: the measures' parts
+(humaneval, crossplay, hacking, rounds modules beside this one) or the labelled warm-start
+snapshot and the MLflow side (sparring.phases.evaluate).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sparring import progress, rewards
+from sparring.evaluation.crossplay import (
+    cross_play,
+    elo_ratings,
+    group_by_problem,
+    read_bank,
+    solution_code,
+    win_rates,
+)
+from sparring.evaluation.hacking import hacking_signals, special_case_share
+from sparring.evaluation.humaneval import (
+    evaluate_humaneval_samples,
+    humaneval_tests,
+    run_jobs,
+    sandbox_limits,
+)
+from sparring.evaluation.rounds import (
+    _round_metrics,
+    read_round_tests,
+    summarize_round,
+    validate_rows,
+)
+from sparring.evaluation.sampling import generate_solutions
+
+if TYPE_CHECKING:
+    from sparring.problems import Problem
+
+log = logging.getLogger(__name__)
+
+
+def _training_metrics(model_name: str) -> dict[str, Any]:
+    """Training metrics recorded in a model artifact's sparring_model.json (`metrics`, or
+    top-level `flat_group_share`); {} for anything else."""
+    meta = Path(model_name) / "sparring_model.json"
+    if not meta.is_file():
+        return {}
+    try:
+        data = json.loads(meta.read_text())
+    except (json.JSONDecodeError, OSError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    out = dict(data.get("metrics") or {}) if isinstance(data.get("metrics"), dict) else {}
+    if data.get("flat_group_share") is not None:
+        out.setdefault("flat_group_share", data["flat_group_share"])
+    return out
+
+
+def _snapshot_metrics(
+    cfg: Any,
+    model_name: str,
+    eval_problems: Sequence[Problem],
+    val_problems: Sequence[Problem],
+    solve: Mapping[str, Problem],
+    bank: Mapping[str, list[str]],
+    limits: Any,
+    sampled: bool = True,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """HumanEval pass@1, bank pass rate, answerer reward and special-case share of one model,
+    and its code per problem (one greedy completion each). With `sampled` and
+    `data.val_samples` > 0, also `val_sampled`: per measure (discriminating, strict, raw), per
+    val problem, the mean over that many completions sampled at the training temperature."""
+    from sparring import backends
+
+    loaded = backends.load_for_sampling(
+        backends.backend_of(model_name), model_name, device=cfg.model_for("answerer").device
+    )
+    targets = [*eval_problems, *solve.values()]
+    completions = generate_solutions(
+        model_name,
+        targets,
+        max_new_tokens=_max_new_tokens(cfg, loaded, targets),
+        seed=cfg.seed,
+        stages=("code",) if cfg.reasoning.direct else tuple(cfg.reasoning.stages),
+        loaded=loaded,
+    )
+    samples = cfg.data.val_samples if sampled else 0
+    val_sampled = None
+    if samples and val_problems:
+        val_sampled = _sampled_measures(cfg, model_name, val_problems, samples, loaded, limits)
+    del loaded
+    first = [c[0] if c else "" for c in completions]
+    he_samples = [
+        {"task_id": p.id, "completion": c}
+        for p, c in zip(eval_problems, first[: len(eval_problems)], strict=True)
+    ]
+    he = evaluate_humaneval_samples(he_samples, eval_problems, limits) if he_samples else {}
+    codes = {
+        pid: solution_code(solve[pid], c)
+        for pid, c in zip(solve, first[len(eval_problems) :], strict=True)
+    }
+    bank_items = [(pid, ts) for pid, ts in sorted(bank.items()) if pid in codes]
+    bank_jobs = [(codes[pid], ts) for pid, ts in bank_items]
+    val_jobs = [(codes[p.id], [*p.baseline_tests, *bank.get(p.id, [])]) for p in val_problems]
+    reports = run_jobs(bank_jobs + val_jobs, limits)
+    bank_reports, val_reports = reports[: len(bank_jobs)], reports[len(bank_jobs) :]
+    passed = sum(rep.passed for rep in bank_reports)
+    total = sum(rep.total for rep in bank_reports)
+    credits = [
+        report_credit(p, codes[p.id], rep, len(bank.get(p.id, [])), cfg)
+        for p, rep in zip(val_problems, val_reports, strict=True)
+    ]
+    special = special_case_share(
+        [(codes[pid], ts, solve[pid].function_name) for pid, ts in bank.items() if codes.get(pid)]
+    )
+    judged = [c for c in credits if c.reward is not None]
+    n = len(judged)
+    metrics = {
+        "model": model_name,
+        "humaneval_pass@1": he.get("pass@1"),
+        "bank_pass_rate": passed / total if total else None,
+        "bank_strict_rate": (
+            sum(r.passed == r.total > 0 for r in bank_reports) / len(bank_reports)
+            if bank_reports
+            else None
+        ),
+        "answerer_reward": rewards.mean_or_none([c.reward for c in credits]),
+        "val_raw_fraction": sum(c.raw_fraction for c in judged) / n if n else None,
+        "val_discriminating_fraction": (
+            sum(c.discriminating_fraction for c in judged) / n if n else None
+        ),
+        "val_strict_pass_at_1": sum(c.strict for c in judged) / n if n else None,
+        "trivial_share": sum(c.trivial for c in credits) / len(credits) if credits else None,
+        "special_case_share": special,
+    }
+    if val_sampled is not None:
+        metrics["val_sampled"] = val_sampled
+        for measure, per in val_sampled.items():
+            metrics[f"val_sampled_{measure}"] = sum(per.values()) / len(per) if per else None
+    return metrics, codes
+
+
+def _max_new_tokens(cfg: Any, loaded: Any, problems: Sequence[Problem]) -> int:
+    """The training completion budget (grpo.max_completion_length; 0 = sized from the
+    problems' reference solutions), so evaluation sees answers as long as training allowed."""
+    if cfg.grpo.max_completion_length:
+        return cfg.grpo.max_completion_length
+    from sparring.budget import completion_tokens
+
+    return completion_tokens(cfg, loaded[1], list(problems) or [])
+
+
+def _sampled_measures(
+    cfg: Any, model_name: str, problems: Sequence[Problem], samples: int, loaded: Any, limits: Any
+) -> dict[str, dict[str, float]]:
+    """Per measure, per problem: the mean over `samples` sampled completions."""
+    from sparring import duel
+    from sparring.sandbox import Sandbox
+
+    completions = generate_solutions(
+        model_name,
+        problems,
+        max_new_tokens=_max_new_tokens(cfg, loaded, problems),
+        num_samples=samples,
+        temperature=cfg.grpo.temperature,
+        top_p=cfg.grpo.top_p,
+        seed=cfg.seed + 1,
+        stages=("code",) if cfg.reasoning.direct else tuple(cfg.reasoning.stages),
+        loaded=loaded,
+    )
+    flat_problems = [p for p, outs in zip(problems, completions, strict=True) for _ in outs]
+    flat_texts = [c for outs in completions for c in outs]
+    with Sandbox(limits) as sb:
+        credits = duel.score_answers(flat_problems, flat_texts, sb)
+    out: dict[str, dict[str, list[float]]] = {"discriminating": {}, "strict": {}, "raw": {}}
+    for p, c in zip(flat_problems, credits, strict=True):
+        if c.reward is None:
+            continue  # sandbox failure: no signal
+        out["discriminating"].setdefault(p.id, []).append(c.discriminating_fraction)
+        out["strict"].setdefault(p.id, []).append(float(c.strict))
+        out["raw"].setdefault(p.id, []).append(c.raw_fraction)
+    return {m: {pid: sum(v) / len(v) for pid, v in per.items()} for m, per in out.items()}
+
+
+def report_credit(problem: Problem, code: str, report: Any, n_banked: int, cfg: Any = None):
+    """`rewards.AnswererCredit` of `code` from its RunReport on the problem's baseline tests
+    followed by `n_banked` banked tests ('' code = did not parse)."""
+    n_tests = len(humaneval_tests(problem)) if problem.entry_point else len(problem.baseline_tests)
+    mask, trivial = rewards.credit_view(n_tests, problem.trivial_passes, n_banked)
+    weights = cfg.rewards.difficulty_weights if cfg is not None else None
+    if not code:
+        return rewards.answerer_credit(None, mask, trivial, problem.difficulty, weights)
+    if report.infra_error is not None or len(report.results) != len(mask):
+        passed: list[bool | None] = [None] * len(mask)
+    else:
+        passed = [r.passed for r in report.results]
+    return rewards.answerer_credit(passed, mask, trivial, problem.difficulty, weights)
+
+
+def evaluate_snapshots(
+    cfg: Any,
+    data_dir: str,
+    answerer_models: list[str],
+    round_tests: list[str],
+    bank_path: str,
+    out_dir: str,
+) -> dict:
+    """Evaluate the answerer snapshots of a run; write out_dir/report.json, PNGs and report.md.
+
+    Inputs: `round_tests[j]` is round j's tests file, either validated rows (bank format, an
+    optional sidecar FILE.metrics.json with `validity`, `duplicate_rate`, `flat_group_share`) or
+    the generator's raw output ({"problem_id", "tests": [...]}), which is validated here against
+    the reference solutions. Without files, the bank's rows grouped by `round` are the rounds.
+    `answerer_models[i]` is the answerer after round i + 1, or, when there is one more model
+    than rounds, the first is the base model (round 0); otherwise the base model of the config
+    (`models.answerer.name`) is evaluated as the baseline ("before"). `report["snapshots"]` lists
+    the non-base models, in the order given (the index choose_best returns).
+
+    Per model, one greedy completion per problem (HumanEval eval set capped by
+    data.humaneval_limit, val.jsonl, and the train/val problems the bank and rounds attack):
+    HumanEval pass@1, pass rate on the bank, the mean difficulty-aware answerer reward on val
+    problems (baseline + banked tests), the special-case share on banked problems, and a row of
+    the cross-play matrix (columns: each round's valid tests). A snapshot of round r takes round
+    r's test validity and duplicate rate, and its hacking signals are judged on rounds 1..r.
+    """
+    from sparring.problems import read_jsonl
+
+    data = Path(data_dir)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def problems_of(name: str) -> list[Problem]:
+        p = data / name
+        return read_jsonl(p) if p.is_file() else []
+
+    eval_problems = problems_of("eval.jsonl")
+    if cfg.data.humaneval_limit:
+        eval_problems = eval_problems[: cfg.data.humaneval_limit]
+    val_problems = problems_of("val.jsonl")
+    known = {p.id: p for p in [*problems_of("train.jsonl"), *val_problems]}
+    limits = sandbox_limits(cfg)
+    bank_rows = read_bank(bank_path or data / "bank.jsonl")
+    bank = group_by_problem(bank_rows)
+    sim = cfg.rewards.duplicate_similarity
+
+    # rounds: (number, valid tests per problem, summary)
+    rounds: list[tuple[int, dict[str, list[str]], dict[str, Any]]] = []
+    for j, path in enumerate(round_tests):
+        rows, raw = read_round_tests(path)
+        if raw:
+            rows = validate_rows(rows, known, limits)
+        number = next((r["round"] for r in rows if isinstance(r.get("round"), int)), j + 1)
+        valid = [r for r in rows if r.get("valid", True)]
+        rounds.append(
+            (number, group_by_problem(valid), summarize_round(rows, _round_metrics(path), sim))
+        )
+    if not round_tests:
+        numbers = sorted({r["round"] for r in bank_rows if isinstance(r.get("round"), int)})
+        for n in numbers:
+            rows = [r for r in bank_rows if r.get("round") == n]
+            rounds.append((n, group_by_problem(rows), summarize_round(rows, None, sim)))
+    summaries = [{"round": n, **summary} for n, _, summary in rounds]
+
+    models = list(answerer_models)
+    if len(models) == len(rounds) + 1:
+        base_name, models = models[0], models[1:]
+    else:
+        base_name = cfg.model_for("answerer").name
+    attacked = {pid for t in [bank, *(r[1] for r in rounds)] for pid in t if pid in known}
+    solve = {p.id: p for p in val_problems}
+    solve.update({pid: known[pid] for pid in sorted(attacked)})
+
+    log.info("evaluating the base model %s", base_name)
+    started, total = time.perf_counter(), 1 + len(models)
+
+    def announce(done: int, label: str, metrics: dict[str, Any]) -> None:
+        left = (time.perf_counter() - started) / done * (total - done)
+        shown = " ".join(
+            f"{k}={metrics[k]:.3g}"
+            for k in ("humaneval_pass@1", "val_discriminating_fraction", "bank_pass_rate")
+            if isinstance(metrics.get(k), (int, float))
+        )
+        progress.say(f"{progress.LABEL or 'evaluate'} {done}/{total} {label}: {shown} left~"
+                     f"{progress.fmt_seconds(left)}")  # fmt: skip
+
+    baseline, base_codes = _snapshot_metrics(
+        cfg, base_name, eval_problems, val_problems, solve, bank, limits
+    )
+    announce(1, "base", baseline)
+    baseline.update(round=0, base=True)
+    snapshots, all_codes = [], [base_codes]
+    for i, model_name in enumerate(models):
+        log.info("evaluating snapshot %d: %s", i, model_name)
+        metrics, codes = _snapshot_metrics(
+            cfg, model_name, eval_problems, val_problems, solve, bank, limits,
+            sampled=i == len(models) - 1,  # base and final: the learning measures
+        )  # fmt: skip
+        all_codes.append(codes)
+        announce(i + 2, f"snapshot {i + 1}", metrics)
+        k = min(i, len(rounds) - 1)
+        number = rounds[i][0] if i < len(rounds) else i + 1
+        history = [dict(s) for s in summaries[: k + 1]] if rounds else [{}]
+        history[-1]["special_case_share"] = metrics["special_case_share"]
+        history[-1]["trivial_share"] = metrics["trivial_share"]
+        history.insert(0, {"trivial_share": baseline["trivial_share"]})  # the gate's reference
+        flat = _training_metrics(model_name).get("flat_group_share")
+        if flat is not None:  # the snapshot's own GRPO groups win over the round's sidecar
+            history[-1]["flat_group_share"] = flat
+        hacking = hacking_signals(history, cfg.selection)
+        summary = summaries[k] if rounds else {}
+        metrics.update(
+            round=number,
+            test_validity=summary.get("test_validity"),
+            duplicate_rate=summary.get("duplicate_rate"),
+            hacking=hacking,
+            promotable=not hacking["tripped"] and metrics["answerer_reward"] is not None,
+        )
+        snapshots.append(metrics)
+    columns = [tests for _, tests, _ in rounds]
+    matrix = cross_play(all_codes, columns, limits) if columns else []
+    answerer_elo, generator_elo = elo_ratings(matrix) if matrix else ([], [])
+    report: dict[str, Any] = {
+        "baseline": baseline,
+        "snapshots": snapshots,
+        "rounds": summaries,
+        "cross_play": win_rates(matrix),
+        "cross_play_games": [[len(cell) for cell in row] for row in matrix],
+        "cross_play_rows": ["base"] + [f"round {s['round']}" for s in snapshots],
+        "cross_play_columns": [f"round {n}" for n, _, _ in rounds],
+        "elo": {"answerer": answerer_elo, "generator": generator_elo},
+    }
+    best, score, reason = choose_best(cfg, report)
+    report["selection"] = {"index": best, "score": score, "reason": reason}
+    (out / "report.json").write_text(json.dumps(report, indent=1))
+    from sparring.evaluation import report as report_mod
+
+    report_mod.write_report(report, out)
+    return report
+
+
+def choose_best(cfg: Any, report: Mapping[str, Any]) -> tuple[int | None, float, str]:
+    """(index of the best promotable snapshot, its score, why) by rewards.checkpoint_score with
+    cfg.selection weights; (None, 0.0, reason) when no snapshot is promotable. A missing test
+    validity counts as 0."""
+    weights = {
+        "answerer_reward": cfg.selection.answerer_reward,
+        "test_validity": cfg.selection.test_validity,
+    }
+    snapshots = list(report.get("snapshots", []))
+    if not snapshots:
+        return None, 0.0, "no snapshots were evaluated"
+    best: tuple[int, float] | None = None
+    refused = []
+    for i, snap in enumerate(snapshots):
+        if not snap.get("promotable"):
+            why = "; ".join(snap.get("hacking", {}).get("reasons", [])) or "no answerer reward"
+            refused.append(f"round {snap.get('round', i)} ({why})")
+            continue
+        score = rewards.checkpoint_score(
+            float(snap.get("answerer_reward") or 0.0),
+            float(snap.get("test_validity") or 0.0),
+            weights,
+        )
+        if best is None or score > best[1]:
+            best = (i, score)
+    if best is None:
+        return None, 0.0, "no promotable snapshot: " + ", ".join(refused)
+    i, score = best
+    reason = (
+        f"round {snapshots[i].get('round', i)} scores {score:.4f} = "
+        f"{weights['answerer_reward']} * answerer reward + {weights['test_validity']} * validity"
+    )
+    if refused:
+        reason += "; refused: " + ", ".join(refused)
+    return i, score, reason
