@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _completions(problems, step: int, per_problem: int) -> tuple[list[str], list[str]]:
-    from sparring.phases import fallback_tests
+    from sparring.phases.generator import fallback_tests
 
     rng = random.Random(step)
     texts, ids = [], []
@@ -47,9 +47,12 @@ def _completions(problems, step: int, per_problem: int) -> tuple[list[str], list
 
 
 def bench_reuse(steps: int = 3) -> float:
-    from sparring import duel, models, phases
+    from sparring.backends.torch import models
+    from sparring.backends.torch.generation import generate
     from sparring.config import load_config
-    from sparring.generation import generate
+    from sparring.games import code_duel
+    from sparring.phases.common import sandbox_limits
+    from sparring.phases.materialize import materialize
     from sparring.problems import read_jsonl
     from sparring.prompts import answerer_messages, extract_code
     from sparring.sandbox import Sandbox
@@ -62,7 +65,7 @@ def bench_reuse(steps: int = 3) -> float:
     ]
     cfg = load_config(ROOT / "configs/smoke.yaml", sets)
     with tempfile.TemporaryDirectory() as tmp:
-        phases.materialize(cfg, tmp)
+        materialize(cfg, tmp)
         problems = read_jsonl(Path(tmp) / "train.jsonl")[:4]
     model, tok = models.load_model("tiny-random")
     msgs = [answerer_messages(p) for p in problems]
@@ -85,17 +88,17 @@ def bench_reuse(steps: int = 3) -> float:
 
     def infos(sols):
         return {
-            p.id: duel.ProblemInfo(
+            p.id: code_duel.ProblemInfo(
                 p.id, p.function_name, p.reference_solution, list(p.baseline_tests), sols[p.id]
             )
             for p in problems
         }
 
-    with Sandbox(phases.sandbox_limits(cfg)) as sb:
+    with Sandbox(sandbox_limits(cfg)) as sb:
         sb.run_many([(problems[0].reference_solution, problems[0].baseline_tests)])  # warm up
         # reuse: sample once (before the phase), then a cached scorer every step
         frozen = sample(0)
-        scorer = duel.GeneratorScorer(infos(frozen), sb)
+        scorer = code_duel.GeneratorScorer(infos(frozen), sb)
         scorer.score(*_completions(problems, 0, per_problem))  # step 0: cold cache, not timed
         t = time.perf_counter()
         for step in range(1, steps + 1):
@@ -104,7 +107,9 @@ def bench_reuse(steps: int = 3) -> float:
         # no reuse: resample the frozen answerer and run everything, every step
         t = time.perf_counter()
         for step in range(1, steps + 1):
-            fresh = duel.GeneratorScorer(infos(sample(step)), sb, cache=duel.ResultCache())
+            fresh = code_duel.GeneratorScorer(
+                infos(sample(step)), sb, cache=code_duel.ResultCache()
+            )
             fresh.cache = _NoCache()
             fresh.score(*_completions(problems, step, per_problem))
         resample = (time.perf_counter() - t) / steps
@@ -134,9 +139,9 @@ def memory_child(mode: str, model_name: str, steps: int) -> None:
     """Run in a fresh subprocess: a few LoRA GRPO steps; print the peak RSS in MiB as JSON."""
     from datasets import Dataset
 
-    from sparring import models
+    from sparring.backends.torch import models
+    from sparring.backends.torch.grpo import peak_memory_mb, run_grpo
     from sparring.config import load_config
-    from sparring.training.grpo import peak_memory_mb, run_grpo
 
     cfg = load_config(ROOT / "configs/smoke.yaml", ["grpo.max_completion_length=16"])
 
@@ -197,7 +202,7 @@ def main() -> None:
     if args.memory_child:
         memory_child(args.memory_child, args.model, args.steps)
         return
-    from sparring import models
+    from sparring.backends.torch import models
 
     model = args.model or (
         "smollm2-135m"

@@ -1,5 +1,6 @@
-"""Thin KFP components, one per phase; each body imports `sparring` and calls one function of
-`sparring.pipeline_support`.
+"""Thin KFP components, one per phase; each body reads its inputs, calls its phase function in
+`sparring.phases` inside the phase's MLflow child run (`sparring.tracking.phase_run`), and writes
+its outputs and metrics.
 
 The plain functions live in this package's modules; `make_components(cfg)` turns them into KFP
 components whose `base_image` comes from the config (trainer image; sandbox image for validation;

@@ -12,8 +12,16 @@ def evaluate(
     report: Output[Artifact],
     metrics: Output[Metrics],
 ):
-    from sparring import pipeline_support as ps
+    from sparring import tracking
+    from sparring.phases import evaluate as phase
+    from sparring.phases import kfp_io
+    from sparring.phases.validate import bank_file
 
-    cfg = ps.config_from_yaml(config_yaml)
-    result = ps.run_evaluate(cfg, parent_run_id, data.path, snapshots.path, bank.path, report.path)
-    ps.to_kfp_metrics(metrics, result)
+    cfg = kfp_io.config_from_yaml(config_yaml)
+    with tracking.phase_run(cfg, parent_run_id, "evaluate", kfp_io.final_round(cfg)) as run:
+        result = run.log(
+            phase.evaluate(
+                cfg, data.path, snapshots.path, bank_file(bank.path), report.path, parent_run_id
+            )
+        )
+    kfp_io.to_kfp_metrics(metrics, result)

@@ -8,10 +8,10 @@ def finalize(
     config_yaml: str, parent_run_id: str, kfp_run_id: str, status: dsl.PipelineTaskFinalStatus
 ) -> str:
     """Returns the id of the run it ended ("" when there was none open)."""
-    from sparring import pipeline_support as ps
     from sparring import tracking
+    from sparring.phases import kfp_io
 
-    cfg = ps.config_from_yaml(config_yaml)
+    cfg = kfp_io.config_from_yaml(config_yaml)
     failed = status.state != "SUCCEEDED"
     return tracking.close_parent_run(
         cfg, parent_run_id, kfp_run_id, failed, status.error_message or ""

@@ -11,8 +11,11 @@ def init_models(
     generator: Output[Model],
     metrics: Output[Metrics],
 ):
-    from sparring import pipeline_support as ps
+    from sparring import tracking
+    from sparring.phases import init_models as phase
+    from sparring.phases import kfp_io
 
-    cfg = ps.config_from_yaml(config_yaml)
-    result = ps.run_init_models(cfg, parent_run_id, answerer.path, generator.path, use_champion)
-    ps.to_kfp_metrics(metrics, result)
+    cfg = kfp_io.config_from_yaml(config_yaml)
+    with tracking.phase_run(cfg, parent_run_id, "init-models", kfp_io.SETUP_ROUND) as run:
+        result = run.log(phase.init_models(cfg, answerer.path, generator.path, use_champion))
+    kfp_io.to_kfp_metrics(metrics, result)

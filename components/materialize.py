@@ -11,9 +11,14 @@ def materialize(
     metrics: Output[Metrics],
 ) -> str:
     """Returns the MLflow parent run id (the given one, or a new one tagged with kfp_run_id)."""
-    from sparring import pipeline_support as ps
+    from sparring.phases.materialize import materialize_carrying_bank
 
-    cfg = ps.config_from_yaml(config_yaml)
-    run_id, result = ps.run_materialize(cfg, parent_run_id, kfp_run_id, data.path)
-    ps.to_kfp_metrics(metrics, result)
+    from sparring import tracking
+    from sparring.phases import kfp_io
+
+    cfg = kfp_io.config_from_yaml(config_yaml)
+    run_id = kfp_io.ensure_parent_run(cfg, parent_run_id, kfp_run_id)
+    with tracking.phase_run(cfg, run_id, "materialize", kfp_io.SETUP_ROUND) as run:
+        result = run.log(materialize_carrying_bank(cfg, data.path))
+    kfp_io.to_kfp_metrics(metrics, result)
     return run_id

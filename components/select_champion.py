@@ -14,12 +14,21 @@ def select(
     metrics: Output[Metrics],
 ) -> str:
     """Returns the registered model version ("" when nothing was promotable)."""
-    from sparring import pipeline_support as ps
+    from sparring import tracking
+    from sparring.phases import kfp_io
+    from sparring.phases import select as phase
+    from sparring.phases.validate import bank_file
 
-    cfg = ps.config_from_yaml(config_yaml)
-    result = ps.run_select(
-        cfg, parent_run_id, report.path, snapshots.path, bank.path, champion.path
-    )
-    ps.to_kfp_metrics(metrics, result)
+    cfg = kfp_io.config_from_yaml(config_yaml)
+    with tracking.phase_run(cfg, parent_run_id, "select", kfp_io.final_round(cfg)) as run:
+        result = run.log(
+            phase.select_and_register(
+                cfg, report.path, snapshots.path, bank_file(bank.path), champion.path,
+                parent_run_id,
+            )
+        )  # fmt: skip
+    if parent_run_id:
+        tracking.finish_parent_run(cfg, parent_run_id)  # the pipeline run is complete
+    kfp_io.to_kfp_metrics(metrics, result)
     champion.metadata["reason"] = str(result.get("reason", ""))
     return str(result.get("version", ""))

@@ -10,9 +10,9 @@ def snapshot_first(
     tests: Input[Dataset],
     snapshots: Output[Artifact],
 ):
-    from sparring import pipeline_support as ps
+    from sparring.phases.snapshot import add_snapshot
 
-    ps.add_snapshot(None, round_index, answerer.uri, tests.uri, snapshots.path)
+    add_snapshot(None, round_index, answerer.uri, tests.uri, snapshots.path)
 
 
 def snapshot_next(
@@ -22,6 +22,6 @@ def snapshot_next(
     tests: Input[Dataset],
     snapshots: Output[Artifact],
 ):
-    from sparring import pipeline_support as ps
+    from sparring.phases.snapshot import add_snapshot
 
-    ps.add_snapshot(previous.path, round_index, answerer.uri, tests.uri, snapshots.path)
+    add_snapshot(previous.path, round_index, answerer.uri, tests.uri, snapshots.path)

@@ -14,10 +14,20 @@ def train_answerer(
     model: Output[Model],
     metrics: Output[Metrics],
 ):
-    from sparring import pipeline_support as ps
+    from sparring import tracking
+    from sparring.phases import answerer, kfp_io
+    from sparring.phases.validate import bank_file, validation_metrics
 
-    cfg = ps.config_from_yaml(config_yaml)
-    result = ps.run_train_answerer(
-        cfg, parent_run_id, round_index, phase, data.path, bank.path, init_model.path, model.path
-    )
-    ps.to_kfp_metrics(metrics, result)
+    cfg = kfp_io.config_from_yaml(config_yaml)
+    validation = validation_metrics(bank.path)  # the sandbox task has no MLflow credentials
+    if validation is not None:
+        with tracking.phase_run(cfg, parent_run_id, "validate-tests", round_index) as run:
+            run.log(validation)
+    with tracking.phase_run(cfg, parent_run_id, f"train-{phase}", round_index) as run:
+        result = run.log(
+            answerer.train_answerer(
+                cfg, round_index, data.path, bank_file(bank.path), init_model.path, model.path,
+                phase=phase,
+            )
+        )  # fmt: skip
+    kfp_io.to_kfp_metrics(metrics, result)

@@ -15,18 +15,15 @@ def train_generator(
     frozen_solutions: Output[Dataset],
     metrics: Output[Metrics],
 ):
-    from sparring import pipeline_support as ps
+    from sparring import tracking
+    from sparring.phases import generator, kfp_io
 
-    cfg = ps.config_from_yaml(config_yaml)
-    result = ps.run_train_generator(
-        cfg,
-        parent_run_id,
-        round_index,
-        data.path,
-        frozen_answerer.path,
-        init_model.path,
-        model.path,
-        tests.path,
-        frozen_solutions.path,
-    )
-    ps.to_kfp_metrics(metrics, result)
+    cfg = kfp_io.config_from_yaml(config_yaml)
+    with tracking.phase_run(cfg, parent_run_id, "train-generator", round_index) as run:
+        result = run.log(
+            generator.train_generator(
+                cfg, round_index, data.path, frozen_answerer.path, init_model.path, model.path,
+                tests.path, frozen_solutions.path,
+            )
+        )  # fmt: skip
+    kfp_io.to_kfp_metrics(metrics, result)

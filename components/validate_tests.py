@@ -16,10 +16,11 @@ def validate_tests(
     bank: Output[Dataset],
     metrics: Output[Metrics],
 ):
-    from sparring import pipeline_support as ps
+    from sparring.phases import kfp_io
+    from sparring.phases.validate import validate_into
 
-    cfg = ps.config_from_yaml(config_yaml)
-    result = ps.run_validate_tests(
+    cfg = kfp_io.config_from_yaml(config_yaml)
+    result = validate_into(
         cfg, round_index, data.path, tests.path, frozen_solutions.path, bank_in.path, bank.path
     )
-    ps.to_kfp_metrics(metrics, result)
+    kfp_io.to_kfp_metrics(metrics, result)

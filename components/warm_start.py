@@ -15,9 +15,12 @@ def warm_start(
     snapshots: Output[Artifact],
     metrics: Output[Metrics],
 ):
-    from sparring import pipeline_support as ps
+    from sparring import tracking
+    from sparring.phases import kfp_io, snapshot
+    from sparring.phases import warm_start as phase
 
-    cfg = ps.config_from_yaml(config_yaml)
-    result = ps.run_warm_start(cfg, parent_run_id, data.path, init_model.path, model.path)
-    ps.add_snapshot(None, 0, model.uri, "", snapshots.path, label=ps.WARM_START_LABEL)
-    ps.to_kfp_metrics(metrics, result)
+    cfg = kfp_io.config_from_yaml(config_yaml)
+    with tracking.phase_run(cfg, parent_run_id, "warm-start", kfp_io.SETUP_ROUND) as run:
+        result = run.log(phase.warm_start(cfg, data.path, init_model.path, model.path))
+    snapshot.add_snapshot(None, 0, model.uri, "", snapshots.path, label=snapshot.WARM_START_LABEL)
+    kfp_io.to_kfp_metrics(metrics, result)

@@ -3,7 +3,7 @@
 Covers: `completion_targets` (what a good completion of each role holds) and `completion_tokens`
 (`grpo.max_completion_length`, or the "auto" budget sized from those targets). Shared by the
 training phases and evaluation, so that evaluation sees answers as long as training allowed.
-Does not cover: the sizing rule itself (sparring.training.grpo.completion_budget).
+Does not cover: the sizing rule itself (sparring.backends.torch.grpo.completion_budget).
 """
 
 from __future__ import annotations
@@ -31,10 +31,11 @@ def completion_tokens(
     cfg: Config, tok: Any, problems: list[Problem], role: str = "answerer"
 ) -> int:
     """`grpo.max_completion_length`, or for 0 ("auto") a budget sized from what a good
-    completion of `role` holds (`completion_targets`; sparring.training.grpo.completion_budget)."""
+    completion of `role` holds (`completion_targets`; sizing rule:
+    sparring.backends.torch.grpo.completion_budget)."""
     if cfg.grpo.max_completion_length:
         return cfg.grpo.max_completion_length
-    from sparring.training.grpo import resolve_completion_length
+    from sparring.backends.torch.grpo import resolve_completion_length
 
     # mlx-lm's TokenizerWrapper is not callable and holds the HF tokenizer in `_tokenizer`; an HF
     # tokenizer also has a `_tokenizer` (the raw, uncallable Rust one), so unwrap only the wrapper.

@@ -181,9 +181,9 @@ def _problems_check(args: argparse.Namespace) -> int:
 def _reward(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from sparring import duel
     from sparring.errors import SparringError
     from sparring.evaluation.humaneval import sandbox_limits
+    from sparring.games import code_duel
     from sparring.problems import compute_trivial_passes, load_source
     from sparring.sandbox import Sandbox
 
@@ -212,7 +212,7 @@ def _reward(args: argparse.Namespace) -> int:
     wanted = list(dict.fromkeys(pid for _, pid, _ in items))
     with Sandbox(sandbox_limits(None, timeout_s=args.timeout)) as sb:
         scored = {p.id: p for p in compute_trivial_passes([problems[i] for i in wanted], sb)}
-        credits = duel.score_answers(
+        credits = code_duel.score_answers(
             [scored[pid] for _, pid, _ in items], [text for _, _, text in items], sb
         )
     out = [

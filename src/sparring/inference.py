@@ -239,10 +239,9 @@ def solve(
     if not problems:
         raise InferenceError("no problems to solve")
     source = resolve_checkpoint(checkpoint, tracking_uri)
-    backend = backends.backend_of(source)
-    model, tokenizer = backends.load_for_sampling(backend, source, device=device)
-    completions = backends.sample(
-        backend,
+    backend = backends.for_model(source)
+    model, tokenizer = backend.load_for_sampling(source, device=device)
+    completions = backend.sample(
         model,
         tokenizer,
         [_messages(p, stages) for p in problems],

@@ -1,7 +1,9 @@
 """Storage: S3 (boto3) and local paths behind one small API.
 
 Covers: `read_text`/`write_text`, `read_bytes`/`write_bytes`, `exists`, `list_uris`, `upload_dir`,
-`download_dir`, for `s3://bucket/key` URIs and plain local paths (or `file://`). The S3 endpoint
+`download_dir`, for `s3://bucket/key` URIs and plain local paths (or `file://`); and
+`atomic_dir`, the crash-safe local folder write (a reader never sees a half-written model,
+adapter or checkpoint). The S3 endpoint
 comes from `cfg.storage.s3_endpoint` (via `configure(cfg)`) or the `AWS_ENDPOINT_URL` environment
 variable (MinIO, moto); boto3 uses standard-mode retries. Missing objects raise SparringError
 naming the URI.
@@ -13,6 +15,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from sparring.errors import SparringError
@@ -162,3 +167,20 @@ def download_dir(uri: str, local: str | Path) -> None:
         target = dst / obj_key[len(prefix) :]
         target.parent.mkdir(parents=True, exist_ok=True)
         s3.download_file(bucket, obj_key, str(target))
+
+
+@contextmanager
+def atomic_dir(out_dir: str | Path) -> Iterator[Path]:
+    """Yield a temporary sibling of `out_dir` to fill; when the block succeeds it replaces
+    `out_dir` with one rename, and when it fails it is removed and `out_dir` is untouched."""
+    out = Path(out_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        yield tmp
+        if out.exists():
+            shutil.rmtree(out)
+        os.rename(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)

@@ -153,6 +153,41 @@ def child_run(cfg, parent_run_id: str, name: str, round_index: int) -> Iterator[
         yield run.info.run_id
 
 
+class PhaseRun:
+    """The active child run of a phase: `log(metrics)` logs the numeric entries and keeps
+    them for the line printed when the phase is done."""
+
+    def __init__(self) -> None:
+        self.metrics: dict[str, Any] = {}
+
+    def log(self, metrics: dict[str, Any] | None) -> dict[str, Any]:
+        self.metrics = dict(metrics or {})
+        log_metrics(self.metrics)
+        return self.metrics
+
+
+@contextlib.contextmanager
+def phase_run(cfg, parent_run_id: str, name: str, round_index: int) -> Iterator[PhaseRun]:
+    """A phase inside the child run `r{round}-{name}` of the parent run (TRL logs into it too),
+    with a progress line when it starts and one with its time and main numbers when it is done.
+
+        with tracking.phase_run(cfg, parent_run_id, "train-answerer", 1) as run:
+            result = run.log(answerer.train_answerer(cfg, ...))
+    """
+    import time
+
+    from sparring import progress
+
+    progress.LABEL = f"r{round_index} {name}"
+    progress.say(f"{progress.LABEL}: start")
+    start = time.perf_counter()
+    run = PhaseRun()
+    with child_run(cfg, parent_run_id, name, round_index):
+        yield run
+    seconds = time.perf_counter() - start
+    progress.say(f"{progress.LABEL}: done in {seconds:.0f}s {progress.brief(run.metrics)}")
+
+
 def metric_name(key: str) -> str:
     """An MLflow-legal metric name: `pass@1` -> `pass_at_1`; other odd characters -> `_`."""
     key = str(key).replace("@", "_at_")

@@ -10,9 +10,8 @@ import os
 import pytest
 import torch
 
-from sparring import models
+from sparring.backends.torch import grpo, models
 from sparring.config import load_config
-from sparring.training import grpo
 
 pytestmark = pytest.mark.integration
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

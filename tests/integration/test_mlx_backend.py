@@ -15,7 +15,10 @@ import pytest
 if sys.platform not in ("linux", "darwin"):
     pytest.skip("MLX runs on Linux and macOS only", allow_module_level=True)
 
-from sparring import mlx_backend
+from sparring.backends.mlx import generation as mlx_generation
+from sparring.backends.mlx import grpo as mlx_grpo
+from sparring.backends.mlx import models as mlx_models
+from sparring.backends.torch.models import ModelError
 
 MESSAGES = [
     [{"role": "user", "content": "Write a function add(a, b)."}],
@@ -33,18 +36,18 @@ def _flat(model) -> dict:
 
 @pytest.fixture(scope="module")
 def tiny():
-    assert mlx_backend.available(), "install mlx: pip install 'mlx[cpu]' mlx-lm"
-    return mlx_backend.load("tiny-random")
+    assert mlx_models.available(), "install mlx: pip install 'mlx[cpu]' mlx-lm"
+    return mlx_models.load("tiny-random")
 
 
 def test_generate_shape_and_greedy_determinism(tiny):
     model, tokenizer = tiny
-    out = mlx_backend.generate(
+    out = mlx_generation.generate(
         model, tokenizer, MESSAGES, max_new_tokens=6, temperature=1.0, num_samples=3, seed=1
     )
     assert len(out) == len(MESSAGES)
     assert all(len(group) == 3 and all(isinstance(t, str) for t in group) for group in out)
-    greedy = [mlx_backend.generate(model, tokenizer, MESSAGES, max_new_tokens=6) for _ in "ab"]
+    greedy = [mlx_generation.generate(model, tokenizer, MESSAGES, max_new_tokens=6) for _ in "ab"]
     assert greedy[0] == greedy[1]
     assert all(len(group) == 1 for group in greedy[0])
 
@@ -63,7 +66,7 @@ def test_grpo_trains_lora_only_and_adapter_round_trips(tiny, tmp_path: Path):
         rewards[-1] = None  # no signal: advantage 0, not in the group statistics
         return rewards
 
-    history = mlx_backend.train_grpo(
+    history = mlx_grpo.train_grpo(
         model,
         tokenizer,
         rows,
@@ -93,33 +96,36 @@ def test_grpo_trains_lora_only_and_adapter_round_trips(tiny, tmp_path: Path):
     assert base_after.keys() == before.keys()
     assert all(np.array_equal(before[k], base_after[k]) for k in before), "base weights changed"
 
-    want = mlx_backend.generate(model, tokenizer, MESSAGES, max_new_tokens=8)
+    want = mlx_generation.generate(model, tokenizer, MESSAGES, max_new_tokens=8)
     out = tmp_path / "answerer"
-    mlx_backend.save_adapter(model, str(out), {"base": "tiny-random", "role": "answerer"})
+    mlx_models.save_adapter(model, str(out), {"base": "tiny-random", "role": "answerer"})
     meta = json.loads((out / "sparring_model.json").read_text())
     assert meta["backend"] == "mlx" and meta["base"] == "tiny-random"
     assert meta["adapter"] == "adapters.safetensors" and meta["role"] == "answerer"
     assert (out / "adapter_config.json").is_file() and (out / "tokenizer.json").is_file()
 
-    loaded, loaded_tok = mlx_backend.load(str(out))
+    loaded, loaded_tok = mlx_models.load(str(out))
     assert all(np.array_equal(lora[k], v) for k, v in _flat(loaded).items() if k in lora)
-    assert mlx_backend.generate(loaded, loaded_tok, MESSAGES, max_new_tokens=8) == want
+    assert mlx_generation.generate(loaded, loaded_tok, MESSAGES, max_new_tokens=8) == want
 
 
 def test_load_errors_name_the_fix(tmp_path: Path):
-    with pytest.raises(mlx_backend.ModelError, match="built-in name"):
-        mlx_backend.load(str(tmp_path / "missing"))
+    with pytest.raises(ModelError, match="built-in name"):
+        mlx_models.load(str(tmp_path / "missing"))
     (tmp_path / "sparring_model.json").write_text('{"base": "tiny-random", "tuning_mode": "lora"}')
-    with pytest.raises(mlx_backend.ModelError, match="PEFT"):
-        mlx_backend.load(str(tmp_path))
+    with pytest.raises(ModelError, match="PEFT"):
+        mlx_models.load(str(tmp_path))
 
 
 def test_phases_run_on_the_mlx_backend(tmp_path):
     """A generator phase against the frozen base, validation, then an answerer phase, all with
     backend: mlx; artifacts are MLX adapters that evaluation and inference can sample from."""
-    from sparring import phases
     from sparring.config import load_config
     from sparring.evaluation.sampling import generate_solutions
+    from sparring.phases.answerer import train_answerer
+    from sparring.phases.generator import train_generator
+    from sparring.phases.materialize import materialize
+    from sparring.phases.validate import validate_tests
     from sparring.problems import read_jsonl
 
     root = Path(__file__).resolve().parents[2]
@@ -128,21 +134,19 @@ def test_phases_run_on_the_mlx_backend(tmp_path):
         ["backend=mlx", "data.max_problems=6", "data.humaneval_limit=1", "sandbox.workers=2"],
     )
     data = tmp_path / "data"
-    phases.materialize(cfg, str(data))
+    materialize(cfg, str(data))
     gen, tests, frozen = tmp_path / "gen", tmp_path / "tests.jsonl", tmp_path / "frozen.jsonl"
-    metrics = phases.train_generator(cfg, 1, str(data), "", None, str(gen), str(tests), str(frozen))
+    metrics = train_generator(cfg, 1, str(data), "", None, str(gen), str(tests), str(frozen))
     assert metrics["mlx/loss"] == metrics["mlx/loss"]  # a real, finite GRPO step ran
     assert json.loads((gen / "sparring_model.json").read_text())["backend"] == "mlx"
     bank = tmp_path / "bank.jsonl"
-    phases.validate_tests(
-        cfg, 1, str(data), str(tests), str(frozen), str(data / "bank.jsonl"), str(bank)
-    )
+    validate_tests(cfg, 1, str(data), str(tests), str(frozen), str(data / "bank.jsonl"), str(bank))
     ans = tmp_path / "ans"
-    phases.train_answerer(cfg, 1, str(data), str(bank), None, str(ans))
+    train_answerer(cfg, 1, str(data), str(bank), None, str(ans))
     meta = json.loads((ans / "sparring_model.json").read_text())
     assert (meta["backend"], meta["role"], meta["base"]) == ("mlx", "answerer", "tiny-random")
     # the next round starts from the adapter, and evaluation samples from it
-    phases.train_answerer(cfg, 2, str(data), str(bank), str(ans), str(tmp_path / "ans2"))
+    train_answerer(cfg, 2, str(data), str(bank), str(ans), str(tmp_path / "ans2"))
     problems = read_jsonl(data / "val.jsonl")[:1]
     (completions,) = generate_solutions(str(tmp_path / "ans2"), problems, max_new_tokens=8)
     assert len(completions) == 1 and isinstance(completions[0], str)

@@ -12,7 +12,7 @@ import tempfile
 import pytest
 import torch
 
-from sparring import models
+from sparring.backends.torch import models
 from sparring.config import load_config
 
 pytestmark = pytest.mark.integration
@@ -44,7 +44,7 @@ def snapshot(model):
 
 
 def test_lora_changes_only_the_adapter(tmp_path):
-    from sparring.training.grpo import run_grpo
+    from sparring.backends.torch.grpo import run_grpo
 
     cfg = cfg_for(**{"grpo.learning_rate": 0.05})
     model, tok = models.load_model("tiny-random")
@@ -81,7 +81,7 @@ def test_lora_changes_only_the_adapter(tmp_path):
 
 
 def test_full_tuning_changes_the_weights(tmp_path):
-    from sparring.training.grpo import run_grpo
+    from sparring.backends.torch.grpo import run_grpo
 
     cfg = cfg_for(tuning_mode="full", **{"grpo.learning_rate": 0.01})
     model, tok = models.load_model("tiny-random")
@@ -95,7 +95,7 @@ def test_full_tuning_changes_the_weights(tmp_path):
 
 
 def test_shared_topology_holds_one_base(tmp_path):
-    from sparring.training.grpo import run_grpo
+    from sparring.backends.torch.grpo import run_grpo
 
     models.clear_shared()
     cfg = cfg_for(topology="shared", shared_model="tiny-random", **{"grpo.learning_rate": 0.05})
@@ -127,7 +127,7 @@ def test_shared_topology_holds_one_base(tmp_path):
 
 
 def test_generate_is_seeded_and_greedy():
-    from sparring.generation import generate
+    from sparring.backends.torch.generation import generate
 
     model, tok = models.load_model("tiny-random")
     msgs = [[{"role": "user", "content": "hi"}], [{"role": "user", "content": "a longer hello"}]]
@@ -146,8 +146,8 @@ def test_grpo_completions_stop_at_the_fence(tmp_path, monkeypatch):
     """tiny-random cannot write a fence, so a FenceStop that reports even rows' fence as closed
     at their 5th token stands in: those rows end there with one EOS (not clipped, so masking
     keeps them), the others run to the cap and are masked out; training still moves LoRA."""
-    from sparring import generation
-    from sparring.training.grpo import run_grpo
+    from sparring.backends.torch import generation
+    from sparring.backends.torch.grpo import run_grpo
 
     created = []
 

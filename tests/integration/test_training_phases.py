@@ -15,8 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from sparring import models, phases
+from sparring.backends.torch import models
 from sparring.config import load_config
+from sparring.phases.answerer import train_answerer
+from sparring.phases.generator import sample_frozen_solutions, train_generator
+from sparring.phases.materialize import materialize
+from sparring.phases.validate import validate_tests
+from sparring.phases.zone import draw_in_zone
 
 pytestmark = pytest.mark.integration
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -36,7 +41,7 @@ def cfg_for(*sets):
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("data")
-    metrics = phases.materialize(cfg_for(), str(out))
+    metrics = materialize(cfg_for(), str(out))
     assert metrics["problems_train"] >= 2 and metrics["problems_eval"] == 2
     for name in ("train", "val", "eval", "bank"):
         assert (out / f"{name}.jsonl").is_file()
@@ -53,28 +58,26 @@ def tree_hash(folder: Path) -> str:
 
 
 def test_materialize_is_idempotent(data_dir, tmp_path):
-    phases.materialize(cfg_for(), str(tmp_path))
+    materialize(cfg_for(), str(tmp_path))
     for name in ("train.jsonl", "val.jsonl", "eval.jsonl", "manifest.json"):
         assert (tmp_path / name).read_text() == (data_dir / name).read_text()
 
 
 def test_frozen_snapshot_stays_frozen(data_dir, tmp_path):
-    from sparring.generation import generate
+    from sparring.backends.torch.generation import generate
     from sparring.problems import read_jsonl
     from sparring.prompts import answerer_messages
 
     cfg = cfg_for()
     frozen = tmp_path / "answerer"
-    m = phases.train_answerer(
-        cfg, 1, str(data_dir), str(data_dir / "bank.jsonl"), None, str(frozen)
-    )
+    m = train_answerer(cfg, 1, str(data_dir), str(data_dir / "bank.jsonl"), None, str(frozen))
     assert m["steps"] == 1 and "reward" in m and "trl/loss" in m
     before = tree_hash(frozen)
     model, tok = models.load_model(str(frozen), merge=True)
     problems = read_jsonl(data_dir / "train.jsonl")[:2]
     msgs = [answerer_messages(p) for p in problems]
     texts_before = generate(model, tok, msgs, max_new_tokens=8, temperature=0.9, seed=1)
-    g = phases.train_generator(
+    g = train_generator(
         cfg,
         1,
         str(data_dir),
@@ -91,10 +94,10 @@ def test_frozen_snapshot_stays_frozen(data_dir, tmp_path):
     rows = [json.loads(x) for x in (tmp_path / "frozen.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and all(len(r["solutions"]) == cfg.steps.frozen_samples for r in rows)
     # same seed, same snapshot: the sampled solutions are reproduced exactly
-    drawn = phases.draw_in_zone(cfg, read_jsonl(data_dir / "train.jsonl"), {}, 1, "generator")
-    again = phases.sample_frozen_solutions(cfg, model2, tok2, drawn, 1, progress=False)
+    drawn = draw_in_zone(cfg, read_jsonl(data_dir / "train.jsonl"), {}, 1, "generator")
+    again = sample_frozen_solutions(cfg, model2, tok2, drawn, 1, progress=False)
     assert again == rows
-    v = phases.validate_tests(
+    v = validate_tests(
         cfg,
         1,
         str(data_dir),
@@ -109,10 +112,8 @@ def test_frozen_snapshot_stays_frozen(data_dir, tmp_path):
 def test_shared_topology_phases(data_dir, tmp_path):
     models.clear_shared()
     cfg = cfg_for("topology=shared", "shared_model=tiny-random")
-    phases.train_answerer(
-        cfg, 1, str(data_dir), str(data_dir / "bank.jsonl"), None, str(tmp_path / "a")
-    )
-    phases.train_generator(
+    train_answerer(cfg, 1, str(data_dir), str(data_dir / "bank.jsonl"), None, str(tmp_path / "a"))
+    train_generator(
         cfg,
         1,
         str(data_dir),
@@ -222,7 +223,7 @@ def test_proposer_mode_trains_the_generator_through_grpo(data_dir, tmp_path):
     frozen solver's pass rate (a random model proposes nothing valid: reward 0, not an error)."""
     cfg = cfg_for("generator_mode=problems", "grpo.max_prompt_length=1024")
     out = tmp_path / "gen"
-    metrics = phases.train_generator(
+    metrics = train_generator(
         cfg, 1, str(data_dir), "", None, str(out), str(tmp_path / "t.jsonl"), str(tmp_path / "f")
     )
     assert metrics["steps"] == 1.0 and metrics["proposal_validity"] == 0.0

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from sparring import models, phases
+from sparring.backends.torch import models
 from sparring.config import load_config
+from sparring.phases.answerer import train_answerer
+from sparring.phases.materialize import materialize
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +27,7 @@ def test_smollm2_conversion_and_one_lora_step(tmp_path, monkeypatch):
     assert (folder / "config.json").is_file() and (folder / "model.safetensors").is_file()
     model, tok = models.load_model("smollm2-135m")
     assert sum(p.numel() for p in model.parameters()) > 100_000_000
-    from sparring.generation import generate
+    from sparring.backends.torch.generation import generate
 
     (text,) = generate(
         model, tok, [[{"role": "user", "content": "What is 2+2?"}]], max_new_tokens=12
@@ -42,11 +44,9 @@ def test_smollm2_conversion_and_one_lora_step(tmp_path, monkeypatch):
         ],
     )
     data = tmp_path / "data"
-    phases.materialize(cfg, str(data))
+    materialize(cfg, str(data))
     t = time.perf_counter()
-    m = phases.train_answerer(
-        cfg, 1, str(data), str(data / "bank.jsonl"), None, str(tmp_path / "a")
-    )
+    m = train_answerer(cfg, 1, str(data), str(data / "bank.jsonl"), None, str(tmp_path / "a"))
     step_s = time.perf_counter() - t
     print(f"smollm2 conversion {convert_s:.1f}s, one LoRA answerer phase {step_s:.1f}s, {m}")
     assert models.read_meta(tmp_path / "a")["base"] == "smollm2-135m"

@@ -17,12 +17,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from sparring import models, phases, pipeline_support
+from sparring import backends
+from sparring.backends.torch import models
 from sparring.config import load_config
 from sparring.errors import SparringError
+from sparring.phases import warm_start as ws_mod
+from sparring.phases.evaluate import evaluate
+from sparring.phases.init_models import init_models
+from sparring.phases.warm_start import completion_text, warm_start
 from sparring.problems import load_humaneval, load_sources, write_jsonl
-from sparring.training import warm_start as ws_mod
-from sparring.training.warm_start import completion_text, warm_start
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +79,7 @@ def test_lora_warm_start_uses_only_the_train_split(data_dir, tmp_path, monkeypat
     model, _ = models.load_model(str(out))
     assert isinstance(model, PeftModel)
     # round 1 keeps training this adapter (no fresh LoRA config)
-    trainable, _, peft_config = phases._load_trainable(cfg, "answerer", str(out))
+    trainable, _, peft_config = backends.get(cfg.backend).load_trainable(cfg, "answerer", str(out))
     assert peft_config is None and isinstance(trainable, PeftModel)
 
 
@@ -139,7 +142,7 @@ def test_component_snapshot_and_report(data_dir, tmp_path, monkeypatch):
     text = config_line(cfg)
     parent = tracking.start_parent_run(cfg, "kfp-warm")
     init, gen = Art(tmp_path / "init"), Art(tmp_path / "gen0")
-    pipeline_support.init_models(cfg, init.path, gen.path, champion=False)
+    init_models(cfg, init.path, gen.path, champion=False)
 
     c = make_components(cfg)
     model, snaps, m = Art(tmp_path / "warm"), Art(tmp_path / "snaps0"), Art(tmp_path / "m")
@@ -171,9 +174,7 @@ def test_component_snapshot_and_report(data_dir, tmp_path, monkeypatch):
     c.snapshot_next.python_func(1, snaps, model, Art(tests), snaps1)
 
     out = tmp_path / "report"
-    metrics = pipeline_support.evaluate(
-        cfg, str(data_dir), snaps1.path, str(data_dir / "bank.jsonl"), str(out)
-    )
+    metrics = evaluate(cfg, str(data_dir), snaps1.path, str(data_dir / "bank.jsonl"), str(out))
     report = json.loads((out / "report.json").read_text())
     assert report["baseline"]["model"] == "tiny-random" and report["baseline"]["round"] == 0
     first, second = report["snapshots"]

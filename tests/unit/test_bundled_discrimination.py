@@ -52,7 +52,8 @@ def test_tests_are_single_line_asserts_calling_the_function(bundled):
 def test_dry_run_fallback_tests_are_valid_and_honest(bundled):
     """The dry run's stand-in generator must feed validation tests it banks (valid, failed by
     every trivial solution), or the dry run's selection has nothing to promote."""
-    from sparring.phases import _trivially_passed, fallback_tests
+    from sparring.phases.generator import fallback_tests
+    from sparring.phases.validate import _trivially_passed
     from sparring.sandbox import Sandbox, SandboxLimits
 
     with Sandbox(SandboxLimits(timeout_s=2.0)) as sb:

@@ -51,7 +51,7 @@ def test_best_by_checkpoint_score(tmp_path):
 
 
 def test_atomic_dir_leaves_the_old_folder_when_the_block_fails(tmp_path):
-    from sparring.fsutil import atomic_dir
+    from sparring.storage import atomic_dir
 
     out = tmp_path / "model"
     with atomic_dir(out) as tmp:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from sparring.backends.torch.generation import FenceStop, fence_end, trim_after_fence
+from sparring.backends.torch.grpo import completion_budget
 from sparring.config import ConfigError, load_config
-from sparring.generation import FenceStop, fence_end, trim_after_fence
-from sparring.training.grpo import completion_budget
 
 
 def test_budget_is_the_quantile_times_margin_plus_fence():
@@ -47,8 +47,8 @@ def test_config_accepts_auto_and_rejects_tiny_lengths():
 
 
 def test_resolve_uses_references_only_for_auto():
+    from sparring.backends.torch.grpo import resolve_completion_length
     from sparring.errors import SparringError
-    from sparring.training.grpo import resolve_completion_length
 
     class CharTokenizer:
         def __call__(self, text, add_special_tokens=False):
@@ -142,8 +142,8 @@ def test_fence_stop_infers_the_prompt_length_at_its_first_call():
 
 def test_completion_tokens_takes_a_real_hf_tokenizer_or_mlx_wrapper():
     """`make run` once died here: an HF tokenizer's `_tokenizer` is the uncallable Rust one."""
+    from sparring.backends.torch.models import load_model
     from sparring.budget import completion_tokens
-    from sparring.models import load_model
     from sparring.problems import load_bundled
 
     _, tok = load_model("tiny-random")

@@ -1,4 +1,4 @@
-"""Component bodies (`.python_func`) and pipeline_support with fake phases and a file MLflow.
+"""Component bodies (`.python_func`) and the phases' edges, with fake phases and a file MLflow.
 
 The phase and evaluation functions are replaced by fakes that write the files their real
 counterparts write; MLflow is a sqlite store in tmp_path. Real phases run in
@@ -15,10 +15,13 @@ import pytest
 
 from components import make_components
 from pipelines.selfplay import config_line
-from sparring import phases, pipeline_support, tracking
+from sparring import tracking
 from sparring.config import load_config
 from sparring.errors import SparringError
 from sparring.evaluation import snapshots as evaluation
+from sparring.phases import answerer, generator, init_models, select, snapshot, validate
+from sparring.phases import evaluate as evaluate_phase
+from sparring.phases import materialize as materialize_phase
 
 
 class Art(SimpleNamespace):
@@ -77,15 +80,16 @@ def env(tmp_path, monkeypatch):
     def choose_best(cfg, report):
         return len(report["snapshots"]) - 1, 0.9, "best score"
 
-    for name, fn in [
-        ("materialize", materialize),
-        ("train_answerer", train_answerer),
-        ("train_generator", train_generator),
-        ("validate_tests", validate_tests),
+    for module, name, fn in [
+        (materialize_phase, "materialize", materialize),
+        (answerer, "train_answerer", train_answerer),
+        (generator, "train_generator", train_generator),
+        (validate, "validate_tests", validate_tests),
+        (evaluate_phase, "evaluate_snapshots", evaluate_snapshots),
+        (evaluate_phase, "choose_best", choose_best),
+        (evaluation, "choose_best", choose_best),
     ]:
-        monkeypatch.setattr(phases, name, fn)
-    monkeypatch.setattr(evaluation, "evaluate_snapshots", evaluate_snapshots)
-    monkeypatch.setattr(evaluation, "choose_best", choose_best)
+        monkeypatch.setattr(module, name, fn)
     return SimpleNamespace(cfg=cfg, calls=calls, text=config_line(cfg), tmp=tmp_path)
 
 
@@ -165,7 +169,7 @@ def test_components_end_to_end_with_fakes(env):
 
     # A second run: the persisted bank is loaded and the champion replaces the pointer.
     ans_next = Art(t / "a-next")
-    pipeline_support.init_models(env.cfg, ans_next.path, str(t / "g-next"), champion=True)
+    init_models.init_models(env.cfg, ans_next.path, str(t / "g-next"), champion=True)
     assert json.loads((t / "a-next" / "sparring_model.json").read_text()) == {"round": 1}
     data2 = Art(t / "data2")
     c.materialize.python_func(env.text, "", "kfp-2", data2, Art(t / "m7"))
@@ -175,30 +179,28 @@ def test_components_end_to_end_with_fakes(env):
 def test_init_models_start_fresh_ignores_champion(env, monkeypatch):
     monkeypatch.setattr(tracking, "download_champion", lambda cfg, out: pytest.fail("called"))
     cfg = load_config("configs/smoke.yaml", ["storage.start_fresh=true"])
-    pipeline_support.init_models(cfg, str(env.tmp / "a"), str(env.tmp / "g"), champion=True)
+    init_models.init_models(cfg, str(env.tmp / "a"), str(env.tmp / "g"), champion=True)
     assert json.loads((env.tmp / "a" / "sparring_model.json").read_text())["pointer"] is True
 
 
 def test_bank_load_save(env):
     cfg = env.cfg
     out = env.tmp / "b" / "bank.jsonl"
-    assert pipeline_support.load_bank(cfg, str(out)) == 0 and out.read_text() == ""
+    assert materialize_phase.load_bank(cfg, str(out)) == 0 and out.read_text() == ""
     folder = env.tmp / "bankdir"
     folder.mkdir()
     (folder / "bank.jsonl").write_text('{"a": 1}\n{"a": 2}\n')
-    assert pipeline_support.save_bank(cfg, str(folder))
-    assert pipeline_support.load_bank(cfg, str(out)) == 2
+    assert select.save_bank(cfg, str(folder))
+    assert materialize_phase.load_bank(cfg, str(out)) == 2
     no_uri = load_config("configs/smoke.yaml")
-    assert not pipeline_support.save_bank(no_uri, str(folder))
+    assert not select.save_bank(no_uri, str(folder))
 
 
 def test_snapshot_missing_artifact_is_clear(tmp_path):
     manifest = tmp_path / "m.json"
-    pipeline_support.add_snapshot(
-        None, 1, str(tmp_path / "gone"), str(tmp_path / "t"), str(manifest)
-    )
+    snapshot.add_snapshot(None, 1, str(tmp_path / "gone"), str(tmp_path / "t"), str(manifest))
     with pytest.raises(SparringError, match="gone: snapshot artifact does not exist"):
-        pipeline_support.resolve_snapshots(str(manifest), str(tmp_path / "cache"))
+        snapshot.resolve_snapshots(str(manifest), str(tmp_path / "cache"))
 
 
 def test_select_nothing_promotable(env, monkeypatch):
@@ -210,9 +212,9 @@ def test_select_nothing_promotable(env, monkeypatch):
     manifest.write_text("[]")
     (env.tmp / "bank.jsonl").write_text("")
     parent = tracking.start_parent_run(env.cfg, "kfp-x")
-    result = pipeline_support.run_select(
-        env.cfg, parent, str(report), str(manifest), str(env.tmp / "bank.jsonl"),
-        str(env.tmp / "champ"),
+    result = select.select_and_register(
+        env.cfg, str(report), str(manifest), str(env.tmp / "bank.jsonl"), str(env.tmp / "champ"),
+        parent,
     )  # fmt: skip
     assert result["promoted"] == 0.0 and result["reason"] == "validity 0.1"
     assert (env.tmp / "champ" / "NOT_PROMOTED.txt").read_text().strip() == "validity 0.1"

@@ -74,11 +74,11 @@ def fake_models(monkeypatch):
                 out.append([by_model[model_name][p.id]])
         return out
 
+    import sparring.backends.torch.models
     import sparring.evaluation.snapshots
-    import sparring.models
 
     monkeypatch.setattr(sparring.evaluation.snapshots, "generate_solutions", fake_generate)
-    monkeypatch.setattr(sparring.models, "load_model", lambda *a, **k: (None, None))
+    monkeypatch.setattr(sparring.backends.torch.models, "load_model", lambda *a, **k: (None, None))
 
 
 def test_evaluate_snapshots_writes_report(data_dir, fake_models, tmp_path):

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from sparring import duel
+from sparring.games import code_duel
 from sparring.problems import compute_trivial_passes, load_bundled, load_humaneval
 from sparring.rewards import DEFAULT_DIFFICULTY_WEIGHTS
 from sparring.sandbox import Sandbox, SandboxLimits
@@ -31,8 +31,8 @@ def sweep(problems):
             items.extend((p, fenced(code)) for code in family.values())
             body = p.reference_solution[len(p.prompt) :] if p.entry_point else None
             refs.append((p, body if body is not None else fenced(p.reference_solution)))
-        trivial = duel.score_answers([p for p, _ in items], [t for _, t in items], sb)
-        reference = duel.score_answers([p for p, _ in refs], [t for _, t in refs], sb)
+        trivial = code_duel.score_answers([p for p, _ in items], [t for _, t in items], sb)
+        reference = code_duel.score_answers([p for p, _ in refs], [t for _, t in refs], sb)
     by_problem: dict[str, list[float | None]] = {}
     for (p, _), c in zip(items, trivial, strict=True):
         by_problem.setdefault(p.id, []).append(c.reward)

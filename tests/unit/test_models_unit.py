@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from sparring import models
+from sparring.backends.torch import models
 from sparring.config import from_dict
 
 
@@ -44,8 +44,8 @@ def test_cache_dir_honours_env(monkeypatch, tmp_path):
 def test_fit_prompts_drops_rows_longer_than_the_limit():
     from datasets import Dataset
 
-    from sparring.models import load_model
-    from sparring.training.grpo import fit_prompts
+    from sparring.backends.torch.grpo import fit_prompts
+    from sparring.backends.torch.models import load_model
 
     _, tok = load_model("tiny-random")
     short = [{"role": "user", "content": "add"}]

@@ -5,7 +5,7 @@ import warnings
 
 import pytest
 
-from sparring import duel
+from sparring.games import code_duel
 from sparring.sandbox import Sandbox, SandboxLimits
 from sparring.sandbox.oracle import literal_source, split_equality, with_reference_expected
 from sparring.trivial import trivial_family
@@ -71,10 +71,12 @@ def test_generator_earns_for_inputs_that_break_not_for_arithmetic(sb):
     and earn hardness where the frozen answerer fails them. Trivial code still earns nothing."""
     frozen = ["def f(xs):\n    return list(xs)[::-1]\n"]  # forgets to sort
     trivial = list(trivial_family("f", 1).values())
-    info = {"p": duel.ProblemInfo("p", "f", REF, ["assert f([1, 2]) == [2, 1]"], frozen, trivial)}
+    info = {
+        "p": code_duel.ProblemInfo("p", "f", REF, ["assert f([1, 2]) == [2, 1]"], frozen, trivial)
+    }
     text = "```python\nassert f([2, 9, 4]) == [2, 9, 4]\nassert f([5, 3, 8, 1]) == [0]\n```"
-    as_written = duel.GeneratorScorer(info, sb).score([text], ["p"])[0]
-    oracle = duel.GeneratorScorer(info, sb, reference_expected=True)
+    as_written = code_duel.GeneratorScorer(info, sb).score([text], ["p"])[0]
+    oracle = code_duel.GeneratorScorer(info, sb, reference_expected=True)
     scored = oracle.score([text], ["p"])[0]
     assert as_written.validity == 0.0 and as_written.hardness == 0.0
     assert scored.validity == 1.0 and scored.hardness == 1.0

@@ -2,7 +2,8 @@
 first, then untried ones (easy first when asked), flat ones last; seeded and reproducible."""
 
 from sparring.config import load_config
-from sparring.phases import draw_in_zone, draw_problems, in_zone, zone_stats
+from sparring.phases.common import draw_problems
+from sparring.phases.zone import draw_in_zone, in_zone, zone_stats
 from sparring.problems import Problem
 
 

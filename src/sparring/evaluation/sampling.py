@@ -32,13 +32,12 @@ def generate_solutions(
 
     if not problems:
         return []
-    backend = backends.backend_of(model_name)
+    backend = backends.for_model(model_name)
     if loaded is None:
-        loaded = backends.load_for_sampling(backend, model_name, device=device)
+        loaded = backend.load_for_sampling(model_name, device=device)
     model, tokenizer = loaded
     messages = [answerer_messages(p, list(stages)) for p in problems]
-    return backends.sample(
-        backend,
+    return backend.sample(
         model,
         tokenizer,
         messages,

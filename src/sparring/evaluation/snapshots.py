@@ -65,7 +65,7 @@ def _training_metrics(model_name: str) -> dict[str, Any]:
     return out
 
 
-def _snapshot_metrics(
+def model_metrics(
     cfg: Any,
     model_name: str,
     eval_problems: Sequence[Problem],
@@ -81,8 +81,8 @@ def _snapshot_metrics(
     val problem, the mean over that many completions sampled at the training temperature."""
     from sparring import backends
 
-    loaded = backends.load_for_sampling(
-        backends.backend_of(model_name), model_name, device=cfg.model_for("answerer").device
+    loaded = backends.for_model(model_name).load_for_sampling(
+        model_name, device=cfg.model_for("answerer").device
     )
     targets = [*eval_problems, *solve.values()]
     completions = generate_solutions(
@@ -163,7 +163,7 @@ def _sampled_measures(
     cfg: Any, model_name: str, problems: Sequence[Problem], samples: int, loaded: Any, limits: Any
 ) -> dict[str, dict[str, float]]:
     """Per measure, per problem: the mean over `samples` sampled completions."""
-    from sparring import duel
+    from sparring.games import code_duel
     from sparring.sandbox import Sandbox
 
     completions = generate_solutions(
@@ -180,7 +180,7 @@ def _sampled_measures(
     flat_problems = [p for p, outs in zip(problems, completions, strict=True) for _ in outs]
     flat_texts = [c for outs in completions for c in outs]
     with Sandbox(limits) as sb:
-        credits = duel.score_answers(flat_problems, flat_texts, sb)
+        credits = code_duel.score_answers(flat_problems, flat_texts, sb)
     out: dict[str, dict[str, list[float]]] = {"discriminating": {}, "strict": {}, "raw": {}}
     for p, c in zip(flat_problems, credits, strict=True):
         if c.reward is None:
@@ -292,7 +292,7 @@ def evaluate_snapshots(
         progress.say(f"{progress.LABEL or 'evaluate'} {done}/{total} {label}: {shown} left~"
                      f"{progress.fmt_seconds(left)}")  # fmt: skip
 
-    baseline, base_codes = _snapshot_metrics(
+    baseline, base_codes = model_metrics(
         cfg, base_name, eval_problems, val_problems, solve, bank, limits
     )
     announce(1, "base", baseline)
@@ -300,7 +300,7 @@ def evaluate_snapshots(
     snapshots, all_codes = [], [base_codes]
     for i, model_name in enumerate(models):
         log.info("evaluating snapshot %d: %s", i, model_name)
-        metrics, codes = _snapshot_metrics(
+        metrics, codes = model_metrics(
             cfg, model_name, eval_problems, val_problems, solve, bank, limits,
             sampled=i == len(models) - 1,  # base and final: the learning measures
         )  # fmt: skip

@@ -25,7 +25,7 @@ from typing import Any
 
 from sparring import rewards
 from sparring.errors import SparringError
-from sparring.fsutil import atomic_dir
+from sparring.storage import atomic_dir
 
 MARKER = "COMPLETE"
 META = "checkpoint.json"

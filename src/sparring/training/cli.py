@@ -81,7 +81,10 @@ def _existing(path: Path) -> str | None:
 
 
 def _phase(args: argparse.Namespace) -> int:
-    from sparring import phases
+    from sparring.phases.answerer import train_answerer
+    from sparring.phases.generator import train_generator
+    from sparring.phases.materialize import materialize
+    from sparring.phases.validate import validate_tests
 
     cfg = _cfg(args)
     d = Path(args.workdir)
@@ -95,10 +98,10 @@ def _phase(args: argparse.Namespace) -> int:
     rd.mkdir(parents=True, exist_ok=True)
     bank_prev = _existing(prev / "bank.jsonl") or str(data / "bank.jsonl")
     if args.phase == "materialize":
-        metrics = phases.materialize(cfg, str(data))
+        metrics = materialize(cfg, str(data))
     elif args.phase == "train-answerer":
         bank = _existing(rd / "bank.jsonl") or bank_prev
-        metrics = phases.train_answerer(
+        metrics = train_answerer(
             cfg, n, str(data), bank, _existing(prev / "answerer"), str(rd / "answerer")
         )
     elif args.phase == "train-generator":
@@ -109,7 +112,7 @@ def _phase(args: argparse.Namespace) -> int:
         )
         g = rd / "generator"
         g.mkdir(exist_ok=True)
-        metrics = phases.train_generator(
+        metrics = train_generator(
             cfg,
             n,
             str(data),
@@ -123,7 +126,7 @@ def _phase(args: argparse.Namespace) -> int:
         g = rd / "generator"
         if not (g / "tests.jsonl").is_file():
             raise SparringError(f"{g}/tests.jsonl: missing; run train-generator --round {n}")
-        metrics = phases.validate_tests(
+        metrics = validate_tests(
             cfg,
             n,
             str(data),

@@ -25,10 +25,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sparring import phases as ph
 from sparring import progress
 from sparring.config import Config
 from sparring.errors import SparringError
+from sparring.phases.answerer import train_answerer
+from sparring.phases.generator import train_generator
+from sparring.phases.materialize import materialize
+from sparring.phases.validate import validate_tests
 from sparring.training import checkpoints as ck
 from sparring.training.schedule import Phase, plan_phases
 
@@ -50,15 +53,15 @@ def run_phase(cfg: Config, phase: Phase, workdir: Path, state: dict[str, Any]) -
         shutil.rmtree(out)  # a killed earlier attempt of this phase
     out.mkdir(parents=True)
     if phase.kind == "materialize":
-        metrics = ph.materialize(cfg, str(data), state.get("bank_in"))
+        metrics = materialize(cfg, str(data), state.get("bank_in"))
         state["bank"] = str(data / "bank.jsonl")
     elif phase.kind == "warm_start":
-        from sparring.training.warm_start import warm_start
+        from sparring.phases.warm_start import warm_start
 
         metrics = warm_start(cfg, str(data), state["answerer"], str(out / "model"))
         state["answerer"] = str(out / "model")
     elif phase.kind == "answerer":
-        metrics = ph.train_answerer(
+        metrics = train_answerer(
             cfg,
             phase.round,
             str(data),
@@ -71,7 +74,7 @@ def run_phase(cfg: Config, phase: Phase, workdir: Path, state: dict[str, Any]) -
         state["answerer_reward"] = metrics.get("reward", state.get("answerer_reward"))
     elif phase.kind == "generator":
         frozen = state["answerer"] or cfg.model_for("answerer").name
-        metrics = ph.train_generator(
+        metrics = train_generator(
             cfg,
             phase.round,
             str(data),
@@ -85,7 +88,7 @@ def run_phase(cfg: Config, phase: Phase, workdir: Path, state: dict[str, Any]) -
         state["last_generator_out"] = str(out)
     elif phase.kind == "validate":
         gen = Path(state["last_generator_out"])
-        metrics = ph.validate_tests(
+        metrics = validate_tests(
             cfg,
             phase.round,
             str(data),

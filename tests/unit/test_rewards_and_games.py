@@ -6,9 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparring import game, rewards, trivial
+from sparring import rewards, trivial
 from sparring.evaluation import learning
-from sparring.game import Rollout, Rubric, group_advantages, tree_advantages
+from sparring.games import base as game
+from sparring.games.base import Rollout, Rubric, group_advantages, tree_advantages
 
 
 @pytest.mark.parametrize("module", [rewards, game, trivial, learning])

@@ -19,7 +19,7 @@ unit-tested with fake results. Honest credit: an answer earns only on tests that
 solution passes (sparring.trivial), and a generated test earns break credit only when the
 reference passes it and every trivial solution fails it. None means "no signal" (sandbox
 failure), never 0.
-Does not cover: sampling (sparring.generation) or training (sparring.training).
+Does not cover: sampling (sparring.backends.torch.generation) or training (sparring.training).
 
 Why one module (for now): both roles' rewards share its result cache and trivial-solution
 view; the split into answerer and generator halves is tracked with the layout issue (#12).
@@ -604,8 +604,9 @@ class GeneratorRewardFn:
 
 
 class CodeDuel:
-    """The code duel as a `sparring.game.Game`: the roles with their prompts, and `play`, which
-    turns answerer completions into scored Rollouts with group-relative advantages per problem.
+    """The code duel as a `sparring.games.base.Game`: the roles with their prompts, and `play`,
+    which turns answerer completions into scored Rollouts with group-relative advantages per
+    problem.
 
     The TRL phases use the reward callables above (TRL computes its own advantages); `play` is the
     same scoring for trainers that consume Rollouts, and what the game abstraction is tested on."""
@@ -616,7 +617,7 @@ class CodeDuel:
         difficulty_weights: Mapping[str, float] | None = None,
         stages: Sequence[str] = ("code",),
     ) -> None:
-        from sparring.game import Role
+        from sparring.games.base import Role
 
         self.sandbox = sandbox
         self.difficulty_weights = difficulty_weights
@@ -627,7 +628,7 @@ class CodeDuel:
 
     def play(self, problems: Sequence[Any], completions: Sequence[str]) -> list[Any]:
         """Completion i answers problems[i]; reward = honest credit on its baseline tests."""
-        from sparring.game import Rollout, group_advantages
+        from sparring.games.base import Rollout, group_advantages
 
         views = [rewards.credit_view(len(p.baseline_tests), p.trivial_passes) for p in problems]
         scores, _ = answerer_rewards(

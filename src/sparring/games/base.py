@@ -6,7 +6,7 @@ attempts), a Rubric of weighted reward functions, and group-relative advantages 
 level so a child is compared only with its siblings.
 
 Does not cover: generation or training (sparring.training) or running code (sparring.sandbox).
-The code duel (sparring.duel) is the first Game. There is no plugin registry on purpose.
+The code duel (sparring.games.code_duel) is the first Game. There is no plugin registry on purpose.
 """
 
 from __future__ import annotations

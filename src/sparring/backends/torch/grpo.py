@@ -13,8 +13,9 @@ counts of dynamic sampling.
 `SparringGRPOTrainer` adds to TRL 1.16's GRPOTrainer, which has neither:
 - stop at the closing code fence (`stop_at_fence`): TRL calls `model.generate(**inputs,
   generation_config=...)` without `tokenizer=` (so `stop_strings` cannot work) and takes no
-  custom stopping criteria, so `_generate_single_turn` passes a `sparring.generation.FenceStop`
-  to that call, cuts each stopped row just after its closing fence and appends EOS. TRL calls a
+  custom stopping criteria, so `_generate_single_turn` passes a
+  `sparring.backends.torch.generation.FenceStop` to that call, cuts each stopped row just after
+  its closing fence and appends EOS. TRL calls a
   completion "truncated" when its last token is not EOS/pad (clipped_ratio,
   mask_truncated_completions), so the EOS makes a fenced answer a finished one; that EOS was not
   sampled, so it is masked out of the loss. Plain HF generation only (not vLLM, not continuous
@@ -44,7 +45,8 @@ Notes on TRL 1.16: GRPOConfig has no `max_prompt_length`, so `fit_prompts` enfor
 problem statement in half would train on a different problem); reward functions may return
 None, which TRL turns into NaN and drops with nansum/nanmean, so a sandbox failure is "no
 signal", not 0.
-Does not cover: rewards (sparring.duel), which model/adapter is trained (sparring.phases), DAPO's
+Does not cover: rewards (sparring.games.code_duel), which model/adapter is trained
+(sparring.phases), DAPO's
 "resample until the batch is full" variant (dropping shrinks the batch instead), multimodal
 batches (no dropping when images are present), multi-GPU runs of the subclass (untested here).
 """
@@ -198,7 +200,7 @@ def _aggregate(history: list[dict[str, Any]]) -> dict[str, float]:
 
 def fit_prompts(dataset: Any, tokenizer: Any, max_tokens: int) -> tuple[Any, int]:
     """Rows whose chat-rendered prompt fits in `max_tokens`, and how many were dropped."""
-    from sparring.generation import render_prompt
+    from sparring.backends.torch.generation import render_prompt
 
     def fits(row: dict[str, Any]) -> bool:
         text = render_prompt(tokenizer, row["prompt"])
@@ -262,7 +264,7 @@ def _trainer_class() -> type:
     import torch
     from trl import GRPOTrainer
 
-    from sparring.generation import FenceStop, _as_stopping_criteria
+    from sparring.backends.torch.generation import FenceStop, _as_stopping_criteria
 
     class SparringGRPOTrainer(GRPOTrainer):
         """GRPOTrainer + stop at the closing code fence + DAPO-style dropping of flat groups

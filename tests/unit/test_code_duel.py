@@ -2,7 +2,7 @@
 
 import pytest
 
-from sparring import duel
+from sparring.games import code_duel
 from sparring.sandbox.limits import FAILED, INFRA_ERROR, PASSED, RunReport, TestResult
 
 
@@ -16,9 +16,9 @@ def test_answerer_rewards_count_discriminating_tests_only():
     tests = ["assert f(0) == 0", "assert f(1) == 1", "assert f(2) == 2"]
     good, half, trivial = REF, "def f(x):\n    return min(x, 1)\n", BAD
     sb = FakeSandbox({good: set(tests), half: set(tests[:2]), trivial: {tests[0]}})
-    mask, vectors = duel.rewards.credit_view(3, {"const_0": [0]})
+    mask, vectors = code_duel.rewards.credit_view(3, {"const_0": [0]})
     fenced = [f"```python\n{c}```" for c in (good, half, trivial)] + ["no code"]
-    out, metrics = duel.answerer_rewards(
+    out, metrics = code_duel.answerer_rewards(
         fenced, [tests] * 4, ["hard", "easy", "medium", "medium"], ["f"] * 4, sb,
         discriminating=[mask] * 4, trivial_results=[vectors] * 4,
     )  # fmt: skip
@@ -31,7 +31,7 @@ def test_answerer_rewards_count_discriminating_tests_only():
 
 def test_generator_break_credit_needs_trivial_code_to_fail():
     tests = ["assert f(0) == 0", "assert f(5) == 5"]
-    s = duel.generator_score(
+    s = code_duel.generator_score(
         tests,
         "f",
         reference_passed=[True, True],
@@ -69,11 +69,11 @@ BAD = "def f(x):\n    return 0\n"
 
 
 def info():
-    return {"p": duel.ProblemInfo("p", "f", REF, ["assert f(1) == 1"], [BAD, BAD + "#"])}
+    return {"p": code_duel.ProblemInfo("p", "f", REF, ["assert f(1) == 1"], [BAD, BAD + "#"])}
 
 
 def test_generator_score_hardness_validity_consistency():
-    s = duel.generator_score(
+    s = code_duel.generator_score(
         ["assert f(2) == 2", "assert f(3) == 4"],
         "f",
         reference_passed=[True, False],
@@ -87,14 +87,14 @@ def test_generator_score_hardness_validity_consistency():
 
 
 def test_generator_score_no_tests_and_infra():
-    assert duel.generator_score([], "f", [], [], []).reward == 0.0
-    assert duel.generator_score(["assert f(1) == 1"], "f", [None], [], []).reward is None
+    assert code_duel.generator_score([], "f", [], [], []).reward == 0.0
+    assert code_duel.generator_score(["assert f(1) == 1"], "f", [None], [], []).reward is None
 
 
 def test_scorer_caches_results_and_penalises_repeats():
     passes = {REF: {"assert f(2) == 2", "assert f(0) == 0"}, BAD: {"assert f(0) == 0"}}
     sb = FakeSandbox(passes)
-    scorer = duel.GeneratorScorer(info(), sb)
+    scorer = code_duel.GeneratorScorer(info(), sb)
     text = "```python\nassert f(2) == 2\nassert f(0) == 0\n```"
     first = scorer.score([text, text], ["p", "p"])
     assert first[0].reward == first[1].reward  # one group's identical completions: alike
@@ -107,7 +107,7 @@ def test_scorer_caches_results_and_penalises_repeats():
 
 
 def test_scorer_infra_error_is_no_signal():
-    scorer = duel.GeneratorScorer(info(), FakeSandbox({}, infra=True))
+    scorer = code_duel.GeneratorScorer(info(), FakeSandbox({}, infra=True))
     assert scorer.score(["assert f(2) == 2"], ["p"])[0].reward is None
     assert len(scorer.cache) == 0  # failures are not cached
 
@@ -116,7 +116,7 @@ def test_answerer_reward_fn_trl_columns():
     from sparring.config import from_dict
 
     sb = FakeSandbox({REF: {"assert f(1) == 1"}})
-    fn = duel.AnswererRewardFn(sb, from_dict({}).rewards)
+    fn = code_duel.AnswererRewardFn(sb, from_dict({}).rewards)
     logged = {}
     comps = [
         [{"role": "assistant", "content": f"```python\n{REF}```"}],
@@ -151,7 +151,9 @@ def test_proposer_goldilocks_gate():
     def solve(problems):
         return [[f"```python\n{ref}```", "nothing"] for _ in problems]
 
-    out, valid = duel.proposer_rewards([proposal("2 * x + 1", tests), "garbage"], sb, solve, 0.5)
+    out, valid = code_duel.proposer_rewards(
+        [proposal("2 * x + 1", tests), "garbage"], sb, solve, 0.5
+    )
     assert out == [1.0, 0.0]  # solver pass rate 0.5 hits the target
     assert valid[0] and valid[1] is None
 
@@ -174,7 +176,7 @@ def test_proposer_earns_nothing_for_problems_trivial_code_solves():
     def solve(problems):
         return [[f"```python\n{zero}```", f"```python\n{half}```"] for _ in problems]
 
-    out, valid = duel.proposer_rewards(
+    out, valid = code_duel.proposer_rewards(
         [proposal("x", ident), proposal("2 * x + 1 if x else 0", mixed)], sb, solve, 0.5
     )
     assert valid[0] is None and out[0] == 0.0  # identity: not a problem
@@ -183,7 +185,7 @@ def test_proposer_earns_nothing_for_problems_trivial_code_solves():
 
 
 def test_code_duel_plays_as_a_game_with_the_real_sandbox():
-    from sparring.duel import CodeDuel
+    from sparring.games.code_duel import CodeDuel
     from sparring.problems import Problem
     from sparring.sandbox import Sandbox, SandboxLimits
 
@@ -193,9 +195,9 @@ def test_code_duel_plays_as_a_game_with_the_real_sandbox():
     right = "```python\ndef sq(x):\n    return x * x\n```"
     half = "```python\ndef sq(x):\n    return 4\n```"
     with Sandbox(SandboxLimits(workers=1)) as sb:
-        duel = CodeDuel(sb, {"easy": 1.0})
-        assert set(duel.roles) == {"answerer", "generator"}
-        assert "def sq(x):" in duel.roles["answerer"].build_prompt(square)[1]["content"]
-        rollouts = duel.play([square, square, square], [right, half, "no code"])
+        game = CodeDuel(sb, {"easy": 1.0})
+        assert set(game.roles) == {"answerer", "generator"}
+        assert "def sq(x):" in game.roles["answerer"].build_prompt(square)[1]["content"]
+        rollouts = game.play([square, square, square], [right, half, "no code"])
     assert [r.reward for r in rollouts] == [1.0, 0.5, 0.0]
     assert [r.info["advantage"] for r in rollouts] == pytest.approx([1.2247, 0.0, -1.2247], 1e-3)

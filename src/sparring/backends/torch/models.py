@@ -12,7 +12,7 @@ Covers:
 - Shared topology: `shared_peft_model` keeps ONE base per process with one named LoRA adapter per
   role (`answerer`, `generator`), switched with `set_adapter(role)`.
 
-Does not cover: generation (sparring.generation) or training (sparring.training).
+Does not cover: generation (sparring.backends.torch.generation) or training (sparring.training).
 The cache lives in `$SPARRING_CACHE` (default `~/.cache/sparring`) under `models/`.
 """
 
@@ -26,12 +26,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from sparring.backends.base import META_FILE, read_meta
 from sparring.errors import SparringError
-from sparring.fsutil import atomic_dir
+from sparring.storage import atomic_dir
 
 log = logging.getLogger(__name__)
 
-META_FILE = "sparring_model.json"
 BUILTINS = ("tiny-random", "smollm2-135m")
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 TINY_SEED = 1234
@@ -206,14 +206,6 @@ def builtin_dir(name: str) -> Path | None:
 # --------------------------------------------------------------------------- loading
 
 
-def read_meta(path: str | Path) -> dict[str, Any] | None:
-    """The `sparring_model.json` of a model artifact folder, or None when it is not one."""
-    p = Path(path) / META_FILE
-    if not p.is_file():
-        return None
-    return json.loads(p.read_text())
-
-
 def base_name_of(name_or_path: str) -> str:
     """The base model a name or artifact folder ultimately stands on (LoRA: its base)."""
     meta = read_meta(name_or_path) if os.path.isdir(name_or_path) else None
@@ -370,17 +362,4 @@ def save_model(model: Any, tokenizer: Any, out_dir: str, meta: dict[str, Any]) -
         tokenizer.save_pretrained(str(tmp))
         record.setdefault("base", "")
         record.setdefault("role", "")
-        (tmp / META_FILE).write_text(json.dumps(record, indent=1, sort_keys=True))
-
-
-def copy_model(src: str, out_dir: str, meta: dict[str, Any]) -> None:
-    """Copy a model artifact (or wrap a built-in/base name) without loading weights (dry run)."""
-    with atomic_dir(out_dir) as tmp:
-        old = read_meta(src) if os.path.isdir(src) else None
-        if old is not None:
-            shutil.copytree(src, tmp, dirs_exist_ok=True)
-            record = {**old, **meta}
-        else:
-            # a base name: the artifact is a pointer to it (no weights copied)
-            record = {"base": src, "tuning_mode": "base", "role": "", **meta}
         (tmp / META_FILE).write_text(json.dumps(record, indent=1, sort_keys=True))

@@ -8,9 +8,10 @@ in eval mode (the caller's training state is restored), so a frozen snapshot is 
 Stopping at the closing code fence (`stop_at_fence=True`, the default): a sample ends at EOS or
 once it has closed its first ```python (or ```py, or bare ```) code block; `FenceStop` is the
 transformers `StoppingCriteria` that decides it per row (GRPO training installs the same object,
-see sparring.training.grpo), `fence_end` / `trim_after_fence` the text rule. In HF `generate` a
-stopped row stays in the batch (fed pad tokens) until every row has stopped, so the saving is the
-batch ending early, not per-row compute; the tokens counted in `LAST_STATS` are the kept ones.
+see sparring.backends.torch.grpo), `fence_end` / `trim_after_fence` the text rule. In HF
+`generate` a stopped row stays in the batch (fed pad tokens) until every row has stopped, so the
+saving is the batch ending early, not per-row compute; the tokens counted in `LAST_STATS` are
+the kept ones.
 
 Does not cover: training-time generation (TRL does that inside GRPO) or vLLM serving.
 """

@@ -1,0 +1,108 @@
+"""The backend interface: what a phase, evaluation and inference ask of a model library.
+
+Covers: `Backend` (load a model to train or to sample, train one GRPO phase, save the result,
+sample completions), and what both implementations share: `read_meta` (a model artifact's
+`sparring_model.json`), `base_name` (the base model an artifact or config points at) and
+`copy_model` (an artifact passed on without loading weights: the dry run).
+Does not cover: any implementation (sparring.backends.torch, sparring.backends.mlx). Pure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from sparring.storage import atomic_dir
+
+if TYPE_CHECKING:
+    from sparring.config import Config
+    from sparring.problems import Problem
+
+META_FILE = "sparring_model.json"
+Messages = list[dict[str, str]]
+
+
+class Backend(Protocol):
+    """One model library. Models and tokenizers are the library's own objects."""
+
+    name: str
+
+    def load_trainable(self, cfg: Config, role: str, init_model: str | None) -> tuple[Any, ...]:
+        """(model, tokenizer, peft_config or None) ready for a GRPO phase of `role`, from
+        `init_model` (an artifact or a name; None = the role's base model in cfg)."""
+        ...
+
+    def train(
+        self, cfg: Config, model: Any, tokenizer: Any, dataset: Any, reward_fn: Any, steps: int,
+        work_dir: str, seed: int, peft_config: Any, problems: list[Problem], role: str,
+    ) -> tuple[Any, dict[str, float]]:  # fmt: skip
+        """`steps` GRPO steps of `role` on `dataset` (a datasets.Dataset of prompts) rewarded by
+        `reward_fn` (TRL's reward-function contract); returns (trained model, metrics)."""
+        ...
+
+    def sft(
+        self, cfg: Config, model: Any, tokenizer: Any, rows: list[dict[str, Any]],
+        peft_config: Any, seed: int,
+    ) -> tuple[Any, dict[str, float]]:  # fmt: skip
+        """Supervised fine-tuning (the warm start) on conversational prompt-completion rows,
+        loss on the completion only; returns (trained model, metrics)."""
+        ...
+
+    def save_trained(
+        self, cfg: Config, model: Any, tokenizer: Any, out_dir: str, record: dict[str, Any]
+    ) -> None:
+        """Write the trained model as an artifact folder; `record` goes to sparring_model.json."""
+        ...
+
+    def load_frozen(self, cfg: Config, path: str) -> tuple[Any, Any]:
+        """(model, tokenizer) of a frozen answerer snapshot, to sample from."""
+        ...
+
+    def load_for_sampling(
+        self, name_or_path: str, *, device: str = "auto", dtype: str = "auto"
+    ) -> tuple[Any, Any]:
+        """(model, tokenizer) ready to sample; LoRA adapters applied."""
+        ...
+
+    def sample(
+        self, model: Any, tokenizer: Any, messages_batch: list[Messages], *, max_new_tokens: int,
+        temperature: float, top_p: float = 1.0, num_samples: int = 1, seed: int = 0,
+        progress: bool = False,
+    ) -> list[list[str]]:  # fmt: skip
+        """`num_samples` completions per conversation (greedy at temperature 0)."""
+        ...
+
+
+def read_meta(path: str | Path) -> dict[str, Any] | None:
+    """The `sparring_model.json` of a model artifact folder, or None when it is not one."""
+    meta = Path(path) / META_FILE
+    if not meta.is_file():
+        return None
+    return json.loads(meta.read_text())
+
+
+def base_name(cfg: Config, role: str, init_model: str | None) -> str:
+    """The base model under `init_model` (an artifact's recorded base, or the name itself), or
+    the role's configured model when there is no init model."""
+    if init_model is None:
+        return cfg.model_for(role).name
+    meta = read_meta(init_model) if os.path.isdir(init_model) else None
+    if meta is None:
+        return init_model
+    return str(meta.get("base") or init_model)
+
+
+def copy_model(src: str, out_dir: str, meta: dict[str, Any]) -> None:
+    """Copy a model artifact (or wrap a built-in/base name) without loading weights (dry run)."""
+    with atomic_dir(out_dir) as tmp:
+        old = read_meta(src) if os.path.isdir(src) else None
+        if old is not None:
+            shutil.copytree(src, tmp, dirs_exist_ok=True)
+            record = {**old, **meta}
+        else:
+            # a base name: the artifact is a pointer to it (no weights copied)
+            record = {"base": src, "tuning_mode": "base", "role": "", **meta}
+        (tmp / META_FILE).write_text(json.dumps(record, indent=1, sort_keys=True))

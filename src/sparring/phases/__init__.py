@@ -1,0 +1,12 @@
+"""The phases of self-play, one module each, each the body of one KFP component (and of one step
+of the plain runner, sparring.training.loop).
+
+Modules: `materialize` (datasets and the carried-in bank), `init_models` (what round 1 starts
+from), `warm_start` (SFT on reference solutions), `generator` (GRPO of the test writer against a
+frozen answerer), `validate` (the sandbox keeps honest tests; the bank grows), `answerer` (GRPO
+of the answerer on problems plus banked tests), `snapshot` (the manifest evaluation reads),
+`evaluate` (every snapshot, the report), `select` (the champion). `common` and `zone` hold what
+they share; `kfp_io` what every component does at its edges. Paths are local files or folders
+(KFP artifact `.path`s); each phase returns a flat dict of metrics and is idempotent given its
+inputs and cfg.seed. Importing the package imports nothing.
+"""

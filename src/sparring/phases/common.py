@@ -1,0 +1,118 @@
+"""What the phases share: seeds, datasets on disk, problem draws, the bank, reward metrics.
+
+Covers: `derived_seed` (per round and phase, stable across processes), JSONL lines read and
+written atomically, the training problems of a materialized dataset, seeded problem draws, the
+bank's tests per problem, the reward metrics every training phase logs, the record a trained
+model artifact carries. Does not cover: any phase (one module each beside this one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import random
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from sparring.config import Config
+from sparring.errors import SparringError
+from sparring.problems import (
+    Problem,
+    read_jsonl,
+)
+
+log = logging.getLogger(__name__)
+
+
+def derived_seed(cfg: Config, round_index: int, phase: str) -> int:
+    """A seed for one phase of one round, stable across processes."""
+    text = f"{cfg.seed}:{round_index}:{phase}"
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+
+
+def sandbox_limits(cfg: Config) -> Any:
+    from sparring.sandbox import SandboxLimits
+
+    return SandboxLimits.from_config(cfg.sandbox)
+
+
+def read_lines(path: str | Path | None) -> list[dict[str, Any]]:
+    if not path or not Path(path).is_file():
+        return []
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def write_lines(path: str | Path, rows: list[dict[str, Any]]) -> None:
+    """Write JSONL atomically (temp file + rename)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}-", dir=p.parent)
+    with os.fdopen(fd, "w") as fh:
+        fh.write("".join(json.dumps(r) + "\n" for r in rows))
+    os.replace(tmp, p)
+
+
+def train_problems(data_dir: str) -> list[Problem]:
+    path = Path(data_dir) / "train.jsonl"
+    if not path.is_file():
+        raise SparringError(f"{path}: missing; run the materialize phase first")
+    problems = read_jsonl(path)
+    if not problems:
+        raise SparringError(f"{path}: no training problems")
+    return problems
+
+
+def draw_problems(cfg: Config, problems: list[Problem], round_index: int, phase: str) -> list:
+    """`steps.problems_per_phase` problems drawn with a seed derived from cfg.seed and round."""
+    n = cfg.steps.problems_per_phase
+    if not n or n >= len(problems):
+        return list(problems)
+    rng = random.Random(derived_seed(cfg, round_index, phase))
+    return rng.sample(problems, n)
+
+
+def bank_tests(bank_path: str | None) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for row in read_lines(bank_path):
+        tests = out.setdefault(row["problem_id"], [])
+        if row["test"] not in tests:
+            tests.append(row["test"])
+    return out
+
+
+def check_shared_beta(cfg: Config) -> None:
+    if cfg.topology == "shared" and cfg.grpo.beta != 0.0:
+        raise SparringError(
+            "grpo.beta: the shared topology trains named adapters and needs beta 0 "
+            "(TRL's reference adapter assumes a single 'default' adapter)"
+        )
+
+
+def reward_metrics(values: list[float | None], history: list[dict[str, float]], cfg: Config):
+    kept = [v for v in values if v is not None]
+    out = {
+        "reward": sum(kept) / len(kept) if kept else 0.0,
+        "reward_none": float(len(values) - len(kept)),
+    }
+    from sparring.games.base import flat_group_share
+
+    out["flat_group_share"] = flat_group_share(values, cfg.grpo.num_generations)
+    keys = {k for h in history for k in h}
+    for k in sorted(keys):
+        vals = [h[k] for h in history if k in h]
+        out[k] = sum(vals) / len(vals)
+    return out
+
+
+def copy_file(src: str, dst: str) -> None:
+    Path(dst).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dst)
+
+
+def trained_record(cfg: Config, role: str, base: str, meta: dict[str, Any]) -> dict[str, Any]:
+    """What a trained model artifact records in sparring_model.json besides the backend's own."""
+    return {"base": base, "role": role, "topology": cfg.topology, **meta}

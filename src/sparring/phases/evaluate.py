@@ -1,0 +1,161 @@
+"""The evaluate phase: every snapshot of the manifest, the learning summary, the report.
+
+Covers: `evaluate` (the rounds' snapshots through sparring.evaluation.snapshots, the labelled
+warm-start snapshot judged like a round, held-out gains with intervals, every phase's per-step
+curves from MLflow, report.json and the report's files logged to the run) and its flat metrics.
+Does not cover: the measures (sparring.evaluation).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from sparring import tracking
+from sparring.config import Config
+from sparring.evaluation import learning
+from sparring.evaluation import report as report_mod
+from sparring.evaluation.crossplay import group_by_problem, read_bank
+from sparring.evaluation.hacking import hacking_signals
+from sparring.evaluation.humaneval import sandbox_limits
+from sparring.evaluation.snapshots import choose_best, evaluate_snapshots, model_metrics
+from sparring.phases.snapshot import resolve_snapshots
+from sparring.problems import (
+    read_jsonl,
+)
+
+log = logging.getLogger(__name__)
+
+
+def evaluate(
+    cfg: Config,
+    data_dir: str,
+    manifest_path: str,
+    bank_path: str,
+    out_dir: str,
+    parent_run_id: str = "",
+) -> dict[str, float]:
+    """Evaluate every answerer snapshot; report.json in out_dir; flat metrics for MLflow/KFP.
+    With a parent run, the report also holds every phase's per-step curves from MLflow."""
+    with tempfile.TemporaryDirectory() as cache:
+        entries = resolve_snapshots(manifest_path, cache)
+        rounds = [e for e in entries if not e.get("label")]
+        report = evaluate_snapshots(
+            cfg,
+            data_dir,
+            [e["answerer_path"] for e in rounds],
+            [e["tests_path"] for e in rounds],
+            bank_path,
+            out_dir,
+        )
+        if len(rounds) < len(entries):
+            report = _add_labelled(cfg, report, entries, data_dir, bank_path, out_dir)
+    if cfg.data.val_samples:  # held-out gains per stage, with bootstrap intervals
+        report["learning"] = learning.learning_summary(report, cfg.seed)
+    if parent_run_id:
+        try:
+            report["step_curves"] = tracking.step_curves(cfg, parent_run_id)
+        except Exception as exc:  # a figure is not worth failing the evaluation for
+            log.warning("per-step training curves unavailable: %s", exc)
+    if report.get("learning") or report.get("step_curves"):
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        (Path(out_dir) / "report.json").write_text(json.dumps(report, indent=1, default=str))
+        report_mod.write_report(report, out_dir)
+    report_file = Path(out_dir) / "report.json"
+    if not report_file.exists():
+        report_file.write_text(json.dumps(report, indent=1, default=str))
+    metrics = snapshot_metrics(report, entries)
+    if report.get("learning"):
+        metrics.update(learning.flat_metrics(report["learning"]))
+    metrics["report_files"] = float(
+        report_mod.log_to_mlflow(out_dir)
+    )  # PNGs + report.md, this child run
+    return metrics
+
+
+def snapshot_metrics(report: dict, entries: list[dict]) -> dict[str, float]:
+    """`r{round}.{metric}` for every numeric metric of every snapshot (r0: the base model;
+    `{label}.{metric}` for a labelled snapshot, e.g. `warm-start.answerer_reward`)."""
+    out: dict[str, float] = {}
+    for key, value in (report.get("baseline") or {}).items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "round":
+            out[f"r0.{key}"] = float(value)
+    for i, snap in enumerate(report.get("snapshots", [])):
+        rnd = snap.get("round", entries[i]["round"] if i < len(entries) else i + 1)
+        prefix = snap.get("label") or f"r{rnd}"
+        for key, value in snap.items():
+            if isinstance(value, (int, float)) and key != "round":
+                out[f"{prefix}.{key}"] = float(value)
+    return out
+
+
+def labelled_snapshot(
+    cfg: Config,
+    data_dir: str,
+    model_path: str,
+    bank_path: str,
+    entry: dict,
+    base_trivial_share: float | None = None,
+) -> dict[str, Any]:
+    """Metrics of an answerer with no generator round of its own (the warm start), on the
+    problems evaluate_snapshots uses (capped eval set, val, banked problems); no cross-play."""
+
+    data = Path(data_dir)
+
+    def problems_of(name: str) -> list:
+        return read_jsonl(data / name) if (data / name).is_file() else []
+
+    eval_problems = problems_of("eval.jsonl")
+    if cfg.data.humaneval_limit:
+        eval_problems = eval_problems[: cfg.data.humaneval_limit]
+    val = problems_of("val.jsonl")
+    known = {p.id: p for p in [*problems_of("train.jsonl"), *val]}
+    bank = group_by_problem(read_bank(bank_path or data / "bank.jsonl"))
+    solve = {p.id: p for p in val}
+    solve.update({pid: known[pid] for pid in sorted(bank) if pid in known})
+    metrics, _ = model_metrics(
+        cfg, model_path, eval_problems, val, solve, bank, sandbox_limits(cfg)
+    )
+    # judged like a round's snapshot: against the base model's trivial share
+    history = [
+        {"trivial_share": base_trivial_share},
+        {k: metrics.get(k) for k in ("special_case_share", "trivial_share")},
+    ]
+    hacking = hacking_signals(history, cfg.selection)
+    metrics.update(
+        round=entry["round"],
+        label=entry["label"],
+        test_validity=None,
+        duplicate_rate=None,
+        hacking=hacking,
+        promotable=not hacking["tripped"] and metrics.get("answerer_reward") is not None,
+    )
+    return metrics
+
+
+def _add_labelled(
+    cfg: Config, report: dict, entries: list[dict], data_dir: str, bank_path: str, out_dir: str
+) -> dict:
+    """Insert the labelled snapshots into report["snapshots"] in manifest order (so a
+    selection index still points at its manifest entry), choose again, rewrite the report."""
+
+    rest = iter(report.get("snapshots", []))
+    merged = []
+    for e in entries:
+        if e.get("label"):
+            log.info("evaluating the %s snapshot: %s", e["label"], e["answerer_path"])
+            base_trivial = (report.get("baseline") or {}).get("trivial_share")
+            path = e["answerer_path"]
+            merged.append(labelled_snapshot(cfg, data_dir, path, bank_path, e, base_trivial))
+        else:
+            merged.append(next(rest))
+    report["snapshots"] = merged
+    best, score, reason = choose_best(cfg, report)
+    report["selection"] = {"index": best, "score": score, "reason": reason}
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    (Path(out_dir) / "report.json").write_text(json.dumps(report, indent=1, default=str))
+    report_mod.write_report(report, out_dir)
+    return report

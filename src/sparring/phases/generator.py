@@ -1,0 +1,277 @@
+"""The generator phase: GRPO of the test writer (or proposer) against a frozen answerer.
+
+Covers: sampling the frozen answerer snapshot once (`sample_frozen_solutions`), `train_generator`
+(rewarded against those cached solutions; writes the generated tests and frozen solutions), the
+proposer mode's reward, and the dry run's mutated baseline tests (`fallback_tests`). Does not
+cover: the rewards' rules (sparring.games.code_duel) or validation (sparring.phases.validate).
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import logging
+import tempfile
+import time
+from typing import Any
+
+from sparring import backends, prompts
+from sparring.budget import completion_tokens
+from sparring.config import Config
+from sparring.phases.common import (
+    check_shared_beta,
+    derived_seed,
+    reward_metrics,
+    sandbox_limits,
+    train_problems,
+    trained_record,
+    write_lines,
+)
+from sparring.phases.zone import draw_in_zone
+from sparring.problems import (
+    Problem,
+)
+
+log = logging.getLogger(__name__)
+
+
+def _equality(test: str) -> tuple[ast.expr, ast.expr] | None:
+    """(call, expected) of `assert call == expected`; None for any other shape."""
+    try:
+        node = ast.parse(test).body[0]
+    except (SyntaxError, IndexError, ValueError):
+        return None
+    if not isinstance(node, ast.Assert) or not isinstance(node.test, ast.Compare):
+        return None
+    cmp = node.test
+    if len(cmp.ops) != 1 or not isinstance(cmp.ops[0], ast.Eq):
+        return None
+    return cmp.left, cmp.comparators[0]
+
+
+def fallback_tests(problem: Problem, n: int = 4) -> list[str]:
+    """The dry run's stand-in for generated tests: pairs of baseline equality tests joined into
+    one `assert (a, b) == (x, y)`. Valid by construction (the reference passes both halves),
+    new as text, and as hard to pass trivially as the harder half, so a dry run exercises the
+    whole validate -> bank -> selection path the way real generated tests do."""
+    parts = [e for e in (_equality(t) for t in problem.baseline_tests) if e]
+    out: list[str] = []
+    for gap in range(1, len(parts)):
+        for i in range(len(parts) - gap):
+            (c1, e1), (c2, e2) = parts[i], parts[i + gap]
+            joined = ast.Compare(
+                ast.Tuple([c1, c2], ast.Load()), [ast.Eq()], [ast.Tuple([e1, e2], ast.Load())]
+            )
+            out.append(ast.unparse(ast.Assert(joined)))
+            if len(out) == n:
+                return out
+    return out
+
+
+def sample_frozen_solutions(
+    cfg: Config, model: Any, tok: Any, problems: list[Problem], round_index: int, progress=True
+) -> list[dict[str, Any]]:
+    """`steps.frozen_samples` solutions per problem, sampled once ("" when unparseable)."""
+    from sparring.training.schedule import reasoning_stages
+
+    stages = reasoning_stages(cfg, round_index)
+    texts = backends.get(cfg.backend).sample(
+        model,
+        tok,
+        [prompts.answerer_messages(p, stages) for p in problems],
+        max_new_tokens=completion_tokens(cfg, tok, problems),
+        temperature=cfg.grpo.temperature,
+        top_p=cfg.grpo.top_p,
+        num_samples=cfg.steps.frozen_samples,
+        seed=derived_seed(cfg, round_index, "frozen"),
+        progress=progress,
+    )
+    return [
+        {
+            "problem_id": p.id,
+            "solutions": [prompts.extract_code(t, p.function_name) or "" for t in samples],
+        }
+        for p, samples in zip(problems, texts, strict=True)
+    ]
+
+
+def train_generator(
+    cfg: Config,
+    round_index: int,
+    data_dir: str,
+    frozen_answerer: str,
+    init_model: str | None,
+    out_model: str,
+    out_tests: str,
+    out_frozen_solutions: str,
+) -> dict[str, float]:
+    """GRPO of the generator against a frozen answerer snapshot (sampled once)."""
+    init_model = init_model or None
+    frozen_answerer = frozen_answerer or cfg.model_for("answerer").name
+    problems = draw_in_zone(cfg, train_problems(data_dir), {}, round_index, "generator")
+    base = backends.base_name(cfg, "generator", init_model)
+    meta = {"round": round_index, "phase": "generator", "mode": cfg.generator_mode}
+    metrics: dict[str, float] = {"problems": float(len(problems)), "dry_run": float(cfg.dry_run)}
+    if cfg.dry_run or cfg.steps.generator == 0:
+        from sparring.backends.base import copy_model
+
+        write_lines(out_frozen_solutions, [{"problem_id": p.id, "solutions": []} for p in problems])
+        rows = [
+            {"problem_id": p.id, "tests": fallback_tests(p), "round": round_index} for p in problems
+        ]
+        write_lines(out_tests, rows)
+        copy_model(init_model or base, out_model, {**meta, "role": "generator"})
+        metrics["generated_tests"] = float(sum(len(r["tests"]) for r in rows))
+        return metrics
+    check_shared_beta(cfg)
+
+    from sparring.backends.torch.generation import LAST_STATS
+    from sparring.games import code_duel
+    from sparring.sandbox import Sandbox
+
+    start = time.perf_counter()
+    backend = backends.get(cfg.backend)
+    frozen, ftok = backend.load_frozen(cfg, frozen_answerer)
+    frozen_rows = sample_frozen_solutions(cfg, frozen, ftok, problems, round_index)
+    metrics["frozen_sampling_s"] = time.perf_counter() - start
+    metrics["frozen_tokens_per_s"] = LAST_STATS["tokens"] / max(LAST_STATS["seconds"], 1e-9)
+    write_lines(out_frozen_solutions, frozen_rows)
+    solutions = {r["problem_id"]: [s for s in r["solutions"] if s] for r in frozen_rows}
+    metrics["frozen_parse_rate"] = sum(len(v) for v in solutions.values()) / max(
+        1, len(problems) * cfg.steps.frozen_samples
+    )
+    proposer = cfg.generator_mode == "problems"
+    if cfg.topology != "shared" and not proposer:
+        del frozen  # the cached solutions are all the phase needs from the snapshot
+        gc.collect()
+    model, tok, peft_config = backend.load_trainable(cfg, "generator", init_model)
+    seed = derived_seed(cfg, round_index, "generator")
+    w = cfg.rewards
+    weights = {
+        "validity": w.validity,
+        "hardness": w.hardness,
+        "diversity": w.diversity,
+        "consistency": w.consistency,
+    }
+    from datasets import Dataset
+
+    role = "proposer" if proposer else "generator"
+    with Sandbox(sandbox_limits(cfg)) as sb, tempfile.TemporaryDirectory() as tmp:
+        if proposer:
+            reward_fn = _ProposerRewardFn(cfg, sb, frozen, ftok, round_index)
+            rows = [{"prompt": prompts.proposer_messages(p), "problem_id": p.id} for p in problems]
+        else:
+            infos = {p.id: code_duel.problem_info(p, solutions[p.id]) for p in problems}
+            scorer = code_duel.GeneratorScorer(
+                infos,
+                sb,
+                weights,
+                w.duplicate_similarity,
+                reference_expected=w.reference_expected,
+            )
+            reward_fn = code_duel.GeneratorRewardFn(scorer)
+            rows = [{"prompt": prompts.generator_messages(p), "problem_id": p.id} for p in problems]
+        model, trl_metrics = backend.train(
+            cfg,
+            model,
+            tok,
+            Dataset.from_list(rows),
+            reward_fn,
+            cfg.steps.generator,
+            tmp,
+            seed,
+            peft_config,
+            problems,
+            role,
+        )
+        metrics.update(trl_metrics)
+        metrics.update(reward_metrics(reward_fn.rewards, reward_fn.history, cfg))
+        if cfg.topology == "shared":
+            model.set_adapter("generator")
+        final = backend.sample(
+            model,
+            tok,
+            [r["prompt"] for r in rows],
+            max_new_tokens=completion_tokens(cfg, tok, problems, role),
+            temperature=cfg.grpo.temperature,
+            top_p=cfg.grpo.top_p,
+            num_samples=1,
+            seed=seed,
+        )
+    if proposer:
+        out_rows = [
+            {
+                "problem_id": p.id,
+                "tests": [],
+                "round": round_index,
+                "proposed": reward_fn.proposed.get(p.id, []),
+            }
+            for p in problems
+        ]
+    else:
+        out_rows = []
+        for p, (text,) in zip(problems, final, strict=True):
+            tests = list(scorer.generated.get(p.id, []))
+            for t in prompts.extract_tests(text, p.function_name):
+                if t not in tests:
+                    tests.append(t)
+            out_rows.append({"problem_id": p.id, "tests": tests, "round": round_index})
+    write_lines(out_tests, out_rows)
+    metrics["generated_tests"] = float(sum(len(r["tests"]) for r in out_rows))
+    backend.save_trained(cfg, model, tok, out_model, trained_record(cfg, "generator", base, meta))
+    return metrics
+
+
+class _ProposerRewardFn:
+    """Proposer mode: goldilocks on the frozen solver's pass rate on each proposed problem."""
+
+    __name__ = "proposer_reward"
+
+    def __init__(self, cfg: Config, sandbox: Any, frozen: Any, ftok: Any, round_index: int):
+        self.cfg, self.sandbox, self.frozen, self.ftok = cfg, sandbox, frozen, ftok
+        self.round_index = round_index
+        self.rewards: list[float | None] = []
+        self.history: list[dict[str, float]] = []
+        self.proposed: dict[str, list[dict[str, Any]]] = {}
+
+    def _solve(self, proposed: list[dict[str, Any]]) -> list[list[str]]:
+        msgs, refs = [], []
+        for i, p in enumerate(proposed):
+            problem = Problem(
+                f"proposed-{i}",
+                p["description"],
+                p["function_signature"],
+                p["baseline_tests"],
+                p["reference_solution"],
+            )
+            refs.append(problem)
+            msgs.append(prompts.answerer_messages(problem))
+        if self.cfg.topology == "shared":
+            self.frozen.set_adapter("answerer")
+        try:
+            return backends.get(self.cfg.backend).sample(
+                self.frozen,
+                self.ftok,
+                msgs,
+                max_new_tokens=completion_tokens(self.cfg, self.ftok, refs),
+                temperature=self.cfg.grpo.temperature,
+                num_samples=self.cfg.steps.frozen_samples,
+                seed=len(self.rewards),
+            )
+        finally:
+            if self.cfg.topology == "shared":
+                self.frozen.set_adapter("generator")
+
+    def __call__(self, prompts, completions, problem_id, **kwargs):
+        from sparring.games.code_duel import completion_text, proposer_rewards
+
+        texts = [completion_text(c) for c in completions]
+        out, valid = proposer_rewards(
+            texts, self.sandbox, self._solve, self.cfg.rewards.goldilocks_target
+        )
+        for pid, p in zip(problem_id, valid, strict=True):
+            if p:
+                self.proposed.setdefault(pid, []).append(p)
+        self.history.append({"proposal_validity": sum(v is not None for v in valid) / len(valid)})
+        self.rewards.extend(out)
+        return out

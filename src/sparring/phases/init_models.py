@@ -1,0 +1,54 @@
+"""The init-models phase: the folders the first round starts from.
+
+Covers: pointer folders ("start from this base model") for both roles, or the registered
+champion for recurring training. Does not cover: the registry itself (sparring.tracking).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from sparring import tracking
+from sparring.config import Config
+
+log = logging.getLogger(__name__)
+
+
+POINTER_FILE = "sparring_model.json"
+
+
+def write_pointer(cfg: Config, role: str, out_dir: str) -> dict[str, Any]:
+    """A model folder holding only `sparring_model.json`: "start from this base model"."""
+    # tuning_mode "base" is what the backends read as "load the base model named here" (a
+    # "lora"/"full" value would make them look for adapter or weight files); the run's own
+    # mode is kept as `run_tuning_mode`.
+    info = {
+        "base": cfg.model_for(role).name,
+        "pointer": True,
+        "role": role,
+        "tuning_mode": "base",
+        "run_tuning_mode": cfg.tuning_mode,
+    }
+    path = Path(out_dir)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / POINTER_FILE).write_text(json.dumps(info, indent=1, sort_keys=True))
+    return info
+
+
+def init_models(cfg: Config, out_answerer: str, out_generator: str, champion: bool) -> dict:
+    """Initial model folders. With `champion` (recurring training) the answerer starts from the
+    registered champion when there is one; otherwise both are pointers to the base models."""
+    write_pointer(cfg, "generator", out_generator)
+    from_champion = False
+    if champion and not cfg.storage.start_fresh:
+        try:
+            from_champion = tracking.download_champion(cfg, out_answerer)
+        except Exception as exc:  # an unreachable registry must not block a fresh start
+            log.warning("could not download the champion (%s); starting from the base model", exc)
+            from_champion = False
+    if not from_champion:
+        write_pointer(cfg, "answerer", out_answerer)
+    return {"answerer_from_champion": 1.0 if from_champion else 0.0}

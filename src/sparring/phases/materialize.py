@@ -1,0 +1,154 @@
+"""The materialize phase: load, check, split and write the datasets and the carried-in bank.
+
+Covers: `materialize` (problems loaded from `data.train`, capped, reference solutions checked
+in the sandbox, split train/val, the eval set, what trivial code passes, a manifest) and
+`load_bank` (the persisted adversarial bank at `storage.bank_uri`, carried into a new run).
+Does not cover: loading problem files (sparring.problems).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from sparring import storage
+from sparring.config import Config
+from sparring.errors import SparringError
+from sparring.phases.common import (
+    read_lines,
+    sandbox_limits,
+    write_lines,
+)
+from sparring.problems import (
+    Problem,
+    compute_trivial_passes,
+    load_humaneval,
+    load_source,
+    load_sources,
+    write_jsonl,
+)
+from sparring.problems import split as split_problems
+
+log = logging.getLogger(__name__)
+
+
+def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[str, float]:
+    """Write train/val/eval datasets, the carried-in bank and a manifest into `out_dir`."""
+    from sparring.sandbox import Sandbox
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    problems = load_sources(list(cfg.data.train))
+    loaded = len(problems)
+    if cfg.data.max_problems and len(problems) > cfg.data.max_problems:
+        keep = set(p.id for p in random.Random(cfg.seed).sample(problems, cfg.data.max_problems))
+        problems = [p for p in problems if p.id in keep]
+    with Sandbox(sandbox_limits(cfg)) as sb:
+        reports = sb.run_many([(p.reference_solution, p.baseline_tests) for p in problems])
+    infra = [p.id for p, r in zip(problems, reports, strict=True) if r.infra_error]
+    if problems and len(infra) == len(problems):
+        raise SparringError(
+            "materialize: the sandbox failed on every reference solution "
+            f"({reports[0].infra_error})"
+        )
+    checked = [p for p, r in zip(problems, reports, strict=True) if r.pass_rate == 1.0]
+    failing = len(problems) - len(checked)
+    for p, r in zip(problems, reports, strict=True):
+        if r.pass_rate != 1.0:
+            log.warning("dropping %s: reference solution fails its tests (%s)", p.id, r.pass_rate)
+    if not checked:
+        raise SparringError("materialize: no problem's reference solution passes its tests")
+    train, val = split_problems(checked, cfg.data.val_fraction, cfg.seed)
+    try:
+        if cfg.data.eval == "humaneval":
+            eval_set = load_humaneval(cfg.data.humaneval_limit)
+        else:
+            eval_set = load_source(cfg.data.eval)
+    except SparringError:
+        raise
+    except Exception as exc:
+        raise SparringError(f"data.eval: cannot load {cfg.data.eval!r}: {exc}") from None
+    if not eval_set:
+        raise SparringError(f"data.eval: {cfg.data.eval!r} holds no problems")
+    if cfg.data.humaneval_limit and cfg.data.eval == "humaneval":
+        eval_set = eval_set[: cfg.data.humaneval_limit]
+    from sparring.evaluation.humaneval import sandbox_limits as trusted_limits
+
+    with Sandbox(trusted_limits(cfg)) as sb:  # baseline and HumanEval tests are trusted
+        train, val, eval_set = (
+            compute_trivial_passes(group, sb) for group in (train, val, eval_set)
+        )
+    honest = _discrimination_metrics([*train, *val])
+    for pid in honest.pop("ids_without"):
+        log.warning("%s: every test is passed by some trivial solution: it earns no reward", pid)
+    write_jsonl(train, out / "train.jsonl")
+    write_jsonl(val, out / "val.jsonl")
+    write_jsonl(eval_set, out / "eval.jsonl")
+    bank = read_lines(bank_in)
+    write_lines(out / "bank.jsonl", bank)
+    manifest = {
+        "loaded": loaded,
+        "checked": len(checked),
+        "dropped_failing": failing,
+        "train": len(train),
+        "val": len(val),
+        "eval": len(eval_set),
+        "bank": len(bank),
+        "config_digest": cfg.digest(),
+        "seed": cfg.seed,
+        **honest,
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    return {
+        "problems_loaded": float(loaded),
+        "problems_train": float(len(train)),
+        "problems_val": float(len(val)),
+        "problems_eval": float(len(eval_set)),
+        "problems_dropped": float(failing),
+        "bank_size": float(len(bank)),
+        **{k: float(v) for k, v in honest.items()},
+    }
+
+
+def _discrimination_metrics(problems: list[Problem]) -> dict[str, Any]:
+    """How much of the problems' tests trivial code passes (what honest credit leaves)."""
+    from sparring.trivial import discriminating_indices
+
+    n_tests = sum(len(p.baseline_tests) for p in problems)
+    n_disc = 0
+    without: list[str] = []
+    for p in problems:
+        k = len(discriminating_indices(len(p.baseline_tests), p.trivial_passes))
+        n_disc += k
+        if k == 0:
+            without.append(p.id)
+    return {
+        "tests_discriminating_share": n_disc / n_tests if n_tests else 0.0,
+        "problems_without_discriminating_tests": len(without),
+        "ids_without": without,
+    }
+
+
+def load_bank(cfg: Config, out_path: str) -> int:
+    """Copy the persisted test bank to out_path (an empty file when none); return its line count."""
+    text = ""
+    uri = cfg.storage.bank_uri
+    if uri and not cfg.storage.start_fresh and storage.exists(uri):
+        text = storage.read_text(uri)
+    Path(out_path).parent.mkdir(parents=True, exist_ok=True)
+    Path(out_path).write_text(text)
+    return sum(1 for line in text.splitlines() if line.strip())
+
+
+def materialize_carrying_bank(cfg: Config, out_dir: str) -> dict[str, float]:
+    """`materialize`, carrying in the bank persisted at `storage.bank_uri` (if any)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        bank = str(Path(tmp) / "bank.jsonl")
+        n = load_bank(cfg, bank)
+        result = dict(materialize(cfg, out_dir, bank_in=bank if n else None))
+    result["bank_loaded"] = float(n)
+    return result

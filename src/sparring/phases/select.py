@@ -1,0 +1,64 @@
+"""The select phase: promote the best snapshot to the registry and persist the bank.
+
+Covers: `select_and_register` (choose by sparring.evaluation.snapshots.choose_best, copy the
+champion, register it under the alias) and `save_bank`. Does not cover: the selection rule.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from sparring import storage, tracking
+from sparring.config import Config
+from sparring.phases.snapshot import localize
+
+log = logging.getLogger(__name__)
+
+
+def select_and_register(
+    cfg: Config,
+    report_dir: str,
+    manifest_path: str,
+    bank_path: str,
+    out_champion: str,
+    parent_run_id: str,
+) -> dict[str, Any]:
+    """Choose the best snapshot, copy it to out_champion, register it under the alias, save the
+    bank. Returns what was decided (for metrics and logs)."""
+    from sparring.evaluation.snapshots import choose_best
+
+    report = json.loads((Path(report_dir) / "report.json").read_text())
+    index, score, reason = choose_best(cfg, report)
+    result: dict[str, Any] = {"promoted": 0.0, "score": float(score), "reason": reason}
+    Path(out_champion).mkdir(parents=True, exist_ok=True)
+    if index is not None:
+        entries = json.loads(Path(manifest_path).read_text())
+        snap = report["snapshots"][index]
+        with tempfile.TemporaryDirectory() as cache:
+            uri = entries[index]["answerer"] if index < len(entries) else snap["model"]
+            src = localize(uri, Path(cache))
+            shutil.copytree(src, out_champion, dirs_exist_ok=True)
+        version = tracking.register_champion(cfg, out_champion, parent_run_id, float(score))
+        result.update(
+            promoted=1.0, version=version, round=snap.get("round", index + 1), index=index
+        )
+    else:
+        (Path(out_champion) / "NOT_PROMOTED.txt").write_text(reason + "\n")
+    result["bank_saved"] = 1.0 if save_bank(cfg, bank_path) else 0.0
+    return result
+
+
+def save_bank(cfg: Config, bank_path: str) -> bool:
+    """Persist the bank file at `storage.bank_uri`; False when no URI is configured."""
+    if not cfg.storage.bank_uri:
+        return False
+    p = Path(bank_path)
+    if p.is_dir():
+        p = p / "bank.jsonl"
+    storage.write_text(cfg.storage.bank_uri, p.read_text() if p.is_file() else "")
+    return True

@@ -1,0 +1,72 @@
+"""The snapshot manifest: each round's answerer and tests, by artifact URI, for evaluation.
+
+KFP v2 cannot pass a compile-time list of artifacts to one task (dsl.Collected only gathers
+ParallelFor outputs), so after each round a tiny `snapshot` task appends `{round, answerer:
+<artifact uri>, tests: <artifact uri>}` to a JSON manifest (a chain of small artifacts; weights
+are never copied). Evaluation resolves each URI: a local path under kfp.local, an `s3://` (or
+`minio://`) URI on the cluster, downloaded with boto3. A warm-started answerer heads the manifest
+as `{round: 0, label: "warm-start", answerer: <uri>, tests: ""}`: it has no generator round, so
+evaluation scores it apart from the rounds. Does not cover: evaluating (sparring.phases.evaluate).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from sparring import storage
+from sparring.errors import SparringError
+
+log = logging.getLogger(__name__)
+
+
+WARM_START_LABEL = "warm-start"
+
+
+def add_snapshot(
+    previous_manifest: str | None,
+    round_index: int,
+    answerer_uri: str,
+    tests_uri: str,
+    out: str,
+    label: str = "",
+) -> list[dict]:
+    """Append one round's answerer and generated tests (by URI) to the snapshot manifest.
+    A `label` marks an answerer without a generator round (the warm start: tests_uri "")."""
+    entries = json.loads(Path(previous_manifest).read_text()) if previous_manifest else []
+    entry = {"round": round_index, "answerer": answerer_uri, "tests": tests_uri}
+    if label:
+        entry["label"] = label
+    entries.append(entry)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(entries, indent=1))
+    return entries
+
+
+def localize(uri: str, cache: Path) -> str:
+    """A local path for an artifact URI (downloads s3:// and minio:// into cache)."""
+    if uri.startswith("minio://"):
+        uri = "s3://" + uri[len("minio://") :]
+    if not storage.is_s3(uri):
+        path = uri[len("file://") :] if uri.startswith("file://") else uri
+        if not Path(path).exists():
+            raise SparringError(f"{uri}: snapshot artifact does not exist")
+        return path
+    target = cache / storage.split_s3(uri)[1].strip("/")
+    if storage.exists(uri):  # a single object (a file artifact)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        storage.write_bytes(str(target), storage.read_bytes(uri))
+    else:
+        storage.download_dir(uri, target)
+    return str(target)
+
+
+def resolve_snapshots(manifest_path: str, cache_dir: str) -> list[dict]:
+    """Manifest entries with local `answerer_path` and `tests_path`."""
+    entries = json.loads(Path(manifest_path).read_text())
+    cache = Path(cache_dir)
+    for e in entries:
+        e["answerer_path"] = localize(e["answerer"], cache)
+        e["tests_path"] = localize(e["tests"], cache) if e["tests"] else ""
+    return entries

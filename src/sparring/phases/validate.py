@@ -1,0 +1,183 @@
+"""The validate phase: keep the generated tests that the reference passes, bank the survivors.
+
+Covers: `validate_tests` (sandbox check against the reference solutions, duplicates, trivial
+tests, the frozen answerer's break rate, the zone estimate for the next answerer phase) and
+`validate_into` (the sandbox task's body: the bank and its metrics in one folder, since that
+task has no MLflow credentials). Does not cover: the sandbox (sparring.sandbox).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from sparring import rewards
+from sparring.config import Config
+from sparring.phases.common import (
+    read_lines,
+    sandbox_limits,
+    train_problems,
+    write_lines,
+)
+from sparring.phases.zone import ZONE_FILE, in_zone, zone_stats
+from sparring.problems import (
+    Problem,
+)
+
+log = logging.getLogger(__name__)
+
+
+VALIDATION_FILE = "validation.json"
+
+
+def validate_tests(
+    cfg: Config,
+    round_index: int,
+    data_dir: str,
+    generated_tests: str,
+    frozen_solutions: str,
+    bank_in: str,
+    bank_out: str,
+) -> dict[str, float]:
+    """Validate generated tests in the sandbox; append survivors to the bank (bank_out)."""
+    from sparring.sandbox import Sandbox, normalize
+    from sparring.sandbox import validate_tests as sandbox_validate
+    from sparring.sandbox.oracle import with_reference_expected
+
+    problems = {p.id: p for p in train_problems(data_dir)}
+    bank = read_lines(bank_in)
+    existing: dict[str, list[str]] = {}
+    for row in bank:
+        existing.setdefault(row["problem_id"], []).append(row["test"])
+    solutions = {
+        r["problem_id"]: [s for s in r["solutions"] if s] for r in read_lines(frozen_solutions)
+    }
+    generated = read_lines(generated_tests)
+    threshold = cfg.rewards.duplicate_similarity
+    total = valid = honest = discriminating = duplicates = 0
+    new_rows: list[dict[str, Any]] = []
+    infra = 0
+    with Sandbox(sandbox_limits(cfg)) as sb:
+        zone = _frozen_zone(cfg, problems, solutions, sb)
+        for row in generated:
+            p = problems.get(row["problem_id"])
+            tests = [t for t in row.get("tests", []) if isinstance(t, str)]
+            if p is None or not tests:
+                continue
+            if cfg.rewards.reference_expected:
+                tests = with_reference_expected(p.reference_solution, tests, sb)
+            report = sandbox_validate(p.reference_solution, tests, solutions.get(p.id, []), sb)
+            if report.infra_error:
+                infra += 1
+                continue
+            trivially_passed = _trivially_passed(p, tests, sb)
+            known = list(p.baseline_tests) + existing.get(p.id, [])
+            known_keys = {normalize(t) for t in known}
+            for v in report.verdicts:
+                total += 1
+                dup = (
+                    v.duplicate
+                    or normalize(v.test) in known_keys
+                    or any(rewards.jaccard(v.test, k) >= threshold for k in known)
+                )
+                duplicates += dup
+                if not v.valid:
+                    continue
+                valid += 1
+                if v.test in trivially_passed:
+                    continue  # trivial code passes it: no credit to anyone, not banked
+                honest += 1
+                discriminating += bool(v.breaks)
+                if dup:
+                    continue
+                new_rows.append(
+                    {
+                        "problem_id": p.id,
+                        "test": v.test,
+                        "round": round_index,
+                        "breaks": len(v.breaks),
+                    }
+                )
+                known.append(v.test)
+                known_keys.add(normalize(v.test))
+    write_lines(bank_out, bank + new_rows)
+    (Path(bank_out).parent / ZONE_FILE).write_text(json.dumps(zone, sort_keys=True))
+    return {
+        "candidates": float(total),
+        "validity": valid / total if total else 0.0,
+        "honest_share": honest / total if total else 0.0,
+        "break_rate": discriminating / total if total else 0.0,
+        "discrimination": discriminating / honest if honest else 0.0,
+        "zone_problems": float(sum(in_zone(z) for z in zone.values())),
+        "zone_estimated": float(len(zone)),
+        "duplicate_rate": duplicates / total if total else 0.0,
+        "new_tests": float(len(new_rows)),
+        "bank_size": float(len(bank) + len(new_rows)),
+        "infra_errors": float(infra),
+    }
+
+
+def _trivially_passed(problem: Problem, tests: list[str], sandbox: Any) -> set[str]:
+    """The tests among `tests` that some trivial solution of the problem passes."""
+    from sparring.games.code_duel import problem_info, run_cached
+
+    family = problem_info(problem, []).trivial_solutions
+    rows = run_cached(sandbox, [(code, tests) for code in family], None)
+    return {t for row in rows for t, ok in zip(tests, row, strict=True) if ok is not False}
+
+
+def _frozen_zone(
+    cfg: Config, problems: dict[str, Problem], solutions: dict[str, list[str]], sandbox: Any
+) -> dict[str, dict[str, float]]:
+    """Per problem the frozen answerer was sampled on: the honest rewards of its solutions
+    (unparseable ones earn 0), summarised by `zone_stats` for the next answerer phase."""
+    from sparring.games.code_duel import run_cached
+
+    zone: dict[str, dict[str, float]] = {}
+    for pid, codes in solutions.items():
+        p = problems.get(pid)
+        if p is None:
+            continue
+        mask, trivial = rewards.credit_view(len(p.baseline_tests), p.trivial_passes)
+        rows = run_cached(sandbox, [(c, p.baseline_tests) for c in codes], None) if codes else []
+        values = [rewards.answerer_credit(row, mask, trivial, p.difficulty).reward for row in rows]
+        kept = [v for v in values if v is not None]
+        kept += [0.0] * (cfg.steps.frozen_samples - len(codes))  # unparseable samples
+        zone[pid] = zone_stats(kept)
+    return zone
+
+
+def validate_into(
+    cfg: Config,
+    round_index: int,
+    data_dir: str,
+    generated_tests: str,
+    frozen_solutions: str,
+    bank_in: str,
+    out_dir: str,
+) -> dict[str, float]:
+    """Validation in the sandbox pod: no MLflow there (no credentials), so the metrics are
+    written next to the new bank (out_dir/bank.jsonl, out_dir/validation.json) and logged by
+    the next answerer phase (`validation_metrics`). `bank_in` is a bank folder or file."""
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    result = validate_tests(
+        cfg, round_index, data_dir, generated_tests, frozen_solutions, bank_file(bank_in),
+        str(Path(out_dir) / "bank.jsonl"),
+    )  # fmt: skip
+    numeric = {k: float(v) for k, v in (result or {}).items() if isinstance(v, (int, float))}
+    (Path(out_dir) / VALIDATION_FILE).write_text(json.dumps(numeric, sort_keys=True))
+    return numeric
+
+
+def validation_metrics(bank_dir: str) -> dict[str, float] | None:
+    """The metrics `validate_into` wrote beside a bank, or None for a bank without them."""
+    path = Path(bank_dir) / VALIDATION_FILE
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def bank_file(path: str) -> str:
+    """A bank artifact is a folder holding bank.jsonl (materialize data, validate output)."""
+    p = Path(path)
+    return str(p / "bank.jsonl") if p.is_dir() else str(p)

@@ -1,0 +1,83 @@
+"""The answerer's zone: problems whose rollouts differed in reward (DAPO dynamic sampling).
+
+Covers: the per-problem rollout statistics that validation writes next to the bank
+(`zone.json`), and `draw_in_zone`: problems in the zone first, then untried ones (easy first),
+flat ones last. Does not cover: the batch-level refill (sparring.backends.torch.grpo). Pure.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from pathlib import Path
+
+from sparring.config import Config
+from sparring.phases.common import (
+    derived_seed,
+    draw_problems,
+)
+from sparring.problems import (
+    Problem,
+)
+
+log = logging.getLogger(__name__)
+
+
+ZONE_FILE = "zone.json"
+
+
+def read_zone(bank_path: str | None) -> dict[str, dict[str, float]]:
+    """Per problem, the answerer's rollout rewards seen so far (n, mean, spread), written by
+    validation next to the bank it outputs; {} when there is none yet."""
+    if not bank_path:
+        return {}
+    path = Path(bank_path).parent / ZONE_FILE
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def in_zone(stats: dict[str, float] | None) -> bool:
+    """Rewards that differed within the problem's group: its pass rate is strictly between
+    0 and 1, so GRPO gets a non-zero advantage there."""
+    return bool(stats) and stats.get("spread", 0.0) > 0.0
+
+
+def zone_stats(values: list[float]) -> dict[str, float]:
+    return {
+        "n": float(len(values)),
+        "mean": sum(values) / len(values) if values else 0.0,
+        "spread": (max(values) - min(values)) if values else 0.0,
+    }
+
+
+_DIFFICULTY_ORDER = {"easy": 0, "medium": 1, "hard": 2}
+
+
+def draw_in_zone(
+    cfg: Config,
+    problems: list[Problem],
+    zone: dict[str, dict[str, float]],
+    round_index: int,
+    phase: str,
+) -> list[Problem]:
+    """DAPO's dynamic sampling, at the level of problems: draw `steps.problems_per_phase`
+    problems, first those whose earlier rollouts had differing rewards (the zone), then those
+    never tried, and last those whose every rollout earned the same (a flat group trains
+    nothing). With `steps.easy_first`, the untried come easy, then medium, then hard: a weak
+    model's zone is most likely among easy problems. Seeded like `draw_problems`, which it
+    equals when there is no zone estimate and easy_first is off."""
+    n = cfg.steps.problems_per_phase
+    if not n or n >= len(problems) or not (zone or cfg.steps.easy_first):
+        return draw_problems(cfg, problems, round_index, phase)
+    rng = random.Random(derived_seed(cfg, round_index, phase))
+    shuffled = rng.sample(problems, len(problems))
+
+    def rank(p: Problem) -> int:
+        stats = zone.get(p.id)
+        if in_zone(stats):
+            return 0
+        if stats:
+            return 4  # flat: every rollout earned the same
+        return 1 + (_DIFFICULTY_ORDER.get(p.difficulty, 1) if cfg.steps.easy_first else 0)
+
+    return sorted(shuffled, key=rank)[:n]
