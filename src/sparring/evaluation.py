@@ -14,7 +14,7 @@ Covers:
 - `evaluate_snapshots` and `choose_best`, called by the pipeline's evaluate and select components.
 
 Does not cover: plots and the Markdown report (`sparring.reports`) or the CLI
-(`sparring.evaluation_cli`). Model loading and generation are imported lazily from
+(`sparring.cli.evaluate`). Model loading and generation are imported lazily from
 `sparring.models` / `sparring.generation`; the pure parts import nothing heavy.
 
 Why one module (for now): HumanEval, bank rates, cross-play and selection share the snapshot

@@ -14,8 +14,8 @@ are not repeated (kfp.local keys the cache on component, image, command and argu
 an entry as a miss when an artifact it points to was deleted); without it the cache is cleared
 first. kfp and mlflow are imported inside the functions that need them.
 
-Does not cover: the `sparring run` command line (sparring.pipeline_cli: arguments, choosing the
-pipeline root, printing the summary) or cluster runs (submit/schedule, sparring.pipeline_cli).
+Does not cover: the `sparring run` command line (sparring.cli.pipeline: arguments, choosing the
+pipeline root, printing the summary) or cluster runs (submit/schedule, sparring.cli.pipeline).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from sparring import evaluation as ev
-from sparring.cli import main
+from sparring.cli.main import main
 from sparring.config import from_dict
 from sparring.problems import Problem, load_humaneval, write_jsonl
 

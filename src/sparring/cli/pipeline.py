@@ -19,8 +19,7 @@ import time
 from pathlib import Path
 
 from sparring import local_run
-from sparring.cli_common import add_config_args, config_from_args
-from sparring.commands import add_group
+from sparring.cli.common import add_config_args, add_group, config_from_args
 from sparring.errors import SparringError
 
 
