@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sparring import inference as inf
-from sparring.cli import main
+from sparring.cli.main import main
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ import boto3
 import mlflow
 import pytest
 
-from sparring import pipeline_cli, storage
+from sparring import local_run, storage
 from sparring.config import load_config
 
 ARTIFACT_BUCKET = "sparring-test"  # created by the s3_server fixture (tests/conftest.py)
@@ -37,7 +37,7 @@ def _run_and_check(tmp_path, mlflow_server, s3_server, name, extra, capsys):
     )
     root = tmp_path / "outputs"
     t0 = time.perf_counter()
-    state = pipeline_cli.run_local(cfg, root)
+    state = local_run.run_local(cfg, root)
     first = time.perf_counter() - t0
     console = capsys.readouterr().out
     print(f"{name}: pipeline took {first:.1f}s")
@@ -89,7 +89,7 @@ def _run_and_check(tmp_path, mlflow_server, s3_server, name, extra, capsys):
         pytest.fail(f"nothing promoted: {select.data.params or select.data.tags}")
 
     t0 = time.perf_counter()
-    again = pipeline_cli.run_local(cfg, root, resume=True)
+    again = local_run.run_local(cfg, root, resume=True)
     resumed = time.perf_counter() - t0
     print(f"{name}: resumed run took {resumed:.1f}s")
     assert again["parent_run_id"] == state["parent_run_id"] and again["resumed"]

@@ -20,7 +20,7 @@ SETS = ["dry_run=true", "name=resume", "data.max_problems=6", "data.humaneval_li
 
 def _sparring(tmp_path, *args):
     env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db"}
-    cmd = [sys.executable, "-m", "sparring.cli", "run", "--config", "configs/smoke.yaml"]
+    cmd = [sys.executable, "-m", "sparring.cli.main", "run", "--config", "configs/smoke.yaml"]
     cmd += [f"--set={s}" for s in SETS] + ["--pipeline-root", str(tmp_path / "out"), *args]
     return cmd, env
 
@@ -66,7 +66,7 @@ def test_failed_task_is_named_in_one_line(tmp_path):
     """A user mistake that only shows inside a task (a model folder that does not exist) ends
     `sparring run` with one line naming the task and the mistake, not kfp.local's traceback."""
     env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db"}
-    cmd = [sys.executable, "-m", "sparring.cli", "run", "--config", "configs/smoke.yaml"]
+    cmd = [sys.executable, "-m", "sparring.cli.main", "run", "--config", "configs/smoke.yaml"]
     cmd += ["--set=name=failing", "--set=models.generator.name=/nonexistent/model"]
     cmd += ["--set=data.max_problems=6", "--pipeline-root", str(tmp_path / "out")]
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)

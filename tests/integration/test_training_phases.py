@@ -166,7 +166,7 @@ def test_resume_after_sigkill_mid_phase(tmp_path):
     cmd = [
         sys.executable,
         "-m",
-        "sparring.cli",
+        "sparring.cli.main",
         "train",
         "--config",
         str(ROOT / "configs/smoke.yaml"),

@@ -97,7 +97,7 @@ def test_reference_documents_every_leaf_field():
 
 def _cli(*args, cwd=ROOT):
     return subprocess.run(
-        [sys.executable, "-m", "sparring.cli", *args], capture_output=True, text=True, cwd=cwd
+        [sys.executable, "-m", "sparring.cli.main", *args], capture_output=True, text=True, cwd=cwd
     )
 
 

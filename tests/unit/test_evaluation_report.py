@@ -1,4 +1,4 @@
-"""Plots and the Markdown run report (sparring.reports)."""
+"""Plots and the Markdown run report (sparring.evaluation.report)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from sparring.cli import main
+from sparring.cli.main import main
 from sparring.config import from_dict
 from sparring.evaluation.snapshots import choose_best, evaluate_snapshots
 from sparring.problems import Problem, load_humaneval, write_jsonl

@@ -79,7 +79,7 @@ def test_reward_command_explains_each_solution(tmp_path):
         {"problem_id": ref.id, "solution": "I do not know."},
     ]
     batch.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    cmd = [sys.executable, "-m", "sparring.cli", "reward", "--role", "answerer"]
+    cmd = [sys.executable, "-m", "sparring.cli.main", "reward", "--role", "answerer"]
     out = subprocess.run([*cmd, "--batch", str(batch), "--json"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     got = [json.loads(line) for line in out.stdout.splitlines()]

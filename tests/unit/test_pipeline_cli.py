@@ -1,8 +1,8 @@
 """`sparring compile | submit | schedule | runs list` at the kfp.Client boundary.
 
-No KFP server can run here: `pipeline_cli._client_factory` is replaced by a fake that records
-every call; the tests check the exact arguments (the package exists and is valid IR when the
-client sees it, cron expression, experiment, run name). The real kfp.Client calls are not run.
+No KFP server can run here: `sparring.cli.pipeline._client_factory` is replaced by a fake that
+records every call; the tests check the exact arguments (the package exists and is valid IR when
+the client sees it, cron expression, experiment, run name). The real kfp.Client calls are not run.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from sparring import cli, pipeline_cli
+from sparring.cli import pipeline
+from sparring.cli.main import main
 
 SMOKE = "configs/smoke.yaml"
 
@@ -63,14 +64,14 @@ def fake(monkeypatch):
         made.append(FakeClient(host, token, namespace))
         return made[-1]
 
-    monkeypatch.setattr(pipeline_cli, "_client_factory", factory)
+    monkeypatch.setattr(pipeline, "_client_factory", factory)
     for var in ("KF_PIPELINES_ENDPOINT", "KFP_HOST", "KFP_TOKEN", "KF_PIPELINES_SA_TOKEN_PATH"):
         monkeypatch.delenv(var, raising=False)
     return made
 
 
 def test_submit_passes_package_experiment_and_run_name(fake, capsys):
-    rc = cli.main(
+    rc = main(
         ["submit", "--config", SMOKE, "--host", "http://kfp:8888", "--token", "tok",
          "--experiment", "exp-a", "--run-name", "smoke-1", "--namespace", "team"]
     )  # fmt: skip
@@ -92,25 +93,25 @@ def test_submit_host_and_token_from_env(fake, monkeypatch, tmp_path):
     token_file.write_text("sa-token\n")
     monkeypatch.setenv("KF_PIPELINES_ENDPOINT", "http://env-host")
     monkeypatch.setenv("KF_PIPELINES_SA_TOKEN_PATH", str(token_file))
-    assert cli.main(["submit", "--config", SMOKE]) == 0
+    assert main(["submit", "--config", SMOKE]) == 0
     assert fake[0].init == ("http://env-host", "sa-token", None)
     kw = fake[0].calls[0][1]
     assert kw["experiment_name"] == "sparring-smoke"  # tracking.experiment of the config
     assert kw["run_name"].startswith("smoke-")
     monkeypatch.setenv("KFP_TOKEN", "env-token")
-    assert cli.main(["submit", "--config", SMOKE]) == 0
+    assert main(["submit", "--config", SMOKE]) == 0
     assert fake[1].init[1] == "env-token"
 
 
 def test_submit_without_host_is_one_line_error(fake, capsys):
-    assert cli.main(["submit", "--config", SMOKE]) == 2
+    assert main(["submit", "--config", SMOKE]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: no KFP host") and err.count("\n") == 1
     assert not fake
 
 
 def test_schedule_cron(fake):
-    rc = cli.main(
+    rc = main(
         ["schedule", "--config", SMOKE, "--cron", "0 0 3 * * *", "--host", "http://h",
          "--name", "nightly"]
     )  # fmt: skip
@@ -127,7 +128,7 @@ def test_schedule_cron(fake):
 
 
 def test_schedule_interval(fake):
-    assert cli.main(["schedule", "-c", SMOKE, "--interval", "3600", "--host", "http://h"]) == 0
+    assert main(["schedule", "-c", SMOKE, "--interval", "3600", "--host", "http://h"]) == 0
     kw = fake[0].calls[1][1]
     assert kw["interval_second"] == 3600 and kw["cron_expression"] is None
     assert kw["job_name"] == "smoke-recurring"
@@ -135,7 +136,7 @@ def test_schedule_interval(fake):
 
 @pytest.mark.parametrize("cron", ["0 3 * * *", "* * * * * * *", "daily"])
 def test_schedule_bad_cron_exit_2_one_line(fake, capsys, cron):
-    rc = cli.main(["schedule", "--config", SMOKE, "--cron", cron, "--host", "http://h"])
+    rc = main(["schedule", "--config", SMOKE, "--cron", cron, "--host", "http://h"])
     assert rc == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --cron") and "six fields" in err and err.count("\n") == 1
@@ -144,12 +145,12 @@ def test_schedule_bad_cron_exit_2_one_line(fake, capsys, cron):
 
 def test_schedule_needs_cron_or_interval(fake):
     with pytest.raises(SystemExit) as exc:
-        cli.main(["schedule", "--config", SMOKE, "--host", "http://h"])
+        main(["schedule", "--config", SMOKE, "--host", "http://h"])
     assert exc.value.code == 2
 
 
 def test_runs_list(fake, capsys):
-    assert cli.main(["runs", "list", "--host", "http://h", "--experiment", "e1"]) == 0
+    assert main(["runs", "list", "--host", "http://h", "--experiment", "e1"]) == 0
     calls = dict(fake[0].calls)
     assert calls["get_experiment"] == {"experiment_name": "e1"}
     assert calls["list"]["experiment_id"] == "exp-9"
@@ -160,14 +161,14 @@ def test_runs_list(fake, capsys):
 
 def test_compile_cli_is_deterministic(tmp_path, capsys):
     a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
-    assert cli.main(["compile", "--config", SMOKE, "--output", str(a)]) == 0
-    assert cli.main(["compile", "--config", SMOKE, "--output", str(b)]) == 0
+    assert main(["compile", "--config", SMOKE, "--output", str(a)]) == 0
+    assert main(["compile", "--config", SMOKE, "--output", str(b)]) == 0
     assert a.read_bytes() == b.read_bytes()
-    assert cli.main(["compile", "--config", SMOKE, "--output", str(tmp_path / "x.json")]) == 2
+    assert main(["compile", "--config", SMOKE, "--output", str(tmp_path / "x.json")]) == 2
     assert "should" not in capsys.readouterr().err  # our message, not KFP's traceback
 
 
 def test_run_rejects_s3_pipeline_root(capsys):
-    rc = cli.main(["run", "--config", SMOKE, "--set", "storage.pipeline_root=s3://b/root"])
+    rc = main(["run", "--config", SMOKE, "--set", "storage.pipeline_root=s3://b/root"])
     assert rc == 2
     assert "--pipeline-root" in capsys.readouterr().err

@@ -127,7 +127,7 @@ def test_function_name_of():
 
 def _cli(*args):
     return subprocess.run(
-        [sys.executable, "-m", "sparring.cli", *args], capture_output=True, text=True
+        [sys.executable, "-m", "sparring.cli.main", *args], capture_output=True, text=True
     )
 
 

@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 
-from sparring.sandbox.cli import add_commands
+from sparring.cli.sandbox import add_commands
 
 SOL = "def f(x):\n    return x + 1\n"
 
@@ -100,7 +100,7 @@ def test_validate_bad_problem(parser, files, capsys):
 
 
 def test_module_entry_point(files):
-    cmd = [sys.executable, "-m", "sparring.sandbox.cli", "sandbox", "exec", "--solution"]
+    cmd = [sys.executable, "-m", "sparring.cli.sandbox", "sandbox", "exec", "--solution"]
     cmd += [str(files / "sol.py"), "--tests", str(files / "tests.txt"), "--json"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
     assert r.returncode == 0, r.stderr

@@ -37,8 +37,8 @@ counts of dynamic sampling.
   (each one a full generation: the price of a step that trains). Single process only.
 
 Multi-GPU: the phase functions are plain Python, so `accelerate launch --num_processes N -m
-sparring.cli phase train-answerer ...` (or `... train`) runs them data-parallel; TRL/Accelerate
-handle the process group. Not tested here (no GPU).
+sparring.cli.main phase train-answerer ...` (or `... train`) runs them data-parallel;
+TRL/Accelerate handle the process group. Not tested here (no GPU).
 
 Notes on TRL 1.16: GRPOConfig has no `max_prompt_length`, so `fit_prompts` enforces
 `cfg.grpo.max_prompt_length` itself by dropping rows whose rendered prompt is longer (cutting a

@@ -1,7 +1,7 @@
 """`sparring sandbox exec` and `sparring sandbox validate`.
 
-The lead wires `add_commands(sub)` into the top-level `sparring` parser; `python -m
-sparring.sandbox.cli ...` runs the same commands standalone. Exit 0 whenever the sandbox ran
+`add_commands(sub)` is wired into the top-level `sparring` parser; `python -m
+sparring.cli.sandbox ...` runs the same commands standalone. Exit 0 whenever the sandbox ran
 (whatever the tests did), 2 on bad input (one line on stderr, no traceback), 1 on a sandbox infra
 failure.
 Covers: argument parsing and printing. Does not cover: any execution logic.

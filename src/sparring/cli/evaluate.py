@@ -1,5 +1,9 @@
 """`sparring eval …` (HumanEval pass@k, snapshot evaluation) and `sparring infer` (the seed's
-inference command line). Heavy imports happen inside the handlers."""
+inference command line). Heavy imports happen inside the handlers.
+
+Covers: arguments, checks of user input, and printing. Does not cover: evaluation itself
+(sparring.evaluation), generation and checkpoints (sparring.inference, sparring.backends).
+"""
 
 from __future__ import annotations
 
@@ -10,8 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from sparring.cli_common import add_config_args, config_from_args
-from sparring.commands import add_group
+from sparring.cli.common import add_config_args, add_group, config_from_args
 from sparring.errors import SparringError
 
 

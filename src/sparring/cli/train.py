@@ -1,5 +1,25 @@
 """`sparring train` (the plain-Python runner) and `sparring phase …` (one phase by hand).
 
+Covers: arguments, the `--dry-run` config override, and the workdir layout of `sparring phase`
+(PHASE_LAYOUT, which is also each phase's `--help` text). Does not cover: the phases themselves
+(sparring.phases) or the runner with checkpoints and resume (sparring.training.loop).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from sparring.cli.common import add_config_args, add_group, config_from_args
+from sparring.errors import SparringError
+
+PHASES = ("materialize", "train-answerer", "train-generator", "validate")
+
+# `sparring phase NAME --help` shows this text as is.
+PHASE_LAYOUT = """\
+`sparring train` (the plain-Python runner) and `sparring phase …` (one phase by hand).
+
 Workdir layout of `sparring phase` (chosen so phases chain by hand):
   D/data/                    materialize: train/val/eval.jsonl, bank.jsonl, manifest.json
   D/round-N/answerer/        train-answerer: the model artifact (init: D/round-(N-1)/answerer)
@@ -11,21 +31,8 @@ Workdir layout of `sparring phase` (chosen so phases chain by hand):
 D/checkpoints, D/phases.log, D/summary.json.
 """
 
-from __future__ import annotations
-
-import argparse
-import json
-from pathlib import Path
-
-from sparring.cli_common import add_config_args, config_from_args
-from sparring.errors import SparringError
-
-PHASES = ("materialize", "train-answerer", "train-generator", "validate")
-
 
 def add_commands(sub) -> None:
-    from sparring.commands import add_group
-
     p = sub.add_parser(
         "train",
         help="run every phase locally in plain Python, with checkpoints and resume",
@@ -46,7 +53,7 @@ def add_commands(sub) -> None:
         q = grp.add_parser(
             name,
             help=f"run the {name} phase",
-            description=__doc__,
+            description=PHASE_LAYOUT,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         add_config_args(q, required=True)

@@ -1,7 +1,8 @@
-"""The `sparring` command: one subcommand group per area, each defined next to its library code.
+"""The `sparring` command: the top-level parser and `main` (`sparring = sparring.cli.main:main`).
 
-Covers: the top-level parser, wiring of the subcommand modules, and turning user mistakes
-(SparringError) into one-line messages with exit code 2 instead of tracebacks.
+Covers: the top-level parser, wiring of the subcommand modules (one per command group, in this
+package), and turning user mistakes (SparringError) into one-line messages with exit code 2
+instead of tracebacks. Does not cover: any command's arguments or handler (see COMMAND_MODULES).
 Heavy frameworks (torch, kfp, mlflow) are imported only inside the subcommand that needs them,
 so `sparring --help` and `sparring config validate` stay fast.
 """
@@ -17,11 +18,13 @@ from sparring.errors import SparringError
 
 # Modules that define `add_commands(subparsers)`; each registers its own subcommands.
 COMMAND_MODULES = (
-    "sparring.commands",
-    "sparring.sandbox.cli",
-    "sparring.training.cli",
-    "sparring.pipeline_cli",
-    "sparring.evaluation_cli",
+    "sparring.cli.config",
+    "sparring.cli.problems",
+    "sparring.cli.reward",
+    "sparring.cli.sandbox",
+    "sparring.cli.train",
+    "sparring.cli.pipeline",
+    "sparring.cli.evaluate",
 )
 
 

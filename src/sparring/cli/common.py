@@ -1,10 +1,21 @@
-"""Arguments shared by every command that takes an experiment config (`--config`, `--set`)."""
+"""Arguments shared by every command that takes an experiment config (`--config`, `--set`), and
+`add_group`, a subcommand group whose bare form prints its own help.
+
+Does not cover: loading or validating configs (sparring.config) or any command of its own.
+"""
 
 from __future__ import annotations
 
 import argparse
 
 from sparring.config import Config, load_config
+
+
+def add_group(sub, name: str, help_text: str) -> argparse._SubParsersAction:
+    """A subcommand group (`sparring NAME …`) whose bare form prints its own help."""
+    group = sub.add_parser(name, help=help_text, description=help_text)
+    group.set_defaults(func=None, group_parser=group)
+    return group.add_subparsers(dest=f"{name}_command", metavar="SUBCOMMAND")
 
 
 def add_config_args(parser: argparse.ArgumentParser, required: bool = False) -> None:

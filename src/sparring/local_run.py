@@ -1,0 +1,204 @@
+"""Running a config's pipeline on this machine through kfp.local, and what it leaves behind.
+
+Covers: `run_local` (the same DAG as on the cluster, through kfp.local's SubprocessRunner with
+use_venv=False), its state and resume logic, the console filtering and log file, the one-line
+error for a failed task, and the summaries of a finished run (`child_summary`, `learn_lines`).
+Also `pipelines_module`, the import of the repo's `pipelines.selfplay` that compiling needs too.
+
+Local runs: `prepare_local_run` creates the MLflow parent run before the DAG starts, and
+`run_local` passes its id and a local run id as pipeline parameters (kfp.local has no server-side
+run id worth tagging, and a fresh id per attempt would defeat caching). State lives in
+`<pipeline_root>/.sparring/<name>/`: `state.json` (parent run id, local run id, config digest)
+and `cache/` (kfp.local's cache). `resume=True` reuses both, so finished tasks are cache hits and
+are not repeated (kfp.local keys the cache on component, image, command and arguments, and treats
+an entry as a miss when an artifact it points to was deleted); without it the cache is cleared
+first. kfp and mlflow are imported inside the functions that need them.
+
+Does not cover: the `sparring run` command line (sparring.cli.pipeline: arguments, choosing the
+pipeline root, printing the summary) or cluster runs (submit/schedule, sparring.cli.pipeline).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sys
+import time
+import warnings
+from pathlib import Path
+
+from sparring.errors import SparringError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def pipelines_module():
+    """`pipelines.selfplay`; the repo root holds `components/` and `pipelines/`."""
+    try:
+        from pipelines import selfplay
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("pipelines", "components"):
+            raise
+        sys.path.insert(0, str(ROOT))
+        from pipelines import selfplay
+    return selfplay
+
+
+def _state_dir(root: Path, cfg) -> Path:
+    return root / ".sparring" / cfg.name
+
+
+def prepare_local_run(cfg, root: Path, resume: bool) -> dict:
+    """Parent run and local run id for a local run; reused from state.json with --resume."""
+    from sparring import tracking
+
+    state_dir = _state_dir(root, cfg)
+    state_file = state_dir / "state.json"
+    cache_dir = state_dir / "cache"
+    if resume and state_file.is_file():
+        state = json.loads(state_file.read_text())
+        if state.get("digest") == cfg.digest():
+            state["resumed"] = True
+            return state
+        print("config changed since the last run: starting a new run", file=sys.stderr)
+    elif resume:
+        print("nothing to resume: starting a new run", file=sys.stderr)
+    shutil.rmtree(cache_dir, ignore_errors=True)
+    kfp_run_id = f"local-{cfg.name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+    state = {
+        "kfp_run_id": kfp_run_id,
+        "parent_run_id": tracking.start_parent_run(cfg, kfp_run_id),
+        "digest": cfg.digest(),
+        "resumed": False,
+    }
+    state_dir.mkdir(parents=True, exist_ok=True)
+    state_file.write_text(json.dumps(state, indent=1))
+    return state
+
+
+@contextlib.contextmanager
+def _quiet_console(log_path: Path):
+    """kfp.local prints each task's executor input (the whole config) and logs; send all of
+    it to `log_path` and let only Sparring's progress lines through (SPARRING_VERBOSE=1: all)."""
+    from sparring.progress import ConsoleFilter
+
+    if os.environ.get("SPARRING_VERBOSE"):
+        yield
+        return
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "a") as log, warnings.catch_warnings():
+        # kfp.local warns on every task that our base image is not a python image: it is.
+        warnings.filterwarnings("ignore", message=".*non-Python base image.*")
+        # ...and that resource limits mean nothing locally, once per task: we know.
+        warnings.filterwarnings("ignore", message=".*have no effect in the current local runner.*")
+        real = sys.stdout
+        sys.stdout = ConsoleFilter(real, log)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stdout = real
+
+
+def _pipeline_failure(exc: Exception, log_path: Path) -> SparringError:
+    """One error naming the failed task and its error. A Sparring error inside a task is a
+    message for the user; anything else is a bug, so its traceback is printed too."""
+    from sparring.progress import failure_excerpt
+
+    text = log_path.read_text(errors="replace") if log_path.exists() else ""
+    task, error, trace = failure_excerpt(text)
+    if not task:
+        return SparringError(f"the pipeline failed ({exc}); its whole output: {log_path}")
+    if trace and not error.startswith("sparring."):
+        print("\n".join([f"--- task {task}, from {log_path}", *trace, "---"]), file=sys.stderr)
+    message = error.split(": ", 1)[1] if error.startswith("sparring.") else error
+    where = f"--resume continues after fixing it; the whole output: {log_path}"
+    return SparringError(f"task {task} failed: {message or 'see its log'}; {where}")
+
+
+def run_local(cfg, root: Path, resume: bool = False) -> dict:
+    """Run the pipeline of a config through kfp.local; returns the state and a summary."""
+    from kfp import local
+
+    from sparring import storage, tracking
+
+    storage.configure(cfg)
+    # Tasks are subprocesses: they inherit the (absolute) tracking URI and the S3 endpoint.
+    os.environ["MLFLOW_TRACKING_URI"] = tracking.tracking_uri(cfg)
+    if cfg.storage.s3_endpoint:
+        os.environ.setdefault("AWS_ENDPOINT_URL", cfg.storage.s3_endpoint)
+    state = prepare_local_run(cfg, root, resume)
+    local.init(
+        runner=local.SubprocessRunner(use_venv=False),
+        pipeline_root=str(root),
+        enable_caching=True,
+        cache_root=str(_state_dir(root, cfg) / "cache"),
+    )
+    pipeline = pipelines_module().build_pipeline(cfg, local=True)
+    log_path = root / f"run-{state['kfp_run_id']}.log"
+    print(f"Running {cfg.name} through kfp.local; every task's full output: {log_path}")
+    t0 = time.perf_counter()
+    try:
+        with _quiet_console(log_path):
+            pipeline(parent_run_id=state["parent_run_id"], kfp_run_id=state["kfp_run_id"])
+    except Exception as exc:
+        tracking.finish_parent_run(cfg, state["parent_run_id"], status="FAILED")
+        raise _pipeline_failure(exc, log_path) from None
+    state["seconds"] = time.perf_counter() - t0
+    state["children"] = child_summary(cfg, state["parent_run_id"])
+    return state
+
+
+def child_summary(cfg, parent_run_id: str) -> list[dict]:
+    """One entry per MLflow child run of the parent: name, status, seconds, metric count."""
+    import mlflow
+
+    from sparring import tracking
+
+    mlflow.set_tracking_uri(tracking.tracking_uri(cfg))
+    parent = mlflow.get_run(parent_run_id)
+    runs = mlflow.search_runs(
+        [parent.info.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'",
+        order_by=["attributes.start_time ASC"],
+        output_format="list",
+    )
+    out: dict[str, dict] = {}  # the last attempt per task; retries and resumes are counted
+    for r in runs:
+        end = r.info.end_time or r.info.start_time
+        attempts = out.get(r.info.run_name, {}).get("attempts", 0) + 1
+        out.pop(r.info.run_name, None)
+        out[r.info.run_name] = {
+            "name": r.info.run_name,
+            "status": r.info.status,
+            "seconds": (end - r.info.start_time) / 1000.0,
+            "metrics": len(r.data.metrics),
+            "attempts": attempts,
+        }
+    return list(out.values())
+
+
+def learn_lines(cfg, parent_run_id: str) -> list[str]:
+    """The LEARN lines of a finished run, from its phases' MLflow runs; also logged to the
+    parent run as learn.txt."""
+    import mlflow
+
+    from sparring import tracking
+    from sparring.evaluation import learning
+
+    mlflow.set_tracking_uri(tracking.tracking_uri(cfg))
+    parent = mlflow.get_run(parent_run_id)
+    runs = mlflow.search_runs(
+        [parent.info.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'",
+        order_by=["attributes.start_time ASC"],
+        output_format="list",
+    )
+    summary, breaks, useful = learning.from_phase_runs(
+        [(r.info.run_name, r.data.metrics) for r in runs]
+    )
+    lines = learning.learn_lines(summary, breaks, useful)
+    mlflow.MlflowClient().log_text(parent_run_id, "\n".join(lines) + "\n", "learn.txt")
+    return lines
