@@ -18,13 +18,28 @@ from sparring.problems import Problem
 
 def completion_targets(problems: list[Problem], role: str = "answerer") -> list[str]:
     """What a good completion of `role` holds, per problem: the reference solution for the
-    answerer; for the generator, tests like the problem's own (as many as it is asked for)."""
+    answerer (`answer_target`); for the generator, tests like the problem's own (as many as it
+    is asked for)."""
     if role == "generator":
         n = prompts.GENERATOR_TESTS
         return ["\n".join(p.baseline_tests[-n:]) for p in problems if p.baseline_tests]
     if role == "proposer":  # a whole problem as JSON
         return [json.dumps(p.to_dict()) for p in problems]
-    return [p.reference_solution for p in problems]
+    return [answer_target(p) for p in problems]
+
+
+def answer_target(problem: Problem) -> str:
+    """What a good answer to `problem` holds: its reference solution, except that for a
+    HumanEval-style problem (the prompt is the start of the reference) the prompt's docstring and
+    helpers are given, not written: the entry point's `def` line and the canonical body."""
+    ref, prompt = problem.reference_solution, problem.prompt
+    if not prompt or not ref.startswith(prompt):
+        return ref
+    name = problem.function_name
+    signature = next(
+        (line for line in prompt.splitlines() if line.lstrip().startswith(f"def {name}(")), ""
+    )
+    return f"{signature}\n{ref[len(prompt) :]}" if signature else ref[len(prompt) :]
 
 
 def completion_tokens(

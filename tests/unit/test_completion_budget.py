@@ -159,3 +159,15 @@ def test_completion_tokens_takes_a_real_hf_tokenizer_or_mlx_wrapper():
     assert completion_tokens(auto, MlxLikeWrapper(tok), problems) == budget
     # the generator is sized from tests like the problem's own, not from a function
     assert 64 <= completion_tokens(auto, tok, problems, "generator") <= 512
+
+
+def test_a_humaneval_answer_is_sized_without_the_given_docstring():
+    from sparring.budget import answer_target, completion_targets
+    from sparring.problems import load_humaneval
+
+    task = load_humaneval(limit=1)[0]  # HumanEval/0: a long docstring, a short body
+    target = answer_target(task)
+    body = task.reference_solution[len(task.prompt) :]
+    assert target.startswith(f"def {task.entry_point}(") and target.endswith(body)
+    assert '"""' not in target and len(target) < len(task.reference_solution) - 200
+    assert completion_targets([task]) == [target]

@@ -208,3 +208,32 @@ def test_eval_snapshots_command(data_dir, fake_models, tmp_path, capsys):
     assert main(argv) == 0
     assert "selection: round 1 scores" in capsys.readouterr().out
     assert (out / "report.md").is_file() and (out / "report.json").is_file()
+
+
+def test_evaluation_budget_is_sized_per_chunk_of_similar_answers(monkeypatch):
+    """Short problems get a short budget, long ones a long one; answers come back in order."""
+    from transformers import AutoTokenizer
+
+    import sparring.evaluation.snapshots as snapshots
+    from sparring.backends.torch.models import smollm2_tokenizer_dir
+
+    tok = AutoTokenizer.from_pretrained(str(smollm2_tokenizer_dir()))
+    body = "    return a + b\n"
+    long_body = "".join(f"    x{i} = a * {i} + b - {i} // 3\n" for i in range(40)) + body
+    problems = [
+        Problem(f"p{i}", "Add.", "def add(a, b):", ["assert add(1, 2) == 3"],
+                "def add(a, b):\n" + (long_body if i % 4 == 0 else body))
+        for i in range(12)
+    ]  # fmt: skip
+    budgets = []
+
+    def fake_generate(model_name, chunk, max_new_tokens, **kwargs):
+        budgets.append((max_new_tokens, {len(p.reference_solution) > 100 for p in chunk}))
+        return [[p.id] for p in chunk]
+
+    monkeypatch.setattr(snapshots, "generate_solutions", fake_generate)
+    cfg = from_dict({"grpo": {"max_completion_length": 0}})  # auto: sized from references
+    out = snapshots._generate_sized(cfg, "m", problems, (None, tok), seed=0)
+    assert out == [[p.id] for p in problems]
+    (short, kinds_a), (long, kinds_b) = budgets
+    assert kinds_a == {False} and kinds_b == {False, True} and short < long

@@ -2,7 +2,8 @@
 
 Covers: reading and checking the batch, and printing one line (or JSON object) per solution.
 Does not cover: the scoring itself (sparring.games.code_duel.score_answers,
-sparring.rewards.answerer_credit) or which tests trivial code passes (sparring.problems.compute_trivial_passes).
+sparring.rewards.answerer_credit) or which tests trivial code passes
+(sparring.problems.compute_trivial_passes).
 """
 
 from __future__ import annotations

@@ -85,13 +85,13 @@ def model_metrics(
         model_name, device=cfg.model_for("answerer").device
     )
     targets = [*eval_problems, *solve.values()]
-    completions = generate_solutions(
+    completions = _generate_sized(
+        cfg,
         model_name,
         targets,
-        max_new_tokens=_max_new_tokens(cfg, loaded, targets),
+        loaded,
         seed=cfg.seed,
         stages=("code",) if cfg.reasoning.direct else tuple(cfg.reasoning.stages),
-        loaded=loaded,
     )
     samples = cfg.data.val_samples if sampled else 0
     val_sampled = None
@@ -149,14 +149,36 @@ def model_metrics(
     return metrics, codes
 
 
-def _max_new_tokens(cfg: Any, loaded: Any, problems: Sequence[Problem]) -> int:
-    """The training completion budget (grpo.max_completion_length; 0 = sized from the
-    problems' reference solutions), so evaluation sees answers as long as training allowed."""
-    if cfg.grpo.max_completion_length:
-        return cfg.grpo.max_completion_length
-    from sparring.budget import completion_tokens
+SIZED_CHUNK = 8  # problems per budget: the torch sampler's batch
 
-    return completion_tokens(cfg, loaded[1], list(problems) or [])
+
+def _generate_sized(
+    cfg: Any, model_name: str, problems: Sequence[Problem], loaded: Any, **kwargs: Any
+) -> list[list[str]]:
+    """`generate_solutions` with the training completion budget (grpo.max_completion_length;
+    0 = sized from reference solutions, as each training phase sizes its own), so evaluation
+    sees answers as long as training allowed. Sized per chunk of `SIZED_CHUNK` problems of
+    similar answer length, not over the whole set: a short problem does not inherit the longest
+    one's budget, and a model that never stops (the base model, often) costs tokens in
+    proportion to what it was asked."""
+    from sparring.budget import answer_target, completion_tokens
+
+    problems = list(problems)
+    if cfg.grpo.max_completion_length or not problems:
+        n = cfg.grpo.max_completion_length
+        return generate_solutions(model_name, problems, max_new_tokens=n, loaded=loaded, **kwargs)
+    order = sorted(range(len(problems)), key=lambda i: len(answer_target(problems[i])))
+    out: list[list[str]] = [[] for _ in problems]
+    for start in range(0, len(order), SIZED_CHUNK):
+        index = order[start : start + SIZED_CHUNK]
+        chunk = [problems[i] for i in index]
+        budget = completion_tokens(cfg, loaded[1], chunk)
+        texts = generate_solutions(
+            model_name, chunk, max_new_tokens=budget, loaded=loaded, **kwargs
+        )
+        for i, completions in zip(index, texts, strict=True):
+            out[i] = completions
+    return out
 
 
 def _sampled_measures(
@@ -166,16 +188,16 @@ def _sampled_measures(
     from sparring.games import code_duel
     from sparring.sandbox import Sandbox
 
-    completions = generate_solutions(
+    completions = _generate_sized(
+        cfg,
         model_name,
         problems,
-        max_new_tokens=_max_new_tokens(cfg, loaded, problems),
+        loaded,
         num_samples=samples,
         temperature=cfg.grpo.temperature,
         top_p=cfg.grpo.top_p,
         seed=cfg.seed + 1,
         stages=("code",) if cfg.reasoning.direct else tuple(cfg.reasoning.stages),
-        loaded=loaded,
     )
     flat_problems = [p for p, outs in zip(problems, completions, strict=True) for _ in outs]
     flat_texts = [c for outs in completions for c in outs]
