@@ -105,14 +105,16 @@ def plot_step_curves(runs: Sequence[Mapping[str, Any]], path: str | Path) -> Pat
             fontsize=6, rotation=90, va="top", color="#666666",
         )  # fmt: skip
         offset += last
-    for ax, (_, label) in zip(axes, STEP_PANELS, strict=True):
+    for ax, (key, label) in zip(axes, STEP_PANELS, strict=True):
         ax.set_ylabel(label, fontsize=8)
         ax.grid(alpha=0.3)
+        if key == "frac_reward_zero_std":  # a share: 1 means the step trained nothing
+            ax.set_ylim(-0.05, 1.05)
     axes[-1].set_xlabel("optimizer step (phases in run order)")
+    fig.suptitle("Training steps: every phase", x=0.02, ha="left")
     if handles:
-        axes[0].legend(list(handles.values()), list(handles), fontsize=7, loc="lower right")
-    axes[0].set_title("Training steps: every phase")
-    fig.tight_layout()
+        fig.legend(list(handles.values()), list(handles), fontsize=7, loc="upper right", ncol=3)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return Path(path)

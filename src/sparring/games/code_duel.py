@@ -21,8 +21,9 @@ reference passes it and every trivial solution fails it. None means "no signal" 
 failure), never 0.
 Does not cover: sampling (sparring.backends.torch.generation) or training (sparring.training).
 
-Why one module (for now): both roles' rewards share its result cache and trivial-solution
-view; the split into answerer and generator halves is tracked with the layout issue (#12).
+Why one module: both roles' rewards share its result cache and trivial-solution view, and the
+generator's reward is defined by what the answerer's frozen solutions earn; an answerer half
+and a generator half would import each other.
 """
 
 from __future__ import annotations

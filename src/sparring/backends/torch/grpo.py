@@ -46,9 +46,13 @@ problem statement in half would train on a different problem); reward functions 
 None, which TRL turns into NaN and drops with nansum/nanmean, so a sandbox failure is "no
 signal", not 0.
 Does not cover: rewards (sparring.games.code_duel), which model/adapter is trained
-(sparring.phases), DAPO's
-"resample until the batch is full" variant (dropping shrinks the batch instead), multimodal
-batches (no dropping when images are present), multi-GPU runs of the subclass (untested here).
+(sparring.phases), DAPO's "resample until the batch is full" variant (dropping shrinks the batch
+instead), multimodal batches (no dropping when images are present), multi-GPU runs of the
+subclass (untested here).
+
+Why one module: the trainer subclass, its arguments and `run_grpo` share the TRL internals the
+subclass overrides (generation, scoring, logging of a step); split, each half would reach into
+the other's private assumptions about TRL 1.16.
 """
 
 from __future__ import annotations
