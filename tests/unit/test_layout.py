@@ -1,0 +1,200 @@
+"""The layout's rules, checked statically (the `ast` of every module under src/sparring, nothing
+imported, milliseconds): no import cycle between sparring modules at module level; the pure-logic
+modules (and the sandbox image's path) import no heavy framework, directly or through another
+sparring module; a module over 500 lines says at its top why it is one module; nothing outside
+sparring.backends branches on the backend's name.
+
+Imports inside functions are lazy on purpose (heavy frameworks, upward calls) and are not counted;
+nor are imports under `if TYPE_CHECKING:`.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+HEAVY = {
+    "torch", "transformers", "trl", "peft", "accelerate", "datasets", "kfp", "mlflow", "boto3",
+    "botocore", "mlx", "mlx_lm", "matplotlib", "numpy",
+}  # fmt: skip
+PURE = (
+    "sparring.config", "sparring.errors", "sparring.problems", "sparring.prompts",
+    "sparring.rewards", "sparring.trivial", "sparring.budget", "sparring.progress",
+    "sparring.games.base", "sparring.sandbox.limits", "sparring.sandbox.oracle",
+    "sparring.backends", "sparring.backends.base", "sparring.evaluation.learning",
+    "sparring.evaluation.hacking", "sparring.phases.zone",
+    # the sandbox image ships no ML stack: what its validate task imports must not need one
+    "sparring.phases.validate", "sparring.phases.kfp_io", "sparring.sandbox",
+)  # fmt: skip
+MAX_LINES = 500
+
+
+def module_files(src: Path = SRC) -> dict[str, Path]:
+    """Dotted module name -> file, for every module of the sparring package under `src`."""
+    out = {}
+    for path in sorted((src / "sparring").rglob("*.py")):
+        parts = list(path.relative_to(src).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def _top_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """Imports that run when the module is imported (not in functions, not TYPE_CHECKING)."""
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                found.append(node)
+            elif isinstance(node, ast.If):
+                if "TYPE_CHECKING" not in ast.unparse(node.test):
+                    visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, (ast.Try, ast.With)):
+                visit(node.body)
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+
+    visit(tree.body)
+    return found
+
+
+def import_graph(src: Path = SRC) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """(sparring module -> sparring modules it imports at module level, module -> the
+    top-level names of the other packages it imports at module level). A package importing its
+    own submodules in __init__ is the usual Python layout, not a cycle: the implicit import of a
+    module's parent packages is left out here (`ancestors` adds it where it matters)."""
+    modules = module_files(src)
+    edges: dict[str, set[str]] = {name: set() for name in modules}
+    external: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in _top_level_imports(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*parent, base] if base else parent)
+                targets = [f"{base}.{alias.name}" for alias in node.names] + [base]
+            for target in targets:
+                if target.split(".")[0] != "sparring":
+                    external[name].add(target.split(".")[0])
+                    continue
+                while target and target not in modules:  # `from pkg import name`: the module
+                    target = target.rpartition(".")[0]
+                # a package is imported before its submodules anyway: not an edge of its own
+                if target and target != name and not name.startswith(target + "."):
+                    edges[name].add(target)
+    return edges, external
+
+
+def ancestors(module: str) -> list[str]:
+    """The packages whose __init__ runs before `module` (sparring.a.b -> sparring.a)."""
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(2, len(parts))]
+
+
+def find_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Every elementary cycle found by a depth-first search, each once, as a closed path."""
+    cycles, seen = [], set()
+
+    def walk(node: str, path: list[str]) -> None:
+        for nxt in sorted(edges.get(node, ())):
+            if nxt == path[0]:
+                key = frozenset(path)
+                if key not in seen:
+                    seen.add(key)
+                    cycles.append([*path, nxt])
+            elif nxt not in path and nxt > path[0]:  # each cycle from its smallest member
+                walk(nxt, [*path, nxt])
+
+    for start in sorted(edges):
+        walk(start, [start])
+    return cycles
+
+
+def heavy_imports(module: str, edges: dict[str, set[str]], external: dict[str, set[str]]):
+    """{heavy package: the chain of modules through which `module` imports it}."""
+    found: dict[str, list[str]] = {}
+    stack, chains = [module], {module: [module]}
+    while stack:
+        current = stack.pop()
+        for package in sorted(external.get(current, set()) & HEAVY):
+            found.setdefault(package, chains[current])
+        for nxt in sorted({*edges.get(current, ()), *ancestors(current)}):
+            if nxt not in chains:
+                chains[nxt] = [*chains[current], nxt]
+                stack.append(nxt)
+    return found
+
+
+def test_no_import_cycle():
+    cycles = find_cycles(import_graph()[0])
+    assert not cycles, "import cycles (make one side import lazily, or move the shared part):\n" + (
+        "\n".join(" -> ".join(c) for c in cycles)
+    )
+
+
+@pytest.mark.parametrize("module", PURE)
+def test_pure_modules_import_no_heavy_framework(module):
+    edges, external = import_graph()
+    assert module in edges, f"{module}: no such module (update PURE in {Path(__file__).name})"
+    heavy = heavy_imports(module, edges, external)
+    assert not heavy, "; ".join(
+        f"{module} imports {pkg} at module level via {' -> '.join(chain)}: import it inside "
+        "the function that needs it"
+        for pkg, chain in heavy.items()
+    )
+
+
+def test_long_modules_say_why_they_are_one():
+    long = []
+    for name, path in module_files().items():
+        text = path.read_text()
+        doc = ast.get_docstring(ast.parse(text)) or ""
+        if text.count("\n") > MAX_LINES and "why one module" not in doc.lower():
+            long.append(f"{name} ({text.count(chr(10))} lines)")
+    assert not long, f"over {MAX_LINES} lines without 'Why one module: ...' atop: {long}"
+
+
+def test_only_backends_branch_on_the_backend_name():
+    """Phases, evaluation, games and the CLI ask `backends.get(cfg.backend)`; config validation
+    (data checks) and the component image choice (components/) are not in src's scope here."""
+    offenders = []
+    for name, path in module_files().items():
+        if name.startswith("sparring.backends") or name == "sparring.config":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare) and any(
+                isinstance(c, ast.Constant) and c.value in ("mlx", "torch")
+                for c in [node.left, *node.comparators]
+            ):
+                offenders.append(f"{name}:{node.lineno}")
+    assert not offenders, f"backend branches outside sparring.backends: {offenders}"
+
+
+def test_the_checks_catch_what_they_check(tmp_path):
+    """A cycle and a heavy import through a sibling are found; a lazy import is no edge."""
+    pkg = tmp_path / "sparring"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from sparring import b\n")
+    (pkg / "b.py").write_text("import torch\n\ndef f():\n    from sparring import a\n")
+    (pkg / "c.py").write_text("from sparring.b import f\nfrom sparring import a\n")
+    edges, external = import_graph(tmp_path)
+    assert find_cycles(edges) == []  # b -> a is lazy: no cycle
+    (pkg / "b.py").write_text("import torch\nfrom sparring import c\n")
+    edges, external = import_graph(tmp_path)
+    assert find_cycles(edges) == [
+        ["sparring.a", "sparring.b", "sparring.c", "sparring.a"],
+        ["sparring.b", "sparring.c", "sparring.b"],
+    ]
+    assert heavy_imports("sparring.a", edges, external) == {"torch": ["sparring.a", "sparring.b"]}
