@@ -7,7 +7,7 @@ kept in the dataset artifact as `Problem.trivial_passes`). A test that some triv
 passes is *non-discriminating*: passing it says nothing about whether the code solves the problem.
 
 Pure: builds source strings and reads results; running them is the sandbox's job
-(`sparring.credit.trivial_passes`). Imports nothing heavy.
+(`sparring.problems.compute_trivial_passes`). Imports nothing heavy.
 """
 
 from __future__ import annotations
