@@ -34,7 +34,7 @@ install: $(VENV)/.installed  ## create .venv with everything run and test need
 run: install  ## the main job: the self-play pipeline on configs/local.yaml through kfp.local
 	$(BIN)/sparring run --config $(CONFIG)
 
-learn: install  ## the learning run: held-out gains with 95% intervals, LEARN lines (~45 min)
+learn: install  ## the learning run: held-out gains with 95% intervals, LEARN lines (~30 min)
 	$(BIN)/sparring run --config configs/learn.yaml
 
 smoke: install  ## the same DAG on a tiny random model (minutes)
