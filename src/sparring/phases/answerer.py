@@ -7,7 +7,6 @@ GRPO loop (the backend's `train`).
 
 from __future__ import annotations
 
-import logging
 import tempfile
 from typing import Any
 
@@ -23,11 +22,7 @@ from sparring.phases.common import (
     trained_record,
 )
 from sparring.phases.zone import draw_in_zone, in_zone, read_zone
-from sparring.problems import (
-    Problem,
-)
-
-log = logging.getLogger(__name__)
+from sparring.problems import Problem
 
 
 def answerer_rows(

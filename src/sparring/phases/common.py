@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 import random
 import shutil
@@ -20,12 +19,7 @@ from typing import Any
 
 from sparring.config import Config
 from sparring.errors import SparringError
-from sparring.problems import (
-    Problem,
-    read_jsonl,
-)
-
-log = logging.getLogger(__name__)
+from sparring.problems import Problem, read_jsonl
 
 
 def derived_seed(cfg: Config, round_index: int, phase: str) -> int:

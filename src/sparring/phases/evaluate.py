@@ -23,9 +23,7 @@ from sparring.evaluation.hacking import hacking_signals
 from sparring.evaluation.humaneval import sandbox_limits
 from sparring.evaluation.snapshots import choose_best, evaluate_snapshots, model_metrics
 from sparring.phases.snapshot import resolve_snapshots
-from sparring.problems import (
-    read_jsonl,
-)
+from sparring.problems import read_jsonl
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import gc
-import logging
 import tempfile
 import time
 from typing import Any
@@ -28,11 +27,7 @@ from sparring.phases.common import (
     write_lines,
 )
 from sparring.phases.zone import draw_in_zone
-from sparring.problems import (
-    Problem,
-)
-
-log = logging.getLogger(__name__)
+from sparring.problems import Problem
 
 
 def _equality(test: str) -> tuple[ast.expr, ast.expr] | None:

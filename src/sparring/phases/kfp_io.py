@@ -9,15 +9,12 @@ Does not cover: any phase's work (the modules beside this one).
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
 
 import yaml
 
 from sparring import storage, tracking
 from sparring.config import Config, from_dict
-
-log = logging.getLogger(__name__)
 
 
 def config_from_yaml(text: str) -> Config:

@@ -18,11 +18,7 @@ from typing import Any
 from sparring import storage
 from sparring.config import Config
 from sparring.errors import SparringError
-from sparring.phases.common import (
-    read_lines,
-    sandbox_limits,
-    write_lines,
-)
+from sparring.phases.common import read_lines, sandbox_limits, write_lines
 from sparring.problems import (
     Problem,
     compute_trivial_passes,

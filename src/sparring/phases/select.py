@@ -7,7 +7,6 @@ champion, register it under the alias) and `save_bank`. Does not cover: the sele
 from __future__ import annotations
 
 import json
-import logging
 import shutil
 import tempfile
 from pathlib import Path
@@ -16,8 +15,6 @@ from typing import Any
 from sparring import storage, tracking
 from sparring.config import Config
 from sparring.phases.snapshot import localize
-
-log = logging.getLogger(__name__)
 
 
 def select_and_register(

@@ -12,14 +12,10 @@ evaluation scores it apart from the rounds. Does not cover: evaluating (sparring
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
 
 from sparring import storage
 from sparring.errors import SparringError
-
-log = logging.getLogger(__name__)
-
 
 WARM_START_LABEL = "warm-start"
 

@@ -9,25 +9,14 @@ task has no MLflow credentials). Does not cover: the sandbox (sparring.sandbox).
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
 from typing import Any
 
 from sparring import rewards
 from sparring.config import Config
-from sparring.phases.common import (
-    read_lines,
-    sandbox_limits,
-    train_problems,
-    write_lines,
-)
+from sparring.phases.common import read_lines, sandbox_limits, train_problems, write_lines
 from sparring.phases.zone import ZONE_FILE, in_zone, zone_stats
-from sparring.problems import (
-    Problem,
-)
-
-log = logging.getLogger(__name__)
-
+from sparring.problems import Problem
 
 VALIDATION_FILE = "validation.json"
 

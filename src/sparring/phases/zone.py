@@ -8,21 +8,12 @@ flat ones last. Does not cover: the batch-level refill (sparring.backends.torch.
 from __future__ import annotations
 
 import json
-import logging
 import random
 from pathlib import Path
 
 from sparring.config import Config
-from sparring.phases.common import (
-    derived_seed,
-    draw_problems,
-)
-from sparring.problems import (
-    Problem,
-)
-
-log = logging.getLogger(__name__)
-
+from sparring.phases.common import derived_seed, draw_problems
+from sparring.problems import Problem
 
 ZONE_FILE = "zone.json"
 

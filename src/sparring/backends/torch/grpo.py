@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import logging
 import math
 import resource
 import time
@@ -69,8 +68,6 @@ from typing import Any
 from sparring import progress
 from sparring.config import Config
 from sparring.errors import SparringError
-
-log = logging.getLogger(__name__)
 
 
 def peak_memory_mb() -> float:
