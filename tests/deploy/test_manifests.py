@@ -427,3 +427,15 @@ def test_reference_sandbox_pod_holds_no_secret_and_no_token(reference_pod, rende
 def test_reference_pod_is_not_part_of_any_kustomization():
     for path in MANIFESTS.rglob("kustomization.yaml"):
         assert "reference" not in path.read_text(), path
+
+
+def test_reference_sandbox_pod_runs_a_module_the_package_has(reference_pod):
+    """`python -m X` in the reference pod names a module with a `__main__` entry in src/."""
+    import importlib.util
+
+    command = reference_pod["spec"]["containers"][0]["command"]
+    assert command[:2] == ["python", "-m"], command
+    spec = importlib.util.find_spec(command[2])
+    assert spec is not None and spec.origin, f"{command[2]}: no such module"
+    source = Path(spec.origin).read_text()
+    assert spec.origin.endswith("__main__.py") or 'if __name__ == "__main__":' in source
