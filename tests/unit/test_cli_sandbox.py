@@ -105,3 +105,11 @@ def test_module_entry_point(files):
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["passed"] == 2
+
+
+def test_bare_group_prints_its_help_like_every_other_group(capsys):
+    from sparring.cli.main import main
+
+    assert main(["sandbox"]) == 2
+    out = capsys.readouterr().out
+    assert "SUBCOMMAND" in out and "exec" in out and "validate" in out

@@ -14,6 +14,7 @@ import json
 import sys
 from pathlib import Path
 
+from sparring.cli.common import add_group
 from sparring.sandbox.limits import SandboxLimits
 from sparring.sandbox.plan import parse_tests_file
 
@@ -106,8 +107,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
     """Register `sandbox exec` and `sandbox validate` on a top-level subparsers object."""
-    sandbox = subparsers.add_parser("sandbox", help="run untrusted code against tests")
-    sub = sandbox.add_subparsers(dest="sandbox_command", required=True)
+    sub = add_group(subparsers, "sandbox", "run untrusted code against tests")
     ex = sub.add_parser("exec", help="run a solution against tests")
     ex.add_argument("--solution", required=True, help="Python file defining the function(s)")
     _common(ex)
@@ -123,6 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="sparring")
     add_commands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
+    if not getattr(args, "func", None):  # the bare group: its help, as `sparring sandbox` does
+        args.group_parser.print_help()
+        return 2
     return int(args.func(args))
 
 
