@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import yaml
 
-from sparring.errors import SparringError
+from sparring.errors import SparringError, read_user_text
 
 
 class ConfigError(SparringError, ValueError):
@@ -393,7 +393,8 @@ def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
     fields = {f.name: f for f in dataclasses.fields(cls)}
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
-        path = f"{prefix}.{key}" if prefix else str(key)
+        name = str(key) if str(key).isprintable() else repr(str(key))  # one line, always
+        path = f"{prefix}.{name}" if prefix else name
         if key not in fields:
             import difflib
 
@@ -502,13 +503,13 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     if not p.is_file():
         raise ConfigError(f"{path}: no such config file")
     try:
-        data = yaml.safe_load(p.read_text())
+        data = yaml.safe_load(read_user_text(p, ConfigError))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         line = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown line"
         raise ConfigError(f"{path}: YAML syntax error at {line}: {exc.problem}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: YAML error: {exc}") from None
+    except yaml.YAMLError as exc:  # e.g. a control character: one line, not PyYAML's three
+        raise ConfigError(f"{path}: YAML error: {' '.join(str(exc).split())}") from None
     if data is not None and not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of keys to values")
     return data or {}

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sparring.errors import SparringError
+from sparring.errors import SparringError, read_user_text
 from sparring.evaluation.humaneval import humaneval_job
 
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -215,9 +215,9 @@ def load_source(source: str) -> list[Problem]:
         files = sorted(p for p in path.iterdir() if p.suffix in (".json", ".jsonl"))
         if not files:
             raise ProblemError(f"{source}: folder holds no .json or .jsonl files")
-        return [p for f in files for p in parse_problems(f.read_text(), str(f))]
+        return [p for f in files for p in parse_problems(_read(f), str(f))]
     if path.is_file():
-        return parse_problems(path.read_text(), str(path))
+        return parse_problems(_read(path), str(path))
     raise ProblemError(
         f"{source}: not found; use bundled, humaneval, a .json/.jsonl file, a folder or s3://"
     )
@@ -259,7 +259,11 @@ def write_jsonl(problems: list[Problem], path: str | Path) -> None:
 
 
 def read_jsonl(path: str | Path) -> list[Problem]:
-    return parse_problems(Path(path).read_text(), str(path), jsonl=True)
+    return parse_problems(_read(path), str(path), jsonl=True)
+
+
+def _read(path: str | Path) -> str:
+    return read_user_text(path, ProblemError)
 
 
 def _reference_job(problem: Problem) -> tuple[str, list[str]]:

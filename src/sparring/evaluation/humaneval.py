@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparring.errors import SparringError
+from sparring.errors import SparringError, read_user_text
 
 if TYPE_CHECKING:
     from sparring.problems import Problem
@@ -319,7 +319,7 @@ def read_samples(path: str | Path) -> list[dict[str, Any]]:
     if not p.is_file():
         raise SparringError(f"{path}: no such samples file")
     samples = []
-    for n, line in enumerate(p.read_text().splitlines(), 1):
+    for n, line in enumerate(read_user_text(p).splitlines(), 1):
         if not line.strip():
             continue
         try:
