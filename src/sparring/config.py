@@ -1,15 +1,15 @@
 """Experiment config: one YAML file validated into typed, frozen dataclasses.
 
+Why one module: the schema is the config reference (docs/config-reference.md is generated from
+it) and reads top to bottom section by section; the loader and validator walk that schema and
+nothing else.
+
 Covers: the schema (every field with its default and a one-line doc), loading YAML, `--set
 key.path=value` overrides, validation with one-line errors that name the field and what is
 allowed, a stable digest, and rendering the resolved config back to YAML.
 
 Does not cover: what the fields do (each consumer reads its own section) or the CLI around it.
 Imports no heavy framework: validation is plain Python and runs in milliseconds.
-
-Why one module: the schema is the config reference (docs/config-reference.md is generated from
-it) and reads top to bottom section by section; the loader and validator walk that schema and
-nothing else.
 """
 
 from __future__ import annotations

@@ -234,7 +234,7 @@ def solve(
 ) -> list[dict[str, Any]]:
     """Generate one answer per problem with a checkpoint and (optionally) run its tests."""
     from sparring import backends
-    from sparring.prompts import extract_code
+    from sparring.programs import extract_code
 
     if not problems:
         raise InferenceError("no problems to solve")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sparring.errors import SparringError, read_user_text
-from sparring.evaluation.humaneval import humaneval_job
+from sparring.programs import humaneval_job
 
 DIFFICULTIES = ("easy", "medium", "hard")
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 from typing import Any
 
 from sparring.problems import Problem
+from sparring.programs import fenced_blocks, parses
 
 Messages = list[dict[str, str]]
 
@@ -94,66 +94,6 @@ def proposer_messages(seed_problem: Problem) -> Messages:
 
 # --------------------------------------------------------------------------- parsing
 
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
-
-
-def _fenced_blocks(text: str) -> list[tuple[str, str]]:
-    return [(m.group(1).lower(), m.group(2)) for m in _FENCE.finditer(text)]
-
-
-def _parses(code: str) -> bool:
-    try:
-        ast.parse(code)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return False
-    return True
-
-
-def extract_code(text: Any, function_name: str = "") -> str | None:
-    """The Python code of a completion: the last fenced block that parses and defines
-    `function_name` (when given); else the whole text if it parses and defines it.
-
-    >>> extract_code("Sure!\\n```python\\ndef f(x):\\n    return x\\n```", "f")
-    'def f(x):\\n    return x\\n'
-    >>> extract_code("no code here", "f") is None
-    True
-    """
-    if not isinstance(text, str) or not text.strip():
-        return None
-    candidates = [body for lang, body in _fenced_blocks(text) if lang in ("", "python", "py")]
-    candidates.reverse()
-    candidates.append(text)
-    for code in candidates:
-        if not code.strip() or not _parses(code):
-            continue
-        if function_name and not _defines(code, function_name):
-            continue
-        return code
-    return None
-
-
-def _defines(code: str, name: str) -> bool:
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return False
-    return any(
-        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name
-        for node in ast.walk(tree)
-    )
-
-
-def complete_humaneval(prompt: str, completion: str, entry_point: str) -> str:
-    """A HumanEval program: a completion that defines the function stands alone; a body
-    continues the prompt (the official format)."""
-    code = extract_code(completion, entry_point)
-    if code is not None:
-        header = "\n".join(
-            line for line in prompt.splitlines() if line.startswith(("import ", "from "))
-        )
-        return f"{header}\n{code}" if header else code
-    return prompt + completion
-
 
 def extract_tests(text: Any, function_name: str = "", limit: int = 16) -> list[str]:
     """Assert statements from a completion, one source string each, deduplicated, in order.
@@ -168,13 +108,13 @@ def extract_tests(text: Any, function_name: str = "", limit: int = 16) -> list[s
     """
     if not isinstance(text, str):
         return []
-    blocks = [body for lang, body in _fenced_blocks(text) if lang in ("", "python", "py")]
+    blocks = [body for lang, body in fenced_blocks(text) if lang in ("", "python", "py")]
     sources = blocks or [text]
     found: list[str] = []
     for source in sources:
         for line in source.splitlines():
             stmt = line.strip()
-            if not stmt.startswith("assert") or not _parses(stmt):
+            if not stmt.startswith("assert") or not parses(stmt):
                 continue
             node = ast.parse(stmt).body
             if len(node) != 1 or not isinstance(node[0], ast.Assert):
@@ -200,7 +140,7 @@ def extract_problem(text: Any) -> dict[str, Any] | None:
     baseline_tests) from a completion's JSON block, or None."""
     if not isinstance(text, str):
         return None
-    blocks = [body for lang, body in _fenced_blocks(text) if lang in ("json", "")] or [text]
+    blocks = [body for lang, body in fenced_blocks(text) if lang in ("json", "")] or [text]
     for body in reversed(blocks):
         try:
             data = json.loads(body)

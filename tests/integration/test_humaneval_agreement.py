@@ -16,12 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from sparring.evaluation.humaneval import (
-    evaluate_humaneval_samples,
-    humaneval_tests,
-    sandbox_limits,
-)
+from sparring.evaluation.humaneval import evaluate_humaneval_samples, sandbox_limits
 from sparring.problems import load_humaneval
+from sparring.programs import humaneval_tests
 
 pytestmark = pytest.mark.integration
 

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from sparring import backends
+from sparring import backends, programs
 from sparring.backends.torch import models
 from sparring.config import load_config
 from sparring.errors import SparringError
@@ -95,11 +95,10 @@ def test_full_fine_tune_loss_goes_down(data_dir, tmp_path):
 
 
 def test_completion_is_what_extract_code_parses(data_dir):
-    from sparring import prompts
     from sparring.problems import read_jsonl
 
     for p in read_jsonl(data_dir / "train.jsonl"):
-        code = prompts.extract_code(completion_text(p), p.function_name)
+        code = programs.extract_code(completion_text(p), p.function_name)
         assert code is not None and code.strip() == p.reference_solution.strip()
 
 

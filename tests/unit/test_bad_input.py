@@ -66,17 +66,6 @@ def test_problem_files(tmp_path, data, suffix):
 
 
 @SETTINGS
-@given(data=st.one_of(st.binary(max_size=300), json_values.map(lambda v: json.dumps(v).encode())))
-def test_config_files(tmp_path, data):
-    path = tmp_path / "exp.yaml"
-    path.write_bytes(data)
-    try:
-        load_config(path)
-    except SparringError as exc:
-        _one_line(exc, path.name)
-
-
-@SETTINGS
 @given(text=st.text(max_size=60))
 def test_set_values(text):
     try:
@@ -85,13 +74,17 @@ def test_set_values(text):
         assert "\n" not in str(exc).strip(), str(exc)
 
 
+LOADERS = {"exp.yaml": load_config, "samples.jsonl": read_samples}
+
+
+@pytest.mark.parametrize("name", sorted(LOADERS))
 @SETTINGS
 @given(data=st.one_of(st.binary(max_size=300), json_values.map(lambda v: json.dumps(v).encode())))
-def test_humaneval_sample_files(tmp_path, data):
-    path = tmp_path / "samples.jsonl"
+def test_config_and_sample_files(tmp_path, name, data):
+    path = tmp_path / name
     path.write_bytes(data)
     try:
-        read_samples(path)
+        LOADERS[name](path)
     except SparringError as exc:
         _one_line(exc, path.name)
 
@@ -100,6 +93,5 @@ def test_humaneval_sample_files(tmp_path, data):
 def test_non_utf8_is_named(tmp_path, name):
     path = tmp_path / name
     path.write_bytes(b'{"id": "\xff\xfe"}\n')
-    loader = {"problems.json": load_source, "exp.yaml": load_config, "samples.jsonl": read_samples}
     with pytest.raises(SparringError, match=name):
-        loader[name](str(path))
+        {"problems.json": load_source, **LOADERS}[name](str(path))

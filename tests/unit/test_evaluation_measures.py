@@ -16,18 +16,17 @@ from sparring.config import from_dict
 from sparring.errors import SparringError
 from sparring.evaluation.crossplay import elo_ratings
 from sparring.evaluation.hacking import hacking_signals, special_case_share, special_cased_inputs
-from sparring.evaluation.humaneval import (
+from sparring.evaluation.humaneval import pass_at_k, read_samples
+from sparring.evaluation.rounds import round_summary
+from sparring.evaluation.snapshots import _training_metrics, choose_best
+from sparring.problems import Problem
+from sparring.programs import (
     CHECK_NAME,
     CHECK_TEST,
     humaneval_job,
     humaneval_solution,
     humaneval_tests,
-    pass_at_k,
-    read_samples,
 )
-from sparring.evaluation.rounds import round_summary
-from sparring.evaluation.snapshots import _training_metrics, choose_best
-from sparring.problems import Problem
 
 # --------------------------------------------------------------------------- pass@k
 

@@ -6,11 +6,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparring.problems import Problem, load_bundled
+from sparring.programs import complete_humaneval, extract_code
 from sparring.prompts import (
     STAGE_INSTRUCTIONS,
     answerer_messages,
-    complete_humaneval,
-    extract_code,
     extract_problem,
     extract_tests,
     generator_messages,

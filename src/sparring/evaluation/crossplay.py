@@ -43,7 +43,7 @@ def group_by_problem(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
 
 def solution_code(problem: Problem, completion: str) -> str:
     """The code the sandbox runs for a completion ('' when nothing parses: every test fails)."""
-    from sparring.prompts import complete_humaneval, extract_code
+    from sparring.programs import complete_humaneval, extract_code
 
     if problem.prompt:
         return complete_humaneval(problem.prompt, completion, problem.entry_point)

@@ -27,12 +27,7 @@ from sparring.evaluation.crossplay import (
     win_rates,
 )
 from sparring.evaluation.hacking import hacking_signals, special_case_share
-from sparring.evaluation.humaneval import (
-    evaluate_humaneval_samples,
-    humaneval_tests,
-    run_jobs,
-    sandbox_limits,
-)
+from sparring.evaluation.humaneval import evaluate_humaneval_samples, run_jobs, sandbox_limits
 from sparring.evaluation.rounds import (
     _round_metrics,
     read_round_tests,
@@ -40,6 +35,7 @@ from sparring.evaluation.rounds import (
     validate_rows,
 )
 from sparring.evaluation.sampling import generate_solutions
+from sparring.programs import humaneval_tests
 
 if TYPE_CHECKING:
     from sparring.problems import Problem

@@ -1,7 +1,11 @@
 """The code duel: completions of either role turned into rewards through the sandbox and rewards.py.
 
+Why one module: both roles' rewards share its result cache and trivial-solution view, and the
+generator's reward is defined by what the answerer's frozen solutions earn; an answerer half
+and a generator half would import each other.
+
 Covers:
-- the answerer's reward: parse the code (prompts.extract_code), run it on the problem's tests
+- the answerer's reward: parse the code (programs.extract_code), run it on the problem's tests
   (baseline + banked adversarial) in the sandbox, `rewards.answerer_credit` (difficulty-aware
   share of discriminating tests passed; trivial code earns 0);
 - the generator's reward: parse the tests (prompts.extract_tests), run only the new tests on the
@@ -20,10 +24,6 @@ solution passes (sparring.trivial), and a generated test earns break credit only
 reference passes it and every trivial solution fails it. None means "no signal" (sandbox
 failure), never 0.
 Does not cover: sampling (sparring.backends.torch.generation) or training (sparring.training).
-
-Why one module: both roles' rewards share its result cache and trivial-solution view, and the
-generator's reward is defined by what the answerer's frozen solutions earn; an answerer half
-and a generator half would import each other.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparring import prompts, rewards
+from sparring import programs, prompts, rewards
 from sparring.sandbox.limits import INFRA_ERROR, PASSED
 
 
@@ -125,11 +125,11 @@ def answerer_credits(
     trivial_results: Sequence[Sequence[Sequence[bool]]] | None = None,
 ) -> list[rewards.AnswererCredit]:
     """Per completion, what it earned and why (`rewards.answerer_credit`): its code parsed
-    (prompts.extract_code), run on its problem's tests in the sandbox (each (solution, test)
+    (programs.extract_code), run on its problem's tests in the sandbox (each (solution, test)
     pair once, through `cache`). `discriminating[i]` / `trivial_results[i]` come from the
     problem's trivial baselines (`rewards.credit_view`); without them every test counts."""
     codes = [
-        prompts.extract_code(text, name)
+        programs.extract_code(text, name)
         for text, name in zip(completions, function_names, strict=True)
     ]
     jobs = [(c, list(t)) for c, t in zip(codes, tests, strict=True) if c is not None]
@@ -150,14 +150,14 @@ def score_answers(
     problem's answer tests (HumanEval: its `check` split into asserts). The problems must carry
     `trivial_passes` (sparring.problems.compute_trivial_passes)."""
     from sparring.problems import answer_job
-    from sparring.prompts import complete_humaneval
+    from sparring.programs import complete_humaneval
 
     jobs, where = [], []
     for p, text in zip(problems, texts, strict=True):
         if p.entry_point:  # a whole function, or a body continuing the prompt (the official form)
             code = complete_humaneval(p.prompt, text, p.entry_point) if text.strip() else None
         else:
-            code = prompts.extract_code(text, p.function_name)
+            code = programs.extract_code(text, p.function_name)
         where.append(code is not None)
         if code is not None:
             jobs.append(answer_job(p, code))
@@ -474,7 +474,7 @@ def proposer_rewards(
             out.append(0.0)
             continue
         name = prompts_function_name(p["function_signature"])
-        codes = [prompts.extract_code(s, name) for s in next(solutions)]
+        codes = [programs.extract_code(s, name) for s in next(solutions)]
         mask, trivial = views[i]
         it = iter(sandbox.run_many([(c, p["baseline_tests"]) for c in codes if c]))
         credits = [

@@ -14,7 +14,7 @@ import tempfile
 import time
 from typing import Any
 
-from sparring import backends, prompts
+from sparring import backends, programs, prompts
 from sparring.budget import completion_tokens
 from sparring.config import Config
 from sparring.phases.common import (
@@ -84,7 +84,7 @@ def sample_frozen_solutions(
     return [
         {
             "problem_id": p.id,
-            "solutions": [prompts.extract_code(t, p.function_name) or "" for t in samples],
+            "solutions": [programs.extract_code(t, p.function_name) or "" for t in samples],
         }
         for p, samples in zip(problems, texts, strict=True)
     ]

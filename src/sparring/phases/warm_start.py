@@ -4,7 +4,7 @@ reference solutions, before self-play, so GRPO starts from a model that writes t
 Covers `warm_start(cfg, data_dir, init_model, out_model)`: reads `data_dir/train.jsonl` only
 (never val.jsonl or eval.jsonl), builds one conversational prompt-completion example per problem
 (prompt = `prompts.answerer_messages(problem, ["code"])`, completion = one assistant message
-holding the reference solution in a ```python block, the format `prompts.extract_code` parses),
+holding the reference solution in a ```python block, the format `programs.extract_code` parses),
 and trains through the backend's `sft` (torch: TRL's SFTTrainer on the completion tokens only;
 the chat template's end-of-turn token is part of the completion, so the model also learns to
 stop). LoRA when `tuning_mode` is lora (an init model that already is a LoRA artifact keeps

@@ -1,5 +1,9 @@
 """Trusted side of a test: parse it, decode the values the sandbox sends back, decide pass/fail.
 
+Why one module: parsing a test, decoding the sandbox's values and deciding pass/fail are one
+trust boundary; split apart, a reader could not check in one place that nothing the sandbox
+sends is trusted.
+
 A test `assert A == B` is split in the parent with `ast`: literal parts (`B` usually) are evaluated
 here with `ast.literal_eval` and never enter the sandbox; every other sub-expression ("leaf") is
 evaluated inside the sandbox, sent back as tagged plain data, decoded strictly here (exact builtin
@@ -9,10 +13,6 @@ pass: the parent only ever compares plain values.
 
 Covers: `parse_tests_file`, `normalize` (dedup key), `parse_test` -> `TestPlan`, `decode_value`,
 `decide`. Does not cover: running code (pool.py / worker.py). Pure and fast; unit-tested.
-
-Why one module: parsing a test, decoding the sandbox's values and deciding pass/fail are one
-trust boundary; split apart, a reader could not check in one place that nothing the sandbox
-sends is trusted.
 """
 
 from __future__ import annotations

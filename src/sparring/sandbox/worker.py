@@ -1,5 +1,8 @@
 """In-sandbox worker: stdlib only, started once per pool slot, forks a fresh child per expression.
 
+Why one module: it is copied into the sandbox and run there as a script with the stdlib only,
+so it cannot import siblings; its size is the price of running alone.
+
 Protocol on stdin/stdout (4-byte big-endian length + UTF-8 JSON):
   worker -> parent  {"ready": true, "seccomp": bool, "pid": int}
   parent -> worker  {"solution": str, "jobs": [{"expr": str, "sol": bool}, ...], "limits": {...}}
@@ -24,9 +27,6 @@ otherwise.
 
 Covers: everything that happens inside the sandbox. Does not cover: bwrap arguments (isolation.py),
 pass/fail decisions (plan.py). Must not import sparring: it runs as a script inside the sandbox.
-
-Why one module: it is copied into the sandbox and run there as a script with the stdlib only,
-so it cannot import siblings; its size is the price of running alone.
 """
 
 import builtins

@@ -1,5 +1,9 @@
 """TRL glue: one GRPO run of one role on one dataset, with Sparring's config mapped onto TRL's.
 
+Why one module: the trainer subclass, its arguments and `run_grpo` share the TRL internals the
+subclass overrides (generation, scoring, logging of a step); split, each half would reach into
+the other's private assumptions about TRL 1.16.
+
 Covers: `grpo_args` (cfg.grpo -> GRPOConfig: num_generations, epsilon, beta, loss_type, learning
 rate, completion length, mask_truncated_completions, temperature, top_p, batch sizes; GPU
 switches `use_vllm` -> vLLM colocate mode and `bf16`; `report_to=["mlflow"]` when an MLflow run is
@@ -49,10 +53,6 @@ Does not cover: rewards (sparring.games.code_duel), which model/adapter is train
 (sparring.phases), DAPO's "resample until the batch is full" variant (dropping shrinks the batch
 instead), multimodal batches (no dropping when images are present), multi-GPU runs of the
 subclass (untested here).
-
-Why one module: the trainer subclass, its arguments and `run_grpo` share the TRL internals the
-subclass overrides (generation, scoring, logging of a step); split, each half would reach into
-the other's private assumptions about TRL 1.16.
 """
 
 from __future__ import annotations
