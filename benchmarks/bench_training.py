@@ -54,7 +54,8 @@ def bench_reuse(steps: int = 3) -> float:
     from sparring.phases.common import sandbox_limits
     from sparring.phases.materialize import materialize
     from sparring.problems import read_jsonl
-    from sparring.prompts import answerer_messages, extract_code
+    from sparring.programs import extract_code
+    from sparring.prompts import answerer_messages
     from sparring.sandbox import Sandbox
 
     sets = [
