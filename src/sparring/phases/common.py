@@ -19,6 +19,7 @@ from typing import Any
 
 from sparring.config import Config
 from sparring.errors import SparringError
+from sparring.evaluation.crossplay import group_by_problem, read_bank
 from sparring.problems import Problem, read_jsonl
 
 
@@ -70,12 +71,8 @@ def draw_problems(cfg: Config, problems: list[Problem], round_index: int, phase:
 
 
 def bank_tests(bank_path: str | None) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for row in read_lines(bank_path):
-        tests = out.setdefault(row["problem_id"], [])
-        if row["test"] not in tests:
-            tests.append(row["test"])
-    return out
+    """The bank's tests per problem, deduplicated, in bank order."""
+    return group_by_problem(read_bank(bank_path))
 
 
 def check_shared_beta(cfg: Config) -> None:
