@@ -153,18 +153,9 @@ def run_local(cfg, root: Path, resume: bool = False) -> dict:
 
 def child_summary(cfg, parent_run_id: str) -> list[dict]:
     """One entry per MLflow child run of the parent: name, status, seconds, metric count."""
-    import mlflow
-
     from sparring import tracking
 
-    mlflow.set_tracking_uri(tracking.tracking_uri(cfg))
-    parent = mlflow.get_run(parent_run_id)
-    runs = mlflow.search_runs(
-        [parent.info.experiment_id],
-        filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'",
-        order_by=["attributes.start_time ASC"],
-        output_format="list",
-    )
+    runs = tracking.child_runs(cfg, parent_run_id)
     out: dict[str, dict] = {}  # the last attempt per task; retries and resumes are counted
     for r in runs:
         end = r.info.end_time or r.info.start_time
@@ -188,14 +179,7 @@ def learn_lines(cfg, parent_run_id: str) -> list[str]:
     from sparring import tracking
     from sparring.evaluation import learning
 
-    mlflow.set_tracking_uri(tracking.tracking_uri(cfg))
-    parent = mlflow.get_run(parent_run_id)
-    runs = mlflow.search_runs(
-        [parent.info.experiment_id],
-        filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'",
-        order_by=["attributes.start_time ASC"],
-        output_format="list",
-    )
+    runs = tracking.child_runs(cfg, parent_run_id)
     summary, breaks, useful = learning.from_phase_runs(
         [(r.info.run_name, r.data.metrics) for r in runs]
     )

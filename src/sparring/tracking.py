@@ -207,6 +207,23 @@ def log_metrics(metrics: dict[str, Any], step: int | None = None) -> None:
         mlflow.log_metrics(numeric, step=step)
 
 
+def child_runs(cfg, parent_run_id: str) -> list[Any]:
+    """The MLflow child runs of a pipeline run, in start order (retries and resumes included)."""
+    _mlflow(cfg)
+    from mlflow import MlflowClient
+
+    client = MlflowClient()
+    parent = client.get_run(parent_run_id)
+    return list(
+        client.search_runs(
+            [parent.info.experiment_id],
+            filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'",
+            order_by=["attributes.start_time ASC"],
+            max_results=1000,
+        )
+    )
+
+
 STEP_KEYS = ("reward", "frac_reward_zero_std", "grad_norm", "loss")
 
 
@@ -215,19 +232,11 @@ def step_curves(cfg, parent_run_id: str, keys: tuple[str, ...] = STEP_KEYS) -> l
     (in start order) that logged any of `keys` at a step >= 1 (TRL and Transformers log every
     optimizer step there; the phase's own summary is logged at step 0), `{"run": name,
     "phase", "round", "curves": {key: [[step, value], ...]}}`."""
-    _mlflow(cfg)
     from mlflow import MlflowClient
 
     client = MlflowClient()
-    parent = client.get_run(parent_run_id)
-    children = client.search_runs(
-        [parent.info.experiment_id],
-        filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'",
-        order_by=["attributes.start_time ASC"],
-        max_results=1000,
-    )
     out = []
-    for run in children:
+    for run in child_runs(cfg, parent_run_id):
         curves = {}
         for key in keys:
             if key not in run.data.metrics:
