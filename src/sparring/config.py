@@ -14,6 +14,7 @@ Imports no heavy framework: validation is plain Python and runs in milliseconds.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -270,6 +271,25 @@ class KubernetesConfig:
 
 
 @dataclass(frozen=True)
+class GameConfig:
+    name: str = _f("", "self-play game of `sparring game run` (see `sparring game list`)")
+    model: str = _f("", "base model of every role (empty = models.answerer.name)")
+    steps: int = _f(4, "training steps (each: play, assign credit, one update per role)", ge=0)
+    episodes_per_step: int = _f(4, "artifacts (problems, topics, ...) played per step", ge=1)
+    group_size: int = _f(4, "plays of each artifact per step (the GRPO group)", ge=1, le=64)
+    eval_episodes: int = _f(8, "held-out episodes played before and after training", ge=0)
+    credit: Literal["grpo", "rae", "constant"] = _f(
+        "grpo", "credit assigner: grpo (per level), rae (running baseline), constant"
+    )
+    trainable: list[str] = _f([], "roles that learn (empty = the game's default)")
+    judge: str = _f("", "frozen role whose adapter the LLM judge uses (empty = the base model)")
+    temperature: float = _f(0.0, "sampling temperature of every role (0 = the role's own)", ge=0)
+    max_tokens: int = _f(0, "token limit of every role's turn (0 = the role's own)", ge=0)
+    concurrency: int = _f(64, "episodes played at once (their model calls are batched)", ge=1)
+    options: dict[str, float] = _f({}, "game-specific numbers, e.g. turns, solvers, players")
+
+
+@dataclass(frozen=True)
 class Config:
     name: str = _f("sparring", "experiment name: MLflow run names and output folders")
     seed: int = _f(0, "random seed of sampling, splits and training", ge=0)
@@ -300,6 +320,7 @@ class Config:
     tracking: TrackingConfig = _f(TrackingConfig, "MLflow")
     storage: StorageConfig = _f(StorageConfig, "pipeline root and S3")
     kubernetes: KubernetesConfig = _f(KubernetesConfig, "cluster settings")
+    game: GameConfig = _f(GameConfig, "self-play engine: the game and how it is trained")
 
     def model_for(self, role: str) -> ModelConfig:
         """The model config of a role, honouring the shared topology."""
@@ -364,6 +385,9 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
             raise ConfigError(f"{path}: expected an integer, got {value!r}")
         return value
     if tp is float:
+        if isinstance(value, str):  # PyYAML reads 1e-3 (no dot) as a string
+            with contextlib.suppress(ValueError):
+                value = float(value)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{path}: expected a number, got {value!r}")
         return float(value)

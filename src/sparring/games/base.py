@@ -11,11 +11,11 @@ The code duel (sparring.games.code_duel) is the first Game. There is no plugin r
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from sparring.engine.credit import group_advantages
 
 
 @dataclass(frozen=True)
@@ -74,40 +74,6 @@ class Game(Protocol):
     def play(self, prompts: Sequence[Any], completions: Sequence[str]) -> list[Rollout]: ...
 
 
-def group_advantages(
-    rewards: Sequence[float | None], groups: Sequence[Hashable], scale: bool = True
-) -> list[float]:
-    """GRPO advantages: reward minus its group's mean, divided by the group's std when `scale`.
-
-    Rewards of None (no signal) get advantage 0 and do not enter their group's statistics.
-
-    >>> group_advantages([1.0, 0.0, 5.0, 5.0], ["a", "a", "b", "b"])
-    [1.0, -1.0, 0.0, 0.0]
-    >>> group_advantages([1.0, None, 0.0], ["a", "a", "a"])
-    [1.0, 0.0, -1.0]
-    """
-    members: dict[Hashable, list[float]] = defaultdict(list)
-    for reward, group in zip(rewards, groups, strict=True):
-        if reward is not None:
-            members[group].append(reward)
-    stats = {}
-    for group, values in members.items():
-        mean = sum(values) / len(values)
-        std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
-        stats[group] = (mean, std)
-    out = []
-    for reward, group in zip(rewards, groups, strict=True):
-        if reward is None:
-            out.append(0.0)
-            continue
-        mean, std = stats[group]
-        adv = reward - mean
-        if scale:
-            adv = adv / std if std > 1e-8 else 0.0
-        out.append(round(adv, 6))
-    return out
-
-
 def tree_advantages(roots: Sequence[Rollout], scale: bool = True) -> None:
     """Assign `info['advantage']` through a rollout tree: roots are grouped by prompt, and each
     rollout's children only with their siblings (hierarchical credit)."""
@@ -123,16 +89,3 @@ def tree_advantages(roots: Sequence[Rollout], scale: bool = True) -> None:
                 next_level.append(child)
                 next_keys.append((id(level), parent_index))
         level, keys = next_level, next_keys
-
-
-def flat_group_share(rewards: Sequence[float | None], group_size: int) -> float:
-    """Share of consecutive GRPO groups whose rewards are all equal (no learning signal).
-
-    >>> flat_group_share([1, 1, 0, 1], 2)
-    0.5
-    """
-    groups = [rewards[i : i + group_size] for i in range(0, len(rewards), group_size)]
-    if not groups:
-        return 0.0
-    flat = sum(1 for g in groups if len({r for r in g if r is not None}) <= 1)
-    return flat / len(groups)

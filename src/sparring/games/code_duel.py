@@ -629,7 +629,8 @@ class CodeDuel:
 
     def play(self, problems: Sequence[Any], completions: Sequence[str]) -> list[Any]:
         """Completion i answers problems[i]; reward = honest credit on its baseline tests."""
-        from sparring.games.base import Rollout, group_advantages
+        from sparring.engine.credit import group_advantages
+        from sparring.games.base import Rollout
 
         views = [rewards.credit_view(len(p.baseline_tests), p.trivial_passes) for p in problems]
         scores, _ = answerer_rewards(
