@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from sparring import rewards, trivial
 from sparring.evaluation import learning
 from sparring.games import base as game
-from sparring.games.base import Rollout, Rubric, group_advantages, tree_advantages
+from sparring.engine.credit import group_advantages
+from sparring.games.base import Rollout, Rubric, tree_advantages
 
 
 @pytest.mark.parametrize("module", [rewards, game, trivial, learning])

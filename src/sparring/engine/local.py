@@ -110,6 +110,13 @@ class ScriptedPolicy:
         self.answer = answer
         self.version = 0
         self.calls: list[tuple[str | None, str]] = []
+        self.trained: list[list[Any]] = []  # the records of each `train` call
+
+    def train(self, records: list[Any]) -> dict[str, float]:
+        """Keeps the records (a script cannot learn) and moves to the next version."""
+        self.trained.append(list(records))
+        self.version += 1
+        return {}
 
     def sample(self, prompts, *, adapter, temperature, top_p, max_tokens, stop_at_fence, seed):
         out = []

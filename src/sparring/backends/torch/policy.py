@@ -71,7 +71,10 @@ def token_logprobs(model: Any, batch: dict) -> Any:
     keep = batch["completion_ids"].size(1)
     device = next(model.parameters()).device
     logits = model(
-        input_ids=input_ids.to(device), attention_mask=attention.to(device), logits_to_keep=keep + 1
+        input_ids=input_ids.to(device),
+        attention_mask=attention.to(device),
+        logits_to_keep=keep + 1,
+        use_cache=False,
     ).logits
     logits = logits[:, :-1, :][:, -keep:, :].float()
     logits = logits / batch["temperatures"].to(device)[:, None, None]
