@@ -142,7 +142,12 @@ def build_pipeline(cfg: Config, local: bool = False):
     """The @dsl.pipeline function of a config (rounds and phase order fixed at compile time).
 
     local=True: the KFP run id is the `kfp_run_id` parameter (kfp.local, stable across
-    `--resume`); otherwise materialize receives dsl.PIPELINE_JOB_ID_PLACEHOLDER."""
+    `--resume`); otherwise materialize receives dsl.PIPELINE_JOB_ID_PLACEHOLDER. A config that
+    names a game (`game.name`) gets that game's pipeline (pipelines.game)."""
+    if cfg.game.name:
+        from pipelines.game import build_game_pipeline
+
+        return build_game_pipeline(cfg, local)
     if cfg.backend == "mlx" and cfg.warm_start.steps > 0:
         from sparring.errors import SparringError
 

@@ -7,9 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sparring import rewards, trivial
+from sparring.engine.credit import group_advantages
 from sparring.evaluation import learning
 from sparring.games import base as game
-from sparring.engine.credit import group_advantages
 from sparring.games.base import Rollout, Rubric, tree_advantages
 
 
