@@ -28,6 +28,9 @@ PURE = (
     "sparring.games.base", "sparring.sandbox.limits", "sparring.sandbox.oracle",
     "sparring.backends", "sparring.backends.base", "sparring.evaluation.learning",
     "sparring.evaluation.hacking", "sparring.phases.zone",
+    "sparring.engine.core", "sparring.engine.credit", "sparring.engine.arena",
+    "sparring.engine.game", "sparring.engine.local", "sparring.games.registry",
+    "sparring.games.debate",
     # the sandbox image ships no ML stack: what its validate task imports must not need one
     "sparring.phases.validate", "sparring.phases.kfp_io", "sparring.sandbox",
 )  # fmt: skip

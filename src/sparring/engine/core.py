@@ -22,10 +22,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
-
-if TYPE_CHECKING:
-    from sparring.engine.arena import Arena
+from typing import Any, Protocol
 
 Messages = list[dict[str, str]]
 
@@ -142,6 +139,18 @@ class TrainingRecord:
     temperature: float = 1.0
 
 
+class Arena(Protocol):
+    """What an episode and a rubric may ask of the arena (sparring.engine.arena.Arena)."""
+
+    async def call_role(self, role_id: str, messages: Messages) -> Step: ...
+
+    async def call_model(
+        self, messages: str | Messages, *, temperature: float = 0.3, max_tokens: int = 64
+    ) -> Completion: ...
+
+    async def generate_rollouts(self, requests: Sequence[EpisodeRequest]) -> list[Rollout]: ...
+
+
 class Episode:
     """How roles interact. Subclass, set `rubric`, write `rollout`; see sparring.games."""
 
@@ -165,7 +174,7 @@ class Episode:
 
 
 RoleRewards = dict[str, float]
-RewardFn = Callable[["Rollout", "Arena"], "RoleRewards | Awaitable[RoleRewards]"]
+RewardFn = Callable[[Rollout, Arena], "RoleRewards | Awaitable[RoleRewards]"]
 
 
 @dataclass(frozen=True)
