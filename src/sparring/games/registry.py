@@ -4,7 +4,7 @@ Covers: `GAMES` (name -> the module and class that implement it), `create` (a ga
 its options), `check` (a config's `game` section against the game: unknown game, a trainable or
 judge role the game does not have, a judge that is also a trainable role: one-line ConfigErrors)
 and `describe` (what `sparring game list --json` prints). A new game is one module of
-sparring.games and one line here.
+sparring.games and one line in GAMES, or any importable `module:Class` named in `game.name`.
 Does not cover: playing or training (sparring.engine.runner). Pure: a game module is imported
 only when it is asked for.
 """
@@ -12,6 +12,8 @@ only when it is asked for.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from typing import Any
 
 from sparring.config import ConfigError
@@ -29,11 +31,23 @@ GAMES: dict[str, str] = {
 
 
 def game_class(name: str) -> type[Game]:
-    if name not in GAMES:
+    """A shipped game by name, or your own as `module:Class` (importable, a Game subclass)."""
+    if name not in GAMES and ":" not in name:
         known = ", ".join(sorted(GAMES))
-        raise ConfigError(f"game.name: unknown game {name!r}; choose one of {known}")
-    module, _, cls = GAMES[name].partition(":")
-    return getattr(importlib.import_module(module), cls)
+        raise ConfigError(
+            f"game.name: unknown game {name!r}; choose one of {known}, or name your own as "
+            "module:Class"
+        )
+    module, _, cls = GAMES.get(name, name).partition(":")
+    if name not in GAMES and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # `sparring game run mygame:MyGame` from its folder
+    try:
+        found = getattr(importlib.import_module(module), cls)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"game.name: cannot import {name!r} ({exc})") from None
+    if not (isinstance(found, type) and issubclass(found, Game)):
+        raise ConfigError(f"game.name: {name!r} is not a subclass of sparring.engine.game.Game")
+    return found
 
 
 def create(name: str, options: dict[str, float] | None = None, seed: int = 0) -> Game:
