@@ -13,7 +13,7 @@ REGISTRY ?= localhost
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help install run learn smoke test test-slow test-all lint fmt bench bench-sandbox compile \
+.PHONY: help install run learn games smoke test test-slow test-all lint fmt bench bench-sandbox compile \
         submit schedule images push deploy-check mlflow-ui clean
 
 help:  ## list the targets
@@ -36,6 +36,17 @@ run: install  ## the main job: the self-play pipeline on configs/local.yaml thro
 
 learn: install  ## the learning run: held-out gains with 95% intervals, LEARN lines (~30 min)
 	$(BIN)/sparring run --config configs/learn.yaml
+
+GAMES ?= proposer_solver debate negotiation red_blue refine_loop elo_arena dataset_rl
+GAME_STEPS ?= 6
+games: install  ## every engine game on SmolLM2-135M, a few steps each -> docs/img/games.png (~1 h)
+	for g in $(GAMES); do \
+	  $(BIN)/sparring game run $$g --config configs/games/$$g.yaml --output local_outputs/games/$$g \
+	    --set models.answerer.name=smollm2-135m --set game.max_tokens=0 \
+	    --set game.steps=$(GAME_STEPS) --set game.episodes_per_step=4 --set game.group_size=4 \
+	    --set game.eval_episodes=8 --set grpo.learning_rate=2e-4 || exit 1; \
+	done
+	$(BIN)/sparring game plot $(addprefix local_outputs/games/,$(GAMES)) --output docs/img/games.png
 
 smoke: install  ## the same DAG on a tiny random model (minutes)
 	$(BIN)/sparring run --config $(SMOKE)

@@ -1,6 +1,7 @@
 """`sparring game`: list the games, and train the roles of one in this process.
 
-Covers: `game list [--json]` (every game with its roles, judge, sandbox use and options) and
+Covers: `game list [--json]` (every game with its roles, judge, sandbox use and options),
+`game plot DIR... -o PNG` (reward curves of finished runs, one panel per game) and
 `game run GAME [--config FILE] [--set k=v] [--output DIR]` (sparring.engine.runner.run_game with
 the held-out evaluation before and after, per-step metrics in an MLflow run unless
 `--no-tracking`, adapters and metrics.json in the output folder, a summary at the end). The same
@@ -38,6 +39,26 @@ def add_commands(sub) -> None:
     p.add_argument("--output", "-o", metavar="DIR", help="default: local_outputs/games/GAME-TIME")
     p.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")
     p.set_defaults(func=_run)
+
+    p = game.add_parser("plot", help="reward curves of finished `game run` folders, one panel each")
+    p.add_argument("runs", nargs="+", metavar="DIR", help="output folders of `sparring game run`")
+    p.add_argument("--output", "-o", required=True, metavar="PNG", help="figure to write")
+    p.set_defaults(func=_plot)
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from sparring.errors import SparringError
+    from sparring.phases.game import plot_games
+
+    histories = {}
+    for run in args.runs:
+        path = Path(run) / "metrics.json"
+        if not path.is_file():
+            raise SparringError(f"{run}: no metrics.json (not a finished `sparring game run`)")
+        data = json.loads(path.read_text())
+        histories[data.get("game", Path(run).name)] = data.get("history", [])
+    print(f"wrote {plot_games(histories, args.output)}")
+    return 0
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -96,21 +96,34 @@ def report_markdown(report: dict[str, Any]) -> str:
 
 def plot_rewards(history: list[dict[str, Any]], path: Path) -> None:
     """Mean reward per role at each training step."""
+    plot_games({"": history}, path)
+
+
+def plot_games(histories: dict[str, list[dict[str, Any]]], path: str | Path) -> Path:
+    """One panel per game (title = its name): mean reward per role at each training step."""
     from sparring.evaluation.report import _pyplot
 
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    roles = sorted({k[len("reward/") :] for row in history for k in row if k.startswith("reward/")})
-    for role in roles:
-        ys = [row.get(f"reward/{role}") for row in history]
-        ax.plot(range(1, len(ys) + 1), ys, marker="o", label=role)
-    ax.set_xlabel("step")
-    ax.set_ylabel("mean reward")
-    if roles:
-        ax.legend()
+    n = len(histories)
+    cols = min(n, 4)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    for ax, (name, history) in zip(axes.flat, histories.items(), strict=False):
+        roles = sorted({k[7:] for row in history for k in row if k.startswith("reward/")})
+        for role in roles:
+            ys = [row.get(f"reward/{role}") for row in history]
+            ax.plot(range(1, len(ys) + 1), ys, marker="o", label=role)
+        ax.set_title(name)
+        ax.set_xlabel("step")
+        ax.set_ylabel("mean reward")
+        if roles:
+            ax.legend(fontsize=7)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+    return Path(path)
 
 
 def select_game(
