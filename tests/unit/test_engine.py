@@ -171,6 +171,12 @@ def test_rubric_weights_sync_and_async_terms():
     assert total == {"x": 6.5, "y": 1.0}
     assert rollout.components == {"a": {"x": 1.0, "y": 2.0}, "b": {"x": 3.0}}
 
+    def no_signal(rollout, arena):
+        return {"y": None}
+
+    voided = Rollout("e", None, [])
+    assert asyncio.run(Rubric.of(a, no_signal).score(voided, None)) == {"x": 1.0}
+
 
 def test_artifact_store_samples_by_weight():
     arena = make_arena(scripted())

@@ -25,7 +25,7 @@ PURE = (
     "sparring.config", "sparring.errors", "sparring.problems", "sparring.prompts",
     "sparring.rewards", "sparring.trivial", "sparring.budget", "sparring.progress",
     "sparring.programs",
-    "sparring.games.base", "sparring.sandbox.limits", "sparring.sandbox.oracle",
+    "sparring.sandbox.limits", "sparring.sandbox.oracle",
     "sparring.backends", "sparring.backends.base", "sparring.evaluation.learning",
     "sparring.evaluation.hacking", "sparring.phases.zone",
     "sparring.engine.core", "sparring.engine.credit", "sparring.engine.arena",

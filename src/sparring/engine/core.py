@@ -173,14 +173,15 @@ class Episode:
         return step.completion
 
 
-RoleRewards = dict[str, float]
+RoleRewards = dict[str, float | None]
 RewardFn = Callable[[Rollout, Arena], "RoleRewards | Awaitable[RoleRewards]"]
 
 
 @dataclass(frozen=True)
 class Rubric:
     """Weighted reward functions; each returns rewards per role id (sync or async). A role's
-    reward is the weighted sum of what the functions give it; a role no function names gets none."""
+    reward is the weighted sum of what the functions give it; a role no function names, or one
+    that any function gives None (no signal), gets none and so no credit and no record."""
 
     terms: tuple[tuple[str, RewardFn, float], ...]
 
@@ -191,12 +192,16 @@ class Rubric:
 
     async def score(self, rollout: Rollout, arena: Arena) -> dict[str, float]:
         total: dict[str, float] = {}
+        voided: set[str] = set()
         for name, fn, weight in self.terms:
             value = fn(rollout, arena)
             if inspect.isawaitable(value):
                 value = await value
             rollout.components[name] = dict(value)
             for role, reward in value.items():
-                total[role] = total.get(role, 0.0) + weight * float(reward)
-        rollout.rewards = total
-        return total
+                if reward is None:  # no signal (a sandbox failure): the role gets no reward
+                    voided.add(role)
+                else:
+                    total[role] = total.get(role, 0.0) + weight * float(reward)
+        rollout.rewards = {role: r for role, r in total.items() if role not in voided}
+        return rollout.rewards
