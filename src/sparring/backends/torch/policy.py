@@ -9,9 +9,10 @@ off: the judge); `train(records)`: one AdamW step per role on its records, then 
 completions, advantages) and `policy_loss` (TRL's clipped surrogate and loss aggregations over
 those tensors; a test shows it equals `GRPOTrainer._compute_loss` on the same batch).
 
-Why not TRL's trainer: TRL computes advantages itself from rewards in fixed groups of
-`num_generations`; the engine's credit is per level of an episode tree (a solver against its
-siblings only) and per role, so it comes from outside and is fed to this loss directly.
+Why not TRL's trainer: TRL 1.16 takes custom rollouts (`rollout_func`, `environment_factory`)
+but still computes advantages itself, from rewards, in consecutive groups of `num_generations`;
+the engine's credit is per level of an episode tree (a solver against its siblings only) and per
+role, so it comes from outside and is fed to TRL's loss, rewritten here on the same tensors.
 Completions are re-tokenized from text (a sampler may be a server that returns text only).
 Does not cover: sampling itself (sparring.backends.torch.generation), GRPO phases of the code
 duel (sparring.backends.torch.grpo). torch is imported only when a function runs.
