@@ -5,8 +5,9 @@ Covers: the `Negotiation` game. A scenario (seeded, generated) gives each player
 Players alternate moves, `player_a` first, for `turns` exchanges; a deterministic referee reads
 the first line of each reply: `OFFER give books=1 get hats=2` (what the mover hands over, what it
 receives; `nothing` for an empty side), `ACCEPT` (take the offer on the table) or `REJECT`. An
-accepted offer is executed when both sides hold the items, and ends the game. Anything else is an
-invalid move: it clears the table and trades nothing, so garbage can never earn a trade.
+accepted offer is executed and ends the game. An invalid move (unparseable, an offer of items a
+side does not hold, an ACCEPT with no offer on the table) clears the table and trades nothing,
+so garbage can never earn a trade.
 Reward of each player: the change of its inventory's value under its own values, divided by the
 value of both inventories together (bounded in [-1, 1]; a player's own starting value can be 0).
 No deal: 0 for both. Does not cover: anything outside the episode (sparring.engine). Pure.
@@ -142,9 +143,11 @@ class NegotiationEpisode(Episode):
                 arena, state, PLAYERS[me], prompt_for(scenario, me, moves, table)
             )
             move = parse_move(reply)
+            # inventories change only with the deal, which ends the game: an offer both sides
+            # can afford when it is made is affordable when it is accepted
             if isinstance(move, Offer) and not affordable(scenario, me, move):
                 move = None  # offering what a side does not hold
-            if move == "ACCEPT" and table is not None and affordable(scenario, 1 - me, table):
+            if move == "ACCEPT" and table is not None:
                 deal = (1 - me, table)
                 moves.append((me, "ACCEPT"))
                 break
