@@ -211,6 +211,9 @@ def test_degenerate_texts_score_zero_without_the_judge_and_never_beat_honest_one
     for bad_reviser in ("", lambda p: p):  # an empty or echoed prompt is an empty final text
         r = refine(reviser=bad_reviser)[0].rewards
         assert r["reviser"] == 0.0 and r["critic"] == -0.5  # the critic shares the blame
+    unchanged, arena, _ = refine(reviser=DRAFT)  # the reviser keeps the draft as it is
+    assert unchanged.rewards == pytest.approx({"generator": 0.5, "reviser": 0.5, "critic": 0.0})
+    assert arena.calls[None] == 1  # one verdict for both: no gain from the judge's noise
     for lazy in ("", lambda p: p, DRAFT):  # empty, echoed prompt, the draft copied
         r = refine(critic=lazy)[0].rewards  # the reviser improved the text anyway
         assert r["critic"] == 0.0 < honest["critic"] and r["reviser"] == honest["reviser"]

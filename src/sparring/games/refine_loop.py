@@ -4,12 +4,13 @@ Covers: the `RefineLoop` game on small writing tasks about code (bundled; the la
 out). The generator writes a draft; then `rounds` times the critic critiques the current text and
 the reviser rewrites it. The judge (an oracle call: the base model, or a frozen role's adapter,
 never trained) scores the draft and the final text from 1 to 10; the first number it writes is
-the score, and an answer without a number in 1..10 is no score (that text's roles get no reward,
-so no training signal, rather than a guessed one). A text that is empty or echoes the task scores
-0 without asking the judge. Rewards: generator = draft score / 10 (its own text: an empty draft
-cannot ride on the reviser's work), reviser = final score / 10, critic = (final - draft) / 10,
-except that a critique that is empty, copies the draft or echoes the task earns at most 0: it
-can share the blame for a worse text, never the credit for a better one.
+the score, and an answer without a number in 1..10 is no score (that text's roles get no
+reward, so no training signal, rather than a guessed one). A text that is empty or echoes the
+task scores 0 without asking the judge; a final text equal to the draft shares its verdict.
+Rewards: generator = draft score / 10 (its own text: an empty draft cannot ride on the
+reviser's work), reviser = final score / 10, critic = (final - draft) / 10, except that a
+critique that is empty, copies the draft or echoes the task earns at most 0: it can share the
+blame for a worse text, never the credit for a better one.
 Does not cover: anything outside the episode (sparring.engine). Pure.
 """
 
@@ -105,9 +106,12 @@ class RefineEpisode(Episode):
             lazy_critique |= echoes(critique, task) or jaccard(critique, text) > 0.8
             revise = f"{shown}\n\nCritique:\n{critique.strip()}\n\nWrite the revised text."
             text = await self.act(arena, state, "reviser", revise)
-        draft_score, final_score = await asyncio.gather(
-            judge_score(arena, task, draft), judge_score(arena, task, text)
-        )
+        if text.strip() == draft.strip():  # unchanged: one verdict, so judge noise is no gain
+            draft_score = final_score = await judge_score(arena, task, draft)
+        else:
+            draft_score, final_score = await asyncio.gather(
+                judge_score(arena, task, draft), judge_score(arena, task, text)
+            )
         state.data.update(
             draft_score=draft_score, final_score=final_score, lazy_critique=lazy_critique
         )
