@@ -163,14 +163,18 @@ def constant(data: dict) -> str:
 
 
 def proposer_script(proposals, solvers):
-    """Proposals in turn; solver answers per function name, in turn."""
+    """Proposals in turn; solver answers per function name, in turn. (Never let a scripted
+    answer raise StopIteration: a Future refuses it, and the batching client's worker dies.)"""
     proposals = itertools.cycle(proposals)
     solvers = {name: itertools.cycle(answers) for name, answers in solvers.items()}
 
     def answer(adapter, text):
         if adapter == "proposer":
             return next(proposals)
-        return next(next(cycle for name, cycle in solvers.items() if f"`{name}`" in text))
+        for name, cycle in solvers.items():
+            if f"`{name}`" in text:
+                return next(cycle)
+        return ""  # a problem the script has no answers for
 
     return answer
 
@@ -309,6 +313,15 @@ DIVIDE = problems.Problem(
     reference_solution="def divide(a, b):\n    return a // b\n",
 )
 
+NOISY = problems.Problem(  # a reference that is not a function of its input past 99
+    id="noisy",
+    description="Return 2 * n.",
+    function_signature="def noisy(n: int) -> int:",
+    baseline_tests=["assert noisy(3) == 6", "assert noisy(5) == 10"],
+    reference_solution="import random\n\ndef noisy(n):\n"
+    "    return 2 * n if n < 100 else random.randrange(10**9)\n",
+)
+
 
 def red_blue_script(defender, attacker):
     def answer(adapter, text):
@@ -333,8 +346,24 @@ def red_blue_script(defender, attacker):
             (-1, 1),
             "the reference rejects the input",
         ),
+        (
+            NOISY,
+            block("def noisy(n):\n    return 2 * n\n"),
+            block("noisy(500)\n"),
+            (-1, 1),
+            "the reference rejects the input",  # it fails the assert built from its own value
+        ),
     ],
-    ids=["breaks", "misses", "no bug", "empty", "echo", "wrong kind", "reference raises"],
+    ids=[
+        "breaks",
+        "misses",
+        "no bug",
+        "empty",
+        "echo",
+        "wrong kind",
+        "reference raises",
+        "reference not reproducible",
+    ],
 )
 def test_red_blue_zero_sum_on_attack_success(sandbox, problem, defender, attacker, rewards, why):
     _, arena = setup_game(RedBlue, red_blue_script(defender, attacker), sandbox)
