@@ -101,6 +101,7 @@ class ProposeEpisode(Episode):
 class ProposerSolver(Game):
     name = "proposer_solver"
     description = "a proposer writes problems for sandbox-verified solvers; goldilocks reward"
+    # the proposer writes a ```json block, which the fence stop (python blocks) does not end
     roles = (Role("proposer", prompts.PROPOSER_SYSTEM, temperature=1.0, max_tokens=256), SOLVER)
     episode = "propose"
     needs_sandbox = True
