@@ -103,7 +103,9 @@ class DuelEpisode(Episode):
         state.data.update(outcome=outcome, why=why)
         return state
 
-    def judge(self, problem: problems.Problem, code: str, call: ast.Call | None) -> tuple:
+    def judge(
+        self, problem: problems.Problem, code: str, call: ast.Call | None
+    ) -> tuple[str | None, str]:
         """("broken" | "held" | None (sandbox failure), why an attack was invalid or "")."""
         if call is None:
             return "held", "no literal call"
