@@ -246,3 +246,20 @@ def test_game_list_describes_every_game_with_roles():
         {"id": "debater_b", "trainable": True},
     ]
     assert games["debate"]["judge"] is True
+
+
+@pytest.mark.parametrize("failure", ["stop", "short"])
+def test_a_failing_policy_fails_every_waiting_episode_instead_of_hanging(failure):
+    class Broken(ScriptedPolicy):
+        def sample(self, prompts, **kw):
+            if failure == "stop":
+                raise StopIteration  # a Future cannot hold this one as it is
+            return ["only one"]
+
+    arena = make_arena(Broken(lambda a, t: ""))
+    with pytest.raises(RuntimeError, match="sampling failed"):
+        asyncio.run(
+            asyncio.wait_for(
+                arena.generate_rollouts([EpisodeRequest("solve", i) for i in range(3)]), 10
+            )
+        )

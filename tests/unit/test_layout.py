@@ -31,6 +31,12 @@ PURE = (
     "sparring.engine.core", "sparring.engine.credit", "sparring.engine.arena",
     "sparring.engine.game", "sparring.engine.local", "sparring.games.registry",
     "sparring.games.debate",
+    "sparring.games.elo_arena",
+    "sparring.games.refine_loop",
+    "sparring.games.negotiation",
+    "sparring.games.dataset_rl",
+    "sparring.games.red_blue",
+    "sparring.games.proposer_solver",
     # the sandbox image ships no ML stack: what its validate task imports must not need one
     "sparring.phases.validate", "sparring.phases.kfp_io", "sparring.sandbox",
 )  # fmt: skip

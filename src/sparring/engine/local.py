@@ -83,19 +83,28 @@ class LocalClient:
                 model, temperature, top_p, max_tokens, stop_at_fence = key
                 self.batch_sizes.append(len(items))
                 try:
-                    texts = self.policy.sample(
-                        [m for m, _ in items],
-                        adapter=model,
-                        temperature=temperature,
-                        top_p=top_p,
-                        max_tokens=max_tokens,
-                        stop_at_fence=stop_at_fence,
-                        seed=self.seed * 1_000_003 + len(self.batch_sizes),
+                    texts = list(
+                        self.policy.sample(
+                            [m for m, _ in items],
+                            adapter=model,
+                            temperature=temperature,
+                            top_p=top_p,
+                            max_tokens=max_tokens,
+                            stop_at_fence=stop_at_fence,
+                            seed=self.seed * 1_000_003 + len(self.batch_sizes),
+                        )
                     )
+                    if len(texts) != len(items):
+                        raise RuntimeError(
+                            f"policy.sample returned {len(texts)} texts for {len(items)} prompts"
+                        )
                 except Exception as exc:  # every caller of this batch sees the failure
+                    # a Future refuses StopIteration; wrap anything so no episode waits forever
+                    error = RuntimeError(f"sampling failed: {exc!r}")
+                    error.__cause__ = exc
                     for _, future in items:
                         if not future.done():
-                            future.set_exception(exc)
+                            future.set_exception(error)
                     continue
                 for (_, future), text in zip(items, texts, strict=True):
                     if not future.done():
