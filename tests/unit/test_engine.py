@@ -263,3 +263,22 @@ def test_a_failing_policy_fails_every_waiting_episode_instead_of_hanging(failure
                 arena.generate_rollouts([EpisodeRequest("solve", i) for i in range(3)]), 10
             )
         )
+
+
+def test_a_weak_debate_judge_still_gives_a_graded_zero_sum_margin():
+    from sparring.engine.runner import run_game
+
+    calls = []
+
+    def answer(adapter, text):
+        if adapter is not None:
+            return "Tests catch bugs." if adapter == "debater_a" else "Comments explain intent."
+        calls.append(text)
+        a_first = "Debater 1: Tests catch bugs." in text
+        right = len(calls) % 4 != 0  # right 3 times in 4, wherever A is shown
+        return "1" if a_first == right else "2"
+
+    cfg = load_config(overrides=["game.name=debate", "game.steps=0", "game.eval_episodes=1"])
+    result = run_game(cfg, policy=ScriptedPolicy(answer), progress=False)
+    assert result["before"]["reward/debater_a"] == pytest.approx(0.5)  # 2 x 0.75 - 1
+    assert result["before"]["reward/debater_b"] == pytest.approx(-0.5)

@@ -280,7 +280,8 @@ def test_a_tournament_plays_every_pair_once_as_child_matches():
         ("player_0", "player_1"), ("player_0", "player_2"), ("player_1", "player_2")
     ]  # fmt: skip
     assert all(len(m.steps) == 2 for m in root.children)
-    assert arena.calls[None] == 2  # one judged match (both orders); two forfeits need no judge
+    # one judged match (4 votes in each order); two forfeits need no judge
+    assert arena.calls[None] == 8
     assert [m.extras["score"] for m in root.children] == [1.0, 1.0, 1.0]
     assert rewards_by_player(root) == {
         "player_0": [0.5, 0.5], "player_1": [-0.5, 0.5], "player_2": [-0.5, -0.5]
@@ -381,3 +382,19 @@ def test_run_game_plays_trains_and_evaluates_each_talk_game(name, answer, roles)
         assert {k.split("/")[1] for k in step if k.startswith("reward/")} == roles
         assert step["records"] > 0
     assert result["before"] and result["after"]
+
+
+def test_a_weak_judge_gives_a_graded_score_that_position_bias_cannot_fake():
+    """Votes in both orders: a judge that picks the better answer 3 times in 4, wherever it is
+    shown, gives it 0.75, where requiring two agreeing verdicts gave a weak judge only draws."""
+    calls = []
+
+    def judge(prompt):
+        calls.append(prompt)
+        good_first = re.search(r"Answer 1: (.*)\n", prompt).group(1) == GOOD
+        right = len(calls) % 4 != 0
+        return "1" if good_first == right else "2"
+
+    root, _, _ = tournament({"player_0": GOOD, "player_1": FAIR}, judge=judge, players=2)
+    assert root.children[0].extras["score"] == pytest.approx(0.75)
+    assert root.children[0].rewards["player_0"] == pytest.approx(0.25)  # 0.75 - expected 0.5

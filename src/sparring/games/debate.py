@@ -2,20 +2,21 @@
 
 Covers: the `Debate` game: `debater_a` argues for, `debater_b` against, for `turns` speeches
 each; the judge (an oracle call: the base model, or a frozen role's adapter, never trained)
-reads the transcript twice, once in each order, and a side wins only when both readings agree
-(a judge that always answers "A" gives ties, not a free win to one side). A speech that is
-empty or mostly repeats the proposition forfeits. Reward: +1 winner, -1 loser, 0 both on a tie.
+votes `judge_samples` times in each presentation order (sparring.games.judging: a judge that
+always answers "1" gives a tie, not a free win to one side). A speech that is empty or mostly
+repeats the proposition forfeits. Reward, zero-sum: A gets 2 x (its vote share) - 1 (so +1 for a
+unanimous judge, and a graded margin from a weak one), B the negative; +-1 on a forfeit.
 Does not cover: anything outside the episode (sparring.engine). Pure.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from sparring.engine.arena import Arena
 from sparring.engine.core import Episode, EpisodeState, Role, Rollout, Rubric
 from sparring.engine.game import EVAL_POOL, TRAIN_POOL, Game
+from sparring.games.judging import preference
 from sparring.rewards import jaccard
 
 TOPICS = (
@@ -63,8 +64,9 @@ def transcript(topic: str, speeches: list[tuple[str, str]]) -> str:
 
 
 class DebateEpisode(Episode):
-    def __init__(self, turns: int) -> None:
+    def __init__(self, turns: int, judge_samples: int) -> None:
         self.turns = turns
+        self.judge_samples = judge_samples
         self.rubric = Rubric.of(zero_sum)
 
     async def rollout(self, arena: Arena, artifact: Any, state: EpisodeState) -> EpisodeState:
@@ -75,39 +77,40 @@ class DebateEpisode(Episode):
                 prompt = transcript(topic, speeches) + f"\nYour turn, debater {label}."
                 speeches.append((label, await self.act(arena, state, role, prompt)))
         forfeit = {label for label, speech in speeches if forfeits(speech, topic)}
-        verdicts = []
+        share = None
         if not forfeit:
-            for order in (("A", "B"), ("B", "A")):
-                shown = [(f"Debater {order.index(s) + 1}", t) for s, t in speeches]
-                question = (
-                    transcript(topic, shown)
-                    + "\nWhich debater argued better? Answer with 1 or 2 only."
+
+            def render(order: tuple[int, int]) -> str:
+                number = {"AB"[order[0]]: "1", "AB"[order[1]]: "2"}
+                shown = [(f"Debater {number[s]}", t) for s, t in speeches]
+                return transcript(topic, shown) + (
+                    "\nWhich debater argued better? Answer with 1 or 2 only."
                 )
-                answer = (await arena.call_model(question, max_tokens=8)).text
-                pick = re.search(r"[12]", answer)  # the first 1 or 2 the judge writes
-                verdicts.append(order[int(pick.group()) - 1] if pick else None)
+
+            share = await preference(arena, render, self.judge_samples)
         state.data.update(topic=topic, speeches=speeches, forfeit=sorted(forfeit))
-        state.data["verdicts"] = verdicts
+        state.data["share_a"] = share  # judge votes for A, both orders averaged
         return state
 
 
-def winner_of(extras: dict[str, Any]) -> str | None:
-    """'A', 'B' or None (tie): forfeits first, then two agreeing verdicts."""
+def margin_of(extras: dict[str, Any]) -> float:
+    """A's margin in [-1, 1]: +-1 on a forfeit, else 2 x (A's vote share) - 1; 0 on no verdict."""
     forfeit = set(extras.get("forfeit", []))
     if forfeit:
-        return None if len(forfeit) == 2 else ({"A", "B"} - forfeit).pop()
-    verdicts = extras.get("verdicts", [])
-    if len(verdicts) == 2 and verdicts[0] == verdicts[1] and verdicts[0] is not None:
-        return verdicts[0]
-    return None
+        return 0.0 if len(forfeit) == 2 else (1.0 if forfeit == {"B"} else -1.0)
+    share = extras.get("share_a")
+    return 0.0 if share is None else round(2 * share - 1, 6)
+
+
+def winner_of(extras: dict[str, Any]) -> str | None:
+    """'A', 'B' or None (tie)."""
+    margin = margin_of(extras)
+    return None if margin == 0 else ("A" if margin > 0 else "B")
 
 
 def zero_sum(rollout: Rollout, arena: Arena) -> dict[str, float]:
-    winner = winner_of(rollout.extras)
-    if winner is None:
-        return {"debater_a": 0.0, "debater_b": 0.0}
-    a = 1.0 if winner == "A" else -1.0
-    return {"debater_a": a, "debater_b": -a}
+    margin = margin_of(rollout.extras)
+    return {"debater_a": margin, "debater_b": -margin}
 
 
 class Debate(Game):
@@ -119,10 +122,11 @@ class Debate(Game):
     )
     episode = "debate"
     uses_judge = True
-    option_names = (("turns", 1.0),)
+    option_names = (("turns", 1.0), ("judge_samples", 4.0))
 
     def setup(self, arena: Arena) -> None:
-        arena.add_episode(self.episode, DebateEpisode(int(self.option("turns"))))
+        turns, samples = int(self.option("turns")), int(self.option("judge_samples"))
+        arena.add_episode(self.episode, DebateEpisode(turns, samples))
         arena.store.extend(TRAIN_POOL, TOPICS[:-EVAL_TOPICS])
         arena.store.extend(EVAL_POOL, TOPICS[-EVAL_TOPICS:])
 

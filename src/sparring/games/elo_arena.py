@@ -4,8 +4,9 @@ better answer; Elo ratings track the players, and a player's reward is its relat
 Covers: the `EloArena` game, roles player_0..player_{N-1} (option `players`; each samples with
 its own adapter). A tournament, the top-level episode, takes one question and plays every pair of
 players once as a child `match` episode: both answer the question, the judge (an oracle call,
-never trained) reads the two answers in both orders, and a side wins only when both readings
-agree (a judge that always picks the first answer gives draws). An empty answer, or one that
+never trained) votes in both presentation orders (sparring.games.judging), and the first
+player's score is its share of the votes (a judge that always picks the first answer gives
+draws, 0.5; Elo takes graded scores). An empty answer, or one that
 mostly repeats the question, forfeits; when both forfeit, both lose. A player's reward in a
 match: its score (1 win, 0.5 draw, 0 loss) minus its Elo-expected score against that opponent,
 from the running ratings as they stood when the tournament started. A training tournament then
@@ -23,7 +24,6 @@ Does not cover: anything outside the episodes (sparring.engine). Pure.
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import combinations
@@ -35,6 +35,7 @@ from sparring.engine.core import Episode, EpisodeRequest, EpisodeState, Role, Ro
 from sparring.engine.game import EVAL_POOL, TRAIN_POOL, Game
 from sparring.evaluation.crossplay import elo_expected, elo_update
 from sparring.games.debate import forfeits
+from sparring.games.judging import preference
 
 QUESTIONS = (
     "What is the difference between a list and a tuple in Python?",
@@ -74,19 +75,17 @@ class Pairing:
     expected: float  # the first player's Elo-expected score when the tournament started
 
 
-async def verdict(arena: Arena, question: str, answers: tuple[str, str], first: int) -> int | None:
-    """The index (0 or 1) of the answer the judge prefers, shown answer `first` first."""
-    shown = (answers[first], answers[1 - first])
-    prompt = (
+def judge_prompt(question: str, answers: tuple[str, str], order: tuple[int, int]) -> str:
+    shown = (answers[order[0]], answers[order[1]])
+    return (
         f"Question: {question}\nAnswer 1: {shown[0].strip()}\nAnswer 2: {shown[1].strip()}\n"
         "Which answer is better (correct, clear, concise)? Answer with 1 or 2 only."
     )
-    pick = re.search(r"[12]", (await arena.call_model(prompt, max_tokens=8)).text)
-    return None if pick is None else (first if pick.group() == "1" else 1 - first)
 
 
 class MatchEpisode(Episode):
-    def __init__(self) -> None:
+    def __init__(self, judge_samples: int) -> None:
+        self.judge_samples = judge_samples
         self.rubric = Rubric.of(relative_score)
 
     async def rollout(self, arena: Arena, artifact: Any, state: EpisodeState) -> EpisodeState:
@@ -96,15 +95,16 @@ class MatchEpisode(Episode):
             await asyncio.gather(*(self.act(arena, state, p, q) for p in pairing.players))
         )
         forfeit = [forfeits(answer, q) for answer in answers]
-        verdicts: list[int | None] = []
         if all(forfeit):
             score = None  # both lose; no information about who is better
         elif any(forfeit):
             score = 0.0 if forfeit[0] else 1.0
-        else:
-            verdicts = list(await asyncio.gather(*(verdict(arena, q, answers, f) for f in (0, 1))))
-            score = {(0, 0): 1.0, (1, 1): 0.0}.get(tuple(verdicts), 0.5)
-        state.data.update(answers=answers, verdicts=verdicts, forfeit=forfeit, score=score)
+        else:  # the first player's share of the judge's votes: a graded Elo score
+            share = await preference(
+                arena, lambda order: judge_prompt(q, answers, order), self.judge_samples
+            )
+            score = 0.5 if share is None else share
+        state.data.update(answers=answers, forfeit=forfeit, score=score)
         return state
 
 
@@ -163,7 +163,7 @@ class EloArena(Game):
     description = "N players answer questions in round-robin matches an LLM judges; Elo ratings"
     episode = "tournament"
     uses_judge = True
-    option_names = (("players", 3.0),)
+    option_names = (("players", 3.0), ("judge_samples", 4.0))
 
     def __init__(self, options: Mapping[str, float] | None = None, seed: int = 0) -> None:
         super().__init__(options, seed)
@@ -177,7 +177,7 @@ class EloArena(Game):
 
     def setup(self, arena: Arena) -> None:
         arena.add_episode(self.episode, TournamentEpisode(self))
-        arena.add_episode("match", MatchEpisode())
+        arena.add_episode("match", MatchEpisode(int(self.option("judge_samples"))))
         arena.store.extend(TRAIN_POOL, QUESTIONS[:-EVAL_QUESTIONS])
         arena.store.extend(EVAL_POOL, QUESTIONS[-EVAL_QUESTIONS:])
 
