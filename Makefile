@@ -39,12 +39,15 @@ learn: install  ## the learning run: held-out gains with 95% intervals, LEARN li
 
 GAMES ?= proposer_solver debate negotiation red_blue refine_loop elo_arena dataset_rl
 GAME_STEPS ?= 6
+GAME_EPISODES ?= 4
+GAME_EVAL ?= 8
 games: install  ## every engine game on SmolLM2-135M, a few steps each -> docs/img/games.png (~1 h)
 	for g in $(GAMES); do \
 	  $(BIN)/sparring game run $$g --config configs/games/$$g.yaml --output local_outputs/games/$$g \
 	    --set models.answerer.name=smollm2-135m --set game.max_tokens=0 \
-	    --set game.steps=$(GAME_STEPS) --set game.episodes_per_step=4 --set game.group_size=4 \
-	    --set game.eval_episodes=8 --set grpo.learning_rate=2e-4 || exit 1; \
+	    --set game.steps=$(GAME_STEPS) --set game.episodes_per_step=$(GAME_EPISODES) \
+	    --set game.group_size=4 --set game.eval_episodes=$(GAME_EVAL) \
+	    --set grpo.learning_rate=2e-4 || exit 1; \
 	done
 	$(BIN)/sparring game plot $(addprefix local_outputs/games/,$(GAMES)) --output docs/img/games.png
 

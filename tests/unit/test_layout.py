@@ -31,6 +31,7 @@ PURE = (
     "sparring.engine.core", "sparring.engine.credit", "sparring.engine.arena",
     "sparring.engine.game", "sparring.engine.local", "sparring.games.registry",
     "sparring.games.debate",
+    "sparring.games.judging",
     "sparring.games.elo_arena",
     "sparring.games.refine_loop",
     "sparring.games.negotiation",
