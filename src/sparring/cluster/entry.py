@@ -14,7 +14,8 @@ Inputs and outputs are local paths or `s3://` URIs (artifact URIs on the cluster
    processes, the generator's frozen solutions are sampled once in shares and shared,
 4. compares the trained weights of every process: each writes its own copy (rank 0 into the
    output, the others into `WORKDIR/rank-N/out`), and with DDP replicas (not FSDP/ZeRO-3
-   shards) different fingerprints fail the run,
+   shards) different fingerprints fail the run (LoRA adapters are written by every rank; a
+   full model only by rank 0 under transformers 5, so there is nothing to compare),
 5. on rank 0: writes `metrics.json` (the phase's metrics plus `world_size` and `nodes`) and
    `distributed.json` (each rank's fingerprint) beside the outputs, and uploads them when the
    output is an S3 prefix.
@@ -128,9 +129,13 @@ def run_phase(cfg: Config, args: argparse.Namespace, inputs: dict[str, str], out
 
 
 def fingerprint(model_dir: Path) -> str:
-    """sha256 over the weight files of a model folder (names and bytes, sorted by name)."""
+    """sha256 over the weight files of a model folder (names and bytes, sorted by name); ""
+    when it holds none (transformers 5 saves a full model on rank 0 only; PEFT adapters are
+    written by every rank)."""
     h = hashlib.sha256()
     files = sorted(p for p in model_dir.rglob("*") if p.is_file() and p.suffix in WEIGHT_SUFFIXES)
+    if not files:
+        return ""
     for path in files:
         h.update(path.relative_to(model_dir).as_posix().encode())
         h.update(path.read_bytes())
@@ -171,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         prints = ranks.all_gather(fingerprint(out / "model"))
         sharded = recipes.sharded(cfg, w.size)
         nodes = len(set(ranks.all_gather(w.node_rank)))
-        if not sharded and len(set(prints)) > 1:
+        written = {p for p in prints if p}  # transformers writes a full model on rank 0 only
+        if not sharded and len(written) > 1:
             raise SparringError(
                 f"{args.phase}: the {w.size} processes finished with different weights "
                 f"(fingerprints {', '.join(p[:12] for p in prints)}); data-parallel replicas "

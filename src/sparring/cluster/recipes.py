@@ -50,13 +50,15 @@ ZERO3_CONFIG: dict[str, Any] = {
 }
 
 
-def strategy_kwargs(cfg: Config, world_size: int) -> dict[str, Any]:
-    """TrainingArguments keywords of `distributed.strategy` (none for DDP or one process)."""
+def strategy_kwargs(cfg: Config, world_size: int, transformers_major: int = 5) -> dict[str, Any]:
+    """TrainingArguments keywords of `distributed.strategy` (none for DDP or one process).
+    transformers 4 takes FSDP as option words, 5 as `fsdp=True` plus `fsdp_config`."""
     strategy = cfg.distributed.strategy
     if world_size <= 1 or strategy == "ddp":
         return {}
     if strategy == "fsdp":
-        return {"fsdp": "full_shard auto_wrap", "fsdp_config": dict(FSDP_CONFIG)}
+        flag: Any = True if transformers_major >= 5 else "full_shard auto_wrap"
+        return {"fsdp": flag, "fsdp_config": dict(FSDP_CONFIG)}
     return {"deepspeed": _copy(ZERO3_CONFIG)}
 
 
@@ -75,9 +77,9 @@ def vllm_kwargs(cfg: Config) -> dict[str, Any]:
     }
 
 
-def grpo_kwargs(cfg: Config, world_size: int) -> dict[str, Any]:
+def grpo_kwargs(cfg: Config, world_size: int, transformers_major: int = 5) -> dict[str, Any]:
     """Everything the distributed recipe adds to GRPOConfig for `world_size` processes."""
-    return {**strategy_kwargs(cfg, world_size), **vllm_kwargs(cfg)}
+    return {**strategy_kwargs(cfg, world_size, transformers_major), **vllm_kwargs(cfg)}
 
 
 def sharded(cfg: Config, world_size: int) -> bool:

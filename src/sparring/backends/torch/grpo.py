@@ -187,9 +187,12 @@ def grpo_args(
         "remove_unused_columns": False,
         "disable_tqdm": False,
     }
+    import transformers
+
     from sparring.cluster import ranks, recipes
 
-    kwargs.update(recipes.grpo_kwargs(cfg, ranks.world().size))  # FSDP/ZeRO-3, vLLM mode
+    major = int(transformers.__version__.split(".")[0])
+    kwargs.update(recipes.grpo_kwargs(cfg, ranks.world().size, major))  # FSDP/ZeRO-3, vLLM
     return GRPOConfig(**kwargs)
 
 
