@@ -150,7 +150,7 @@ def wait_for_trainjob(
             except KubeError as exc:
                 what = f"could not delete it ({exc})"
             raise TrainJobTimeout(
-                f"{where} did not finish within {timeout_s:.0f} s "
+                f"{where} did not finish within {timeout_s:g} s "
                 f"(kubernetes.trainer.timeout_s; last state {last.line() if last else 'unknown'}); "
                 f"{what}"
             )
