@@ -28,6 +28,9 @@ PURE = (
     "sparring.games.base", "sparring.sandbox.limits", "sparring.sandbox.oracle",
     "sparring.backends", "sparring.backends.base", "sparring.evaluation.learning",
     "sparring.evaluation.hacking", "sparring.phases.zone",
+    # the TrainJob a phase becomes and the distributed recipe; ranks: imported by the generator
+    "sparring.cluster.trainjob", "sparring.cluster.recipes", "sparring.cluster.ranks",
+    "sparring.cluster.kube", "sparring.cluster.wait",
     # the sandbox image ships no ML stack: what its validate task imports must not need one
     "sparring.phases.validate", "sparring.phases.kfp_io", "sparring.sandbox",
 )  # fmt: skip
