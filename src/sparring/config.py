@@ -254,6 +254,23 @@ class SecretsConfig:
 
 
 @dataclass(frozen=True)
+class TrainerConfig:
+    nodes: int = _f(
+        1, "nodes per training phase; > 1 runs each GRPO phase as a Kubeflow Trainer TrainJob",
+        ge=1, le=64,
+    )  # fmt: skip
+    processes_per_node: int = _f(
+        0, "training processes per node (0 = kubernetes.gpu.count, or 1 without GPUs)", ge=0, le=16
+    )
+    runtime: str = _f("sparring-torch-distributed", "ClusterTrainingRuntime the TrainJobs use")
+    service_account: str = _f("sparring-trainer", "service account of TrainJob pods")
+    timeout_s: int = _f(
+        0, "wall-clock limit of one TrainJob (0 = kubernetes.timeout_s - 600)", ge=0
+    )
+    poll_s: float = _f(10.0, "seconds between TrainJob status polls", gt=0.0, le=600.0)
+
+
+@dataclass(frozen=True)
 class KubernetesConfig:
     namespace: str = _f("sparring", "namespace the pipeline runs in")
     service_account: str = _f("sparring-pipeline", "service account of training tasks")
@@ -268,6 +285,24 @@ class KubernetesConfig:
     secrets: SecretsConfig = _f(SecretsConfig, "Secrets exposed as environment variables")
     timeout_s: int = _f(86400, "timeout of each task", ge=60)
     retries: int = _f(2, "retries of idempotent tasks", ge=0, le=10)
+    trainer: TrainerConfig = _f(TrainerConfig, "multi-node training phases (Kubeflow Trainer)")
+
+
+@dataclass(frozen=True)
+class DistributedConfig:
+    strategy: Literal["ddp", "fsdp", "zero3"] = _f(
+        "ddp", "data parallel: ddp (replicas), fsdp or zero3 (sharded, for full fine-tuning)"
+    )
+    vllm_mode: Literal["colocate", "server"] = _f(
+        "colocate", "with grpo.use_vllm: vLLM inside each training process, or a vLLM server"
+    )
+    vllm_server_url: str = _f("", "base URL of the vLLM server (`trl vllm-serve`), mode server")
+    vllm_tensor_parallel_size: int = _f(
+        1, "GPUs per colocated vLLM engine; divides the processes per node", ge=1, le=16
+    )
+    vllm_gpu_memory_utilization: float = _f(
+        0.3, "share of each GPU's memory a colocated vLLM engine takes", gt=0.0, le=1.0
+    )
 
 
 @dataclass(frozen=True)
@@ -321,6 +356,9 @@ class Config:
     storage: StorageConfig = _f(StorageConfig, "pipeline root and S3")
     kubernetes: KubernetesConfig = _f(KubernetesConfig, "cluster settings")
     game: GameConfig = _f(GameConfig, "self-play engine: the game and how it is trained")
+    distributed: DistributedConfig = _f(
+        DistributedConfig, "multi-process training recipe (torchrun, TrainJob nodes)"
+    )
 
     def model_for(self, role: str) -> ModelConfig:
         """The model config of a role, honouring the shared topology."""
@@ -475,6 +513,44 @@ def _check_cross_fields(cfg: Config) -> None:
         )
     if not cfg.data.train:
         raise ConfigError("data.train: name at least one problem source, e.g. [bundled]")
+    _check_distributed(cfg)
+
+
+def processes_per_node(cfg: Config) -> int:
+    """Training processes per node: `kubernetes.trainer.processes_per_node`, else one per GPU."""
+    k8s = cfg.kubernetes
+    return k8s.trainer.processes_per_node or max(1, k8s.gpu.count)
+
+
+def _check_distributed(cfg: Config) -> None:
+    """Cross-field checks of `kubernetes.trainer` and `distributed`."""
+    tr, d = cfg.kubernetes.trainer, cfg.distributed
+    if tr.nodes > 1 and cfg.backend != "torch":
+        raise ConfigError(
+            "kubernetes.trainer.nodes: TrainJobs run the torch backend; set backend: torch "
+            "or kubernetes.trainer.nodes: 1"
+        )
+    if tr.timeout_s and tr.timeout_s >= cfg.kubernetes.timeout_s:
+        raise ConfigError(
+            f"kubernetes.trainer.timeout_s: {tr.timeout_s} must be below kubernetes.timeout_s "
+            f"({cfg.kubernetes.timeout_s}), the limit of the task that waits for the TrainJob"
+        )
+    if d.strategy != "ddp" and cfg.topology == "shared":
+        raise ConfigError(
+            f"distributed.strategy: {d.strategy!r} shards one model per role; topology 'shared' "
+            "needs strategy 'ddp'"
+        )
+    if cfg.grpo.use_vllm and d.vllm_mode == "server" and not d.vllm_server_url:
+        raise ConfigError(
+            "distributed.vllm_server_url: required with distributed.vllm_mode 'server' "
+            "(the URL of a running `trl vllm-serve`)"
+        )
+    n = processes_per_node(cfg)
+    if cfg.grpo.use_vllm and d.vllm_mode == "colocate" and n % d.vllm_tensor_parallel_size:
+        raise ConfigError(
+            f"distributed.vllm_tensor_parallel_size: {d.vllm_tensor_parallel_size} must divide "
+            f"the {n} training processes per node (a vLLM engine may not span nodes)"
+        )
 
 
 def from_dict(data: dict[str, Any] | None) -> Config:

@@ -38,6 +38,9 @@ PURE = (
     "sparring.games.dataset_rl",
     "sparring.games.red_blue",
     "sparring.games.proposer_solver",
+    # the TrainJob a phase becomes and the distributed recipe; ranks: imported by the generator
+    "sparring.cluster.trainjob", "sparring.cluster.recipes", "sparring.cluster.ranks",
+    "sparring.cluster.kube", "sparring.cluster.wait",
     # the sandbox image ships no ML stack: what its validate task imports must not need one
     "sparring.phases.validate", "sparring.phases.kfp_io", "sparring.sandbox",
 )  # fmt: skip

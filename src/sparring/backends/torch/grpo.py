@@ -40,9 +40,11 @@ counts of dynamic sampling.
   so that they describe the batch trained on; `sparring/refilled_batches` counts the replacements
   (each one a full generation: the price of a step that trains). Single process only.
 
-Multi-GPU: the phase functions are plain Python, so `accelerate launch --num_processes N -m
-sparring.cli.main phase train-answerer ...` (or `... train`) runs them data-parallel;
-TRL/Accelerate handle the process group. Not tested here (no GPU).
+Multi-process: `sparring.cluster.entry` runs a phase under `torchrun` (or `accelerate launch`)
+on one node or on the nodes of a Kubeflow TrainJob; TRL/Accelerate handle the process group,
+`sparring.cluster.recipes` adds the strategy (DDP, FSDP, ZeRO-3) and the vLLM mode to
+GRPOConfig, and under FSDP/ZeRO-3 `run_grpo` gathers the full weights for saving. Tested here
+with 2 CPU processes (gloo, DDP); the GPU strategies are not.
 
 Notes on TRL 1.16: GRPOConfig has no `max_prompt_length`, so `fit_prompts` enforces
 `cfg.grpo.max_prompt_length` itself by dropping rows whose rendered prompt is longer (cutting a
@@ -185,8 +187,12 @@ def grpo_args(
         "remove_unused_columns": False,
         "disable_tqdm": False,
     }
-    if g.use_vllm:
-        kwargs.update(use_vllm=True, vllm_mode="colocate")
+    import transformers
+
+    from sparring.cluster import ranks, recipes
+
+    major = int(transformers.__version__.split(".")[0])
+    kwargs.update(recipes.grpo_kwargs(cfg, ranks.world().size, major))  # FSDP/ZeRO-3, vLLM
     return GRPOConfig(**kwargs)
 
 
@@ -478,6 +484,12 @@ def run_grpo(
     elapsed = time.perf_counter() - start
     logged = _aggregate([h for h in trainer.state.log_history if "train_runtime" not in h])
     trained = trainer.model
+    if trainer.is_fsdp_enabled or trainer.is_deepspeed_enabled:
+        # Sharded (FSDP, ZeRO-3): every process joins in gathering the full weights (rank 0
+        # receives them) and saving writes those instead of its own shard (models.save_model).
+        state = trainer.accelerator.get_state_dict(trainer.model)
+        trained = trainer.accelerator.unwrap_model(trainer.model)
+        trained.sparring_state_dict = state
     n_tokens = max((h.get("num_tokens", 0) for h in trainer.state.log_history), default=0)
     metrics = {f"trl/{k.replace('/', '_')}": v for k, v in logged.items()}
     groups, useful = trainer.groups_total, trainer.groups_useful
