@@ -64,3 +64,15 @@ def test_atomic_dir_leaves_the_old_folder_when_the_block_fails(tmp_path):
         pass
     assert (out / "weights").read_text() == "v1"
     assert [p.name for p in tmp_path.iterdir()] == ["model"], "no temp folder left behind"
+
+
+def test_a_writers_finished_temp_copy_is_not_a_checkpoint(tmp_path):
+    """A writer killed after writing COMPLETE into its temporary folder but before renaming it
+    into place leaves a complete-looking hidden folder; resuming from it would skip a phase
+    (found by the faults tier's SIGKILL test)."""
+    ck.write_checkpoint(tmp_path, "r00-p00-materialize", {"phase_index": 0}, {}, None)
+    hidden = tmp_path / ".r01-p01-generator-x1"
+    ck.write_checkpoint(tmp_path, "x", {"phase_index": 1}, {}, None).path.rename(hidden)
+    assert ck.is_complete(hidden)
+    assert [c.index for c in ck.list_checkpoints(tmp_path)] == [0]
+    assert ck.latest(tmp_path).path.name == "r00-p00-materialize"

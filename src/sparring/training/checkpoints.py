@@ -112,11 +112,18 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
 
 
 def list_checkpoints(root: str | Path) -> list[Checkpoint]:
-    """Complete checkpoints under `root`, in phase order (incomplete ones are ignored)."""
+    """Complete checkpoints under `root`, in phase order (incomplete ones, and writers'
+    hidden temporary folders, are ignored)."""
     root = Path(root)
     if not root.is_dir():
         return []
-    found = [load_checkpoint(p) for p in root.iterdir() if p.is_dir() and is_complete(p)]
+    found = [
+        load_checkpoint(p)
+        for p in root.iterdir()
+        # a hidden folder is a writer's temporary copy: complete inside but never renamed into
+        # place when its writer was killed; resuming from it would skip the phase it belongs to
+        if p.is_dir() and not p.name.startswith(".") and is_complete(p)
+    ]
     return sorted(found, key=lambda c: c.index)
 
 
