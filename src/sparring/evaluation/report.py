@@ -353,7 +353,7 @@ def write_json(report: Mapping[str, Any], out_dir: str | Path) -> Path:
 def write_report(report: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
     """Write the PNG plots and report.md into out_dir; returns the files written. Each file is
     replaced atomically: a reader (or a killed writer) finds every file whole, each one from
-    this report or the one before."""
+    this report or an earlier one (the folder as a whole is not swapped at once)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     snapshots = _all_snapshots(report)
