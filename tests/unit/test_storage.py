@@ -142,3 +142,26 @@ def test_s3_prefix_without_manifest_is_not_read_as_complete(bucket, tmp_path):
     storage.write_bytes(f"{bucket}/changed/w.bin", b"12")
     with pytest.raises(SparringError, match=r"changed/w\.bin: does not match its manifest"):
         storage.download_dir(f"{bucket}/changed", tmp_path / "changed")
+
+
+def test_endpoint_from_config(s3_server, monkeypatch, bucket):
+    monkeypatch.delenv("AWS_ENDPOINT_URL")
+    cfg = load_config("configs/smoke.yaml", [f"storage.s3_endpoint={s3_server}"])
+    storage.configure(cfg)
+    try:
+        storage.write_text(f"{bucket}/cfg.txt", "ok")
+        assert storage.client().meta.endpoint_url == s3_server
+        assert storage.client().meta.config.retries["mode"] == "standard"
+    finally:
+        storage.configure(load_config("configs/smoke.yaml"))
+
+
+def test_problems_load_from_s3(bucket):
+    from sparring.problems import load_bundled, load_source
+
+    problem = load_bundled()[0]
+    import json
+
+    storage.write_text(f"{bucket}/problems/p.json", json.dumps([problem.to_dict()]))
+    loaded = load_source(f"{bucket}/problems/")
+    assert [p.id for p in loaded] == [problem.id]
