@@ -13,8 +13,8 @@ REGISTRY ?= localhost
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help install run learn games smoke test test-slow test-all lint fmt bench bench-sandbox compile \
-        submit schedule images push deploy-check mlflow-ui clean
+.PHONY: help install run learn games smoke test test-slow test-faults test-all lint fmt bench bench-sandbox \
+        compile submit schedule images push deploy-check mlflow-ui clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -59,6 +59,9 @@ test: install  ## the default test tier (unit + integration, no slow), under 15 
 
 test-slow: install  ## slow tests only (real SmolLM2 model, longer runs)
 	$(PY) -m pytest -q -p no:cacheprovider -m slow
+
+test-faults: install  ## fault tier: S3/MLflow outages, SIGKILLs, full disk on real servers (~6 min)
+	$(PY) -m pytest -q -p no:cacheprovider -m faults tests/faults
 
 lint: install  ## ruff check and format check
 	$(BIN)/ruff check .
