@@ -270,6 +270,25 @@ class KubernetesConfig:
 
 
 @dataclass(frozen=True)
+class ServingConfig:
+    mode: Literal["in_process", "server"] = _f(
+        "in_process", "where the code duel samples: in this process, or an OpenAI-API server"
+    )
+    url: str = _f("http://127.0.0.1:8000", "base URL of the server (`sparring serve`)")
+    engine: Literal["vllm", "vllm-cpu", "mlx"] = _f(
+        "vllm-cpu", "the server's engine (how adapters are published to it)"
+    )
+    concurrency: int = _f(8, "requests in flight at once", ge=1, le=1024)
+    max_staleness: int = _f(
+        1, "rollouts more than this many policy versions old are dropped by the trainer", ge=0
+    )
+    deploy_champion: bool = _f(
+        False, "after select, create or update the KServe InferenceService of the champion"
+    )
+    inference_service: str = _f("sparring-champion", "name of that InferenceService")
+
+
+@dataclass(frozen=True)
 class Config:
     name: str = _f("sparring", "experiment name: MLflow run names and output folders")
     seed: int = _f(0, "random seed of sampling, splits and training", ge=0)
@@ -300,6 +319,7 @@ class Config:
     tracking: TrackingConfig = _f(TrackingConfig, "MLflow")
     storage: StorageConfig = _f(StorageConfig, "pipeline root and S3")
     kubernetes: KubernetesConfig = _f(KubernetesConfig, "cluster settings")
+    serving: ServingConfig = _f(ServingConfig, "sampling through an inference server; KServe")
 
     def model_for(self, role: str) -> ModelConfig:
         """The model config of a role, honouring the shared topology."""

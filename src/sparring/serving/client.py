@@ -82,6 +82,7 @@ class OpenAIServerClient:
         token_logprobs: bool = True,
         adapter_paths: Mapping[str, str] | None = None,
         stop: list[str] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
         api_key: str = "EMPTY",
     ) -> None:
         from openai import AsyncOpenAI
@@ -94,6 +95,7 @@ class OpenAIServerClient:
         self.token_logprobs = token_logprobs
         self.adapter_paths = dict(adapter_paths or {})
         self.stop = stop
+        self.extra_body = dict(extra_body or {})  # engine options, e.g. vLLM's ignore_eos
         self._base_model = base_model
         self._api = AsyncOpenAI(
             base_url=f"{self.base_url}/v1", api_key=api_key, timeout=timeout_s, max_retries=2
@@ -120,13 +122,13 @@ class OpenAIServerClient:
         n: int = 1,
     ) -> list[Completion]:
         requested = model or await self.base_model()
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = dict(self.extra_body)
         sent = requested
         if requested in self.adapter_paths:  # mlx-lm: adapters by path, on the base model
             sent = await self.base_model()
             extra["adapters"] = self.adapter_paths[requested]
         kwargs: dict[str, Any] = {}
-        if self.token_logprobs and not extra:
+        if self.token_logprobs and "adapters" not in extra:
             kwargs["logprobs"] = True
             extra["return_tokens_as_token_ids"] = True
         if self.stop:

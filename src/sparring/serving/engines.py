@@ -105,36 +105,45 @@ class ServeSpec:
         return f"http://{host}:{self.port}"
 
 
+def _vllm_command(python: str, spec: ServeSpec) -> list[str]:
+    cmd = [
+        python, "-m", "vllm.entrypoints.openai.api_server",
+        "--model", spec.model,
+        "--served-model-name", spec.served_name,
+        "--host", spec.host,
+        "--port", str(spec.port),
+        "--max-model-len", str(spec.max_model_len),
+        "--dtype", spec.dtype,
+        "--enable-lora",
+        "--max-lora-rank", str(spec.max_lora_rank),
+        "--max-loras", str(spec.max_loras),
+    ]  # fmt: skip
+    if spec.adapters:
+        cmd += ["--lora-modules", *(f"{n}={p}" for n, p in spec.adapters.items())]
+    return [*cmd, *spec.extra_args]
+
+
+def _mlx_command(python: str, spec: ServeSpec) -> list[str]:
+    if len(spec.adapters) > 1:
+        raise SparringError(
+            "engine mlx: mlx-lm serves one start-up adapter; pass one --adapter and publish "
+            "the others (they are chosen per request)"
+        )
+    cmd = [python, "-m", "mlx_lm", "server", "--model", spec.model]
+    cmd += ["--host", spec.host, "--port", str(spec.port)]
+    for path in spec.adapters.values():
+        cmd += ["--adapter-path", path]
+    return [*cmd, *spec.extra_args]
+
+
+_COMMANDS = {"vllm": _vllm_command, "vllm-cpu": _vllm_command, "mlx": _mlx_command}
+
+
 def engine_command(engine: str, python: str, spec: ServeSpec) -> list[str]:
     """The command line that starts `engine`'s OpenAI-compatible server for `spec`."""
-    if engine in ("vllm", "vllm-cpu"):
-        cmd = [
-            python, "-m", "vllm.entrypoints.openai.api_server",
-            "--model", spec.model,
-            "--served-model-name", spec.served_name,
-            "--host", spec.host,
-            "--port", str(spec.port),
-            "--max-model-len", str(spec.max_model_len),
-            "--dtype", spec.dtype,
-            "--enable-lora",
-            "--max-lora-rank", str(spec.max_lora_rank),
-            "--max-loras", str(spec.max_loras),
-        ]  # fmt: skip
-        if spec.adapters:
-            cmd += ["--lora-modules", *(f"{n}={p}" for n, p in spec.adapters.items())]
-        return [*cmd, *spec.extra_args]
-    if engine == "mlx":
-        if len(spec.adapters) > 1:
-            raise SparringError(
-                "engine mlx: mlx-lm serves one start-up adapter; pass one --adapter and publish "
-                "the others (they are chosen per request)"
-            )
-        cmd = [python, "-m", "mlx_lm", "server", "--model", spec.model]
-        cmd += ["--host", spec.host, "--port", str(spec.port)]
-        for path in spec.adapters.values():
-            cmd += ["--adapter-path", path]
-        return [*cmd, *spec.extra_args]
-    raise SparringError(f"engine {engine!r}: use one of {', '.join(ENGINES)} (or auto)")
+    if engine not in _COMMANDS:
+        raise SparringError(f"engine {engine!r}: use one of {', '.join(ENGINES)} (or auto)")
+    return _COMMANDS[engine](python, spec)
 
 
 def engine_env(engine: str, spec: ServeSpec, base: Mapping[str, str]) -> dict[str, str]:
