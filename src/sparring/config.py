@@ -105,7 +105,11 @@ class GrpoConfig:
     top_p: float = _f(1.0, "nucleus sampling during training", gt=0.0, le=1.0)
     per_device_batch_size: int = _f(4, "completions per device per step", ge=1)
     gradient_accumulation_steps: int = _f(1, "micro-batches per optimizer step", ge=1)
-    use_vllm: bool = _f(False, "generate with vLLM in TRL colocate mode (GPU only)")
+    use_vllm: bool = _f(False, "generate with vLLM through TRL (weight sync needs a CUDA GPU)")
+    vllm_mode: Literal["colocate", "server"] = _f(
+        "colocate", "TRL's vLLM mode: colocate (in the trainer) or server (`trl vllm-serve`)"
+    )
+    vllm_server_url: str = _f("", "base URL of `trl vllm-serve` (vllm_mode: server)")
     bf16: bool = _f(False, "bf16 mixed precision (GPU only)")
     logging_steps: int = _f(1, "log metrics every N steps", ge=1)
 
