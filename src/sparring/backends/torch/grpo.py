@@ -7,8 +7,9 @@ the other's private assumptions about TRL 1.16.
 Covers: `grpo_args` (cfg.grpo -> GRPOConfig: num_generations, epsilon, beta, loss_type, learning
 rate, completion length, mask_truncated_completions, temperature, top_p, batch sizes; GPU
 switches `use_vllm` -> TRL's vLLM `vllm_mode` (colocate or server) and `bf16`;
-`report_to=["mlflow"]` when an MLflow run is active so TRL logs loss, kl, entropy, clip ratios, frac_reward_zero_std, completion lengths and
-our `sparring/*` metrics into it), `completion_budget` / `resolve_completion_length` (the
+`report_to=["mlflow"]` when an MLflow run is active so TRL logs loss, kl, entropy, clip
+ratios, frac_reward_zero_std, completion lengths and our `sparring/*` metrics into it),
+`completion_budget` / `resolve_completion_length` (the
 `max_completion_length: 0` "auto" budget, sized from reference solutions' token lengths),
 `SparringGRPOTrainer` (below), and `run_grpo`, which trains for a fixed number of steps and returns
 TRL's logged metrics averaged over the phase plus step time, tokens/s, peak memory and the group
