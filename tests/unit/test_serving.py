@@ -203,3 +203,15 @@ def test_serving_config_defaults_and_validation():
         from_dict({"serving": {"mode": "remote"}})
     with pytest.raises(ConfigError, match=r"serving\.max_staleness"):
         from_dict({"serving": {"max_staleness": -1}})
+
+
+def test_pure_serving_modules_import_no_framework():
+    import subprocess
+
+    code = (
+        "import sys, sparring.serving.versions, sparring.serving.engines, sparring.cli.serve\n"
+        "heavy = {'torch', 'transformers', 'trl', 'peft', 'mlflow', 'kfp', 'boto3', 'openai'}\n"
+        "print(sorted(heavy & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
