@@ -80,6 +80,13 @@ async def arm(args, url, publisher, name, model_dir, batches, overlap, work) -> 
         await client.aclose()
 
 
+def _merge(results: list[dict]) -> dict:
+    return {
+        "seconds": sum(r["seconds"] for r in results),
+        "steps": [s for r in results for s in r["steps"]],
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=4)
@@ -89,6 +96,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--port", type=int, default=18731)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rounds", type=int, default=1, help="runs of each arm (ABBA order)")
     args = parser.parse_args()
 
     from sparring.backends.torch.models import smollm2_dir
@@ -99,7 +107,6 @@ def main() -> int:
 
     model_dir = str(smollm2_dir())
     problems = [p for p in load_bundled() if p.difficulty == "easy"]
-    need = args.steps * args.problems
     batches = [
         [problems[(i * args.problems + j) % len(problems)] for j in range(args.problems)]
         for i in range(args.steps)
@@ -135,12 +142,21 @@ def main() -> int:
                 await client.aclose()
 
             asyncio.run(warm())
-            seq = asyncio.run(
-                arm(args, url, publisher, "sequential", model_dir, batches, False, f"{tmp}/s")
-            )
-            ovl = asyncio.run(
-                arm(args, url, publisher, "overlapped", model_dir, batches, True, f"{tmp}/o")
-            )
+            # ABBA order (sequential, overlapped, overlapped, sequential, ...) so that a drift
+            # in the machine's load hits both arms alike; times are summed per arm.
+            order = [False, True, True, False] * args.rounds
+            order = order[: 2 * args.rounds]
+            runs: dict[bool, list[dict]] = {False: [], True: []}
+            for k, overlap in enumerate(order):
+                label = "overlapped" if overlap else "sequential"
+                res = asyncio.run(
+                    arm(args, url, publisher, f"{label}{k}", model_dir, batches, overlap,
+                        f"{tmp}/{k}")
+                )  # fmt: skip
+                print(f"  {label} run {k}: {res['seconds']:.1f} s", flush=True)
+                runs[overlap].append(res)
+            seq = _merge(runs[False])
+            ovl = _merge(runs[True])
         finally:
             proc.stop()
     for label, res in (("sequential", seq), ("overlapped", ovl)):
@@ -151,9 +167,9 @@ def main() -> int:
         print(
             f"{label}: {res['seconds']:.1f} s for {len(steps)} steps (sampling {sample_s:.1f} s, "
             f"training {train_s:.1f} s, stale dropped {dropped:.0f}, "
-            f"{need * args.group * args.max_tokens} sampled tokens)"
+            f"{len(steps) * args.problems * args.group * args.max_tokens} sampled tokens)"
         )
-    tokens = need * args.group * args.max_tokens
+    tokens = len(seq["steps"]) * args.problems * args.group * args.max_tokens
     seq_sample = sum(s["sample_s"] for s in seq["steps"])
     print(f"server sampling in the sequential arm: {tokens / seq_sample:.1f} tokens/s")
     print(f"BENCH async_rollout_speedup {seq['seconds'] / ovl['seconds']:.2f} x")

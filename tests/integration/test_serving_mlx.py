@@ -164,3 +164,29 @@ def test_missing_engine_is_one_line(tmp_path):
     errors = [ln for ln in out.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1 and "make install-serve" in errors[0], out
     assert "Traceback" not in out
+
+
+def test_code_duel_samples_the_frozen_answerer_through_the_server(mlx_server, tmp_path):
+    """`serving.mode: server`: the generator phase's frozen samples come from the server, the
+    answerer's MLX adapter published to it first."""
+    from sparring.config import from_dict
+    from sparring.phases.generator import sample_frozen_solutions
+    from sparring.problems import load_bundled
+
+    _proc, port, _base, _line = mlx_server
+    cfg = from_dict(
+        {
+            "backend": "mlx",
+            "grpo": {"max_completion_length": 8, "temperature": 0.8},
+            "steps": {"frozen_samples": 3},
+            "serving": {"mode": "server", "url": f"http://127.0.0.1:{port}", "engine": "mlx"},
+        }
+    )
+    problems = load_bundled()[:2]
+    adapter = str(_mlx_adapter(tmp_path / "frozen", 3))
+    rows = sample_frozen_solutions(cfg, None, None, problems, 1, progress=False, source=adapter)
+    assert [r["problem_id"] for r in rows] == [p.id for p in problems]
+    assert all(len(r["solutions"]) == 3 for r in rows)
+    stopped = from_dict({"serving": {"mode": "server", "url": "http://127.0.0.1:9"}})
+    with pytest.raises(Exception, match="nothing answers"):
+        sample_frozen_solutions(stopped, None, None, problems, 1, source="tiny-random")

