@@ -190,3 +190,40 @@ def test_code_duel_samples_the_frozen_answerer_through_the_server(mlx_server, tm
     stopped = from_dict({"serving": {"mode": "server", "url": "http://127.0.0.1:9"}})
     with pytest.raises(Exception, match="nothing answers"):
         sample_frozen_solutions(stopped, None, None, problems, 1, source="tiny-random")
+
+
+def test_serve_the_registered_champion(tmp_path):
+    """`sparring serve models:/NAME@ALIAS`: the champion (an MLX LoRA artifact on tiny-random)
+    is downloaded from the MLflow registry and served on its base with the adapter."""
+    import openai
+    from mlflow import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    champion = _mlx_adapter(tmp_path / "champion", 4)
+    client = MlflowClient(tracking_uri=uri, registry_uri=uri)
+    run = client.create_run(client.create_experiment("serve"))
+    client.log_artifacts(run.info.run_id, str(champion), artifact_path="model")
+    client.set_terminated(run.info.run_id)
+    client.create_registered_model("sparring-answerer")
+    version = client.create_model_version(
+        "sparring-answerer", source=f"{run.info.artifact_uri}/model", run_id=run.info.run_id
+    )
+    client.set_registered_model_alias("sparring-answerer", "champion", version.version)
+
+    port = free_port()
+    proc = _serve(
+        "models:/sparring-answerer@champion",
+        "--engine", "mlx", "--port", str(port), "--tracking-uri", uri,
+        env={"SPARRING_CACHE": str(tmp_path / "cache"), "MLFLOW_TRACKING_URI": uri},
+    )  # fmt: skip
+    try:
+        line = _wait_line(proc, "serving", 150)
+        assert "serving sparring-answerer, answerer at" in line  # the base and the adapter
+        api = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="unused")
+        reply = api.chat.completions.create(
+            model="default_model", messages=MESSAGES, max_tokens=4, temperature=0
+        )
+        assert reply.usage.completion_tokens >= 1
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
