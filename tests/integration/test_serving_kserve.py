@@ -118,6 +118,7 @@ def test_mlx_champion_is_refused(tmp_path):
     folder = tmp_path / "mlx"
     folder.mkdir()
     (folder / "sparring_model.json").write_text('{"backend": "mlx", "tuning_mode": "lora"}')
+    (folder / "adapters.safetensors").write_bytes(b"")
     with pytest.raises(SparringError, match="MLX adapter"):
         kserve.servable_folder(str(folder), str(tmp_path))
 

@@ -37,7 +37,7 @@ def served_source(cfg: Any, source: str, role: str = "answerer") -> dict[str, An
         publisher = Publisher(url, cfg.serving.engine, keep=cfg.serving.max_staleness + 1)
         publisher.publish(role, source)
         model = publisher.served_name(role)
-        if cfg.serving.engine != "mlx":
+        if cfg.serving.engine in ("vllm", "vllm-cpu"):
             return {"model": model}
         from sparring.serving.launch import resolve_source
 

@@ -84,7 +84,7 @@ def servable_folder(champion: str, work_dir: str) -> str:
     """`champion` itself when it is a full model; a LoRA champion merged into its base, saved
     under `work_dir` (torch, loaded on the CPU)."""
     meta = read_meta(champion) or {}
-    if meta.get("backend") == "mlx":
+    if os.path.isfile(os.path.join(champion, "adapters.safetensors")):  # mlx-lm's format
         raise SparringError(
             "serving.deploy_champion: the champion is an MLX adapter; KServe's vLLM runtime "
             "serves torch checkpoints (train with backend: torch on the cluster)"
