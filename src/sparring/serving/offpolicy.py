@@ -8,7 +8,9 @@ trainer (`sparring.serving.versions.split_stale`), score the rest under the curr
 and take one optimizer step on the PPO-clipped surrogate whose ratio is pi_now / pi_sampler
 per token (the sampler's log-probabilities as the server reported them), i.e. the importance
 ratio of an off-policy rollout, clipped to [1 - epsilon, 1 + epsilon]
-(`sparring.serving.versions.clip_ratio` is the same rule on one token). After a step
+(`sparring.serving.versions.clip_ratio` is the same rule on one token); the mean truncated
+importance weight (`importance_weights`) is reported as a measure of how off-policy the batch
+was. After a step
 `version` is one higher: the caller saves the adapter (`save_adapter`) and publishes it.
 
 Does not cover: sampling (sparring.serving.client), overlapping sampling with training
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparring.serving.client import Completion, Messages
-from sparring.serving.versions import split_stale
+from sparring.serving.versions import importance_weights, split_stale
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,7 @@ class OffPolicyTrainer:
             self.optimizer.zero_grad()
             device = next(self.model.parameters()).device
             tokens = sum(len(r.completion.token_ids) for r, _ in pairs)
-            total_loss, clipped = 0.0, 0
+            total_loss, clipped, weight_sum = 0.0, 0, 0.0
             for rollout, advantage in pairs:
                 prompt = self._prompt_ids(rollout.messages)
                 completion = list(rollout.completion.token_ids)
@@ -131,10 +133,12 @@ class OffPolicyTrainer:
                 loss.backward()
                 total_loss += float(loss.detach())
                 clipped += int(((ratio < low) | (ratio > high)).sum())
+                weight_sum += sum(importance_weights(now.detach().tolist(), then.tolist()))
             self.optimizer.step()
             self.optimizer.zero_grad()
             metrics["loss"] = total_loss
             metrics["clipped_share"] = clipped / max(1, tokens)
+            metrics["mean_is_weight"] = weight_sum / max(1, tokens)  # truncated at 2
         self.version += 1
         metrics["version"] = float(self.version)
         metrics["step_s"] = time.perf_counter() - start
