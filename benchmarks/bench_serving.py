@@ -8,6 +8,12 @@
       problems, same group size, and every completion exactly `--max-tokens` long (vLLM's
       ignore_eos), so both arms sample and train the same number of tokens. Each arm starts
       from a fresh LoRA adapter (same seed) under its own adapter name.
+      Resources, identical in both arms: the server's engine is bound to core 0
+      (VLLM_CPU_OMP_THREADS_BIND) and the trainer to core 1 with one torch thread, as a
+      cluster gives generation and training their own devices; one after the other, each core
+      waits while the other works, which is what overlapping recovers. Unpinned (`--no-pin`),
+      vLLM's OpenMP threads and torch's fight over both cores and the overlapped arm slows
+      down.
 
 Also prints the server's start time and its sampling rate (tokens/s) in the first arm.
 
@@ -21,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -97,7 +104,9 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=18731)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=1, help="runs of each arm (ABBA order)")
+    parser.add_argument("--no-pin", action="store_true", help="no core pinning (see above)")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so `finally` stops the engine
 
     from sparring.backends.torch.models import smollm2_dir
     from sparring.problems import load_bundled
@@ -112,10 +121,19 @@ def main() -> int:
         for i in range(args.steps)
     ]
     spec = engines.ServeSpec(model=model_dir, served_name="smollm2-135m", port=args.port)
+    pinned = not args.no_pin and len(os.sched_getaffinity(0)) >= 2
+    if pinned:
+        os.environ["VLLM_CPU_OMP_THREADS_BIND"] = "0"  # the engine's threads on core 0
+    print(f"cores: {'server 0, trainer 1' if pinned else 'shared, unpinned'}")
     with tempfile.TemporaryDirectory() as tmp:
         proc = engines.start_engine(spec, "vllm-cpu", log_path=Path(tmp) / "engine.log")
         try:
             print(f"server ready in {proc.ready_after_s:.1f} s (vllm-cpu, pid {proc.pid})")
+            if pinned:  # after the engine started: it must not inherit this affinity
+                import torch
+
+                os.sched_setaffinity(0, {1})
+                torch.set_num_threads(1)
             url = spec.base_url
             publisher = Publisher(url, "vllm-cpu", keep=2)
 
