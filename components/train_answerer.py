@@ -1,4 +1,8 @@
-"""train_answerer: one GRPO phase of the answerer on the problems plus the validated test bank."""
+"""train_answerer: one GRPO phase of the answerer on the problems plus the validated test bank.
+
+`launcher`: "task" trains in this task's pod; "trainjob" (the cluster pipeline when
+`kubernetes.trainer.nodes > 1`) runs the phase as a Kubeflow Trainer TrainJob and waits for it.
+"""
 
 from kfp.dsl import Dataset, Input, Metrics, Model, Output
 
@@ -13,6 +17,7 @@ def train_answerer(
     init_model: Input[Model],
     model: Output[Model],
     metrics: Output[Metrics],
+    launcher: str = "task",
 ):
     from sparring import tracking
     from sparring.phases import answerer, kfp_io
@@ -24,10 +29,21 @@ def train_answerer(
         with tracking.phase_run(cfg, parent_run_id, "validate-tests", round_index) as run:
             run.log(validation)
     with tracking.phase_run(cfg, parent_run_id, f"train-{phase}", round_index) as run:
-        result = run.log(
-            answerer.train_answerer(
-                cfg, round_index, data.path, bank_file(bank.path), init_model.path, model.path,
-                phase=phase,
-            )
-        )  # fmt: skip
+        if launcher == "trainjob":  # kubernetes.trainer.nodes > 1: a Kubeflow Trainer TrainJob
+            from sparring.cluster import launch
+
+            result = run.log(
+                launch.run_phase(
+                    cfg, "train-answerer", round_index, answerer_phase=phase,
+                    inputs={"data": data.uri, "bank": bank.uri, "init_model": init_model.uri},
+                    outputs={"model": model.path}, output_uri=model.uri,
+                )
+            )  # fmt: skip
+        else:
+            result = run.log(
+                answerer.train_answerer(
+                    cfg, round_index, data.path, bank_file(bank.path), init_model.path,
+                    model.path, phase=phase,
+                )
+            )  # fmt: skip
     kfp_io.to_kfp_metrics(metrics, result)

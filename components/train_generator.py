@@ -1,4 +1,8 @@
-"""train_generator: one GRPO phase of the test generator against a frozen answerer snapshot."""
+"""train_generator: one GRPO phase of the test generator against a frozen answerer snapshot.
+
+`launcher`: "task" trains in this task's pod; "trainjob" (the cluster pipeline when
+`kubernetes.trainer.nodes > 1`) runs the phase as a Kubeflow Trainer TrainJob and waits for it.
+"""
 
 from kfp.dsl import Dataset, Input, Metrics, Model, Output
 
@@ -14,16 +18,31 @@ def train_generator(
     tests: Output[Dataset],
     frozen_solutions: Output[Dataset],
     metrics: Output[Metrics],
+    launcher: str = "task",
 ):
     from sparring import tracking
     from sparring.phases import generator, kfp_io
 
     cfg = kfp_io.config_from_yaml(config_yaml)
     with tracking.phase_run(cfg, parent_run_id, "train-generator", round_index) as run:
-        result = run.log(
-            generator.train_generator(
-                cfg, round_index, data.path, frozen_answerer.path, init_model.path, model.path,
-                tests.path, frozen_solutions.path,
-            )
-        )  # fmt: skip
+        if launcher == "trainjob":  # kubernetes.trainer.nodes > 1: a Kubeflow Trainer TrainJob
+            from sparring.cluster import launch
+
+            result = run.log(
+                launch.run_phase(
+                    cfg, "train-generator", round_index,
+                    inputs={"data": data.uri, "frozen_answerer": frozen_answerer.uri,
+                            "init_model": init_model.uri},
+                    outputs={"model": model.path, "tests.jsonl": tests.path,
+                             "frozen_solutions.jsonl": frozen_solutions.path},
+                    output_uri=model.uri,
+                )
+            )  # fmt: skip
+        else:
+            result = run.log(
+                generator.train_generator(
+                    cfg, round_index, data.path, frozen_answerer.path, init_model.path,
+                    model.path, tests.path, frozen_solutions.path,
+                )
+            )  # fmt: skip
     kfp_io.to_kfp_metrics(metrics, result)

@@ -27,6 +27,10 @@ tolerations, per-task timeouts, non-root security context, and on validation pod
 can map the annotation to runtimeClassName). The service account is a run option (`sparring
 submit`), not part of the IR.
 
+Multi-node (`kubernetes.trainer.nodes > 1`, cluster build only): the GRPO phases' tasks get
+`launcher="trainjob"` and a light task's resources; each creates a Kubeflow Trainer TrainJob
+(sparring.cluster.launch), waits for it and fetches its outputs. The warm start stays in-task.
+
 Caching: the seed and every other knob reach each task through the config YAML parameter, so a
 training task's inputs fix its sampling and KFP caching stays on (that is what `sparring run
 --resume` relies on). In the cluster build, materialize and init_models read mutable state (the
@@ -42,7 +46,7 @@ import yaml
 from kfp import compiler, dsl, kubernetes
 
 from components import make_components
-from sparring.config import Config, to_dict
+from sparring.config import Config, processes_per_node, to_dict
 
 S3_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL")
 MLFLOW_ENV = ("MLFLOW_TRACKING_URI", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")
@@ -123,6 +127,14 @@ class _Tasks:
         self._place(task, self.k8s.node_selector, self.k8s.tolerations)
         return task
 
+    def trainjob(self, task, display: str):
+        """A GRPO phase run as a Kubeflow Trainer TrainJob: this task only creates it, waits and
+        fetches the outputs, so it gets a light task's CPU and memory and no GPU (the TrainJob's
+        nodes have them; its service account needs the Role of manifests/components/trainer)."""
+        tr = self.k8s.trainer
+        label = f"{display} · TrainJob {tr.nodes}x{processes_per_node(self.cfg)}"
+        return self.light(task, label)
+
     def sandbox(self, task, display: str):
         """Validation: sandbox image, no Secrets, sandbox pool, pod label for the NetworkPolicy."""
         self._common(task, display, secrets=False)
@@ -142,7 +154,12 @@ def build_pipeline(cfg: Config, local: bool = False):
     """The @dsl.pipeline function of a config (rounds and phase order fixed at compile time).
 
     local=True: the KFP run id is the `kfp_run_id` parameter (kfp.local, stable across
-    `--resume`); otherwise materialize receives dsl.PIPELINE_JOB_ID_PLACEHOLDER."""
+    `--resume`); otherwise materialize receives dsl.PIPELINE_JOB_ID_PLACEHOLDER. A config that
+    names a game (`game.name`) gets that game's pipeline (pipelines.game)."""
+    if cfg.game.name:
+        from pipelines.game import build_game_pipeline
+
+        return build_game_pipeline(cfg, local)
     if cfg.backend == "mlx" and cfg.warm_start.steps > 0:
         from sparring.errors import SparringError
 
@@ -152,6 +169,10 @@ def build_pipeline(cfg: Config, local: bool = False):
         )
     c = make_components(cfg)
     t = _Tasks(cfg)
+    # kubernetes.trainer.nodes > 1: the GRPO phases become TrainJobs (kfp.local trains in-task,
+    # as it ignores every other cluster setting)
+    launcher = "trainjob" if not local and cfg.kubernetes.trainer.nodes > 1 else "task"
+    place = t.trainjob if launcher == "trainjob" else t.training
     config_text = config_line(cfg)
     use_champion_default = not cfg.storage.start_fresh
 
@@ -193,8 +214,9 @@ def build_pipeline(cfg: Config, local: bool = False):
                 data=data,
                 bank=bank,
                 init_model=answerer,
+                launcher=launcher,
             )
-            return t.training(task, f"round {r} · {label}")
+            return place(task, f"round {r} · {label}")
 
         for r in range(1, cfg.rounds + 1):
             if cfg.phase_schedule == "answerer_generator_answerer":
@@ -207,8 +229,9 @@ def build_pipeline(cfg: Config, local: bool = False):
                 data=data,
                 frozen_answerer=answerer,
                 init_model=generator,
+                launcher=launcher,
             )
-            t.training(gen, f"round {r} · train generator")
+            place(gen, f"round {r} · train generator")
             generator = gen.outputs["model"]
             tests = gen.outputs["tests"]
 

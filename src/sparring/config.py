@@ -14,6 +14,7 @@ Imports no heavy framework: validation is plain Python and runs in milliseconds.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -106,10 +107,6 @@ class GrpoConfig:
     per_device_batch_size: int = _f(4, "completions per device per step", ge=1)
     gradient_accumulation_steps: int = _f(1, "micro-batches per optimizer step", ge=1)
     use_vllm: bool = _f(False, "generate with vLLM through TRL (weight sync needs a CUDA GPU)")
-    vllm_mode: Literal["colocate", "server"] = _f(
-        "colocate", "TRL's vLLM mode: colocate (in the trainer) or server (`trl vllm-serve`)"
-    )
-    vllm_server_url: str = _f("", "base URL of `trl vllm-serve` (vllm_mode: server)")
     bf16: bool = _f(False, "bf16 mixed precision (GPU only)")
     logging_steps: int = _f(1, "log metrics every N steps", ge=1)
 
@@ -257,6 +254,23 @@ class SecretsConfig:
 
 
 @dataclass(frozen=True)
+class TrainerConfig:
+    nodes: int = _f(
+        1, "nodes per training phase; > 1 runs each GRPO phase as a Kubeflow Trainer TrainJob",
+        ge=1, le=64,
+    )  # fmt: skip
+    processes_per_node: int = _f(
+        0, "training processes per node (0 = kubernetes.gpu.count, or 1 without GPUs)", ge=0, le=16
+    )
+    runtime: str = _f("sparring-torch-distributed", "ClusterTrainingRuntime the TrainJobs use")
+    service_account: str = _f("sparring-trainer", "service account of TrainJob pods")
+    timeout_s: int = _f(
+        0, "wall-clock limit of one TrainJob (0 = kubernetes.timeout_s - 600)", ge=0
+    )
+    poll_s: float = _f(10.0, "seconds between TrainJob status polls", gt=0.0, le=600.0)
+
+
+@dataclass(frozen=True)
 class KubernetesConfig:
     namespace: str = _f("sparring", "namespace the pipeline runs in")
     service_account: str = _f("sparring-pipeline", "service account of training tasks")
@@ -271,6 +285,43 @@ class KubernetesConfig:
     secrets: SecretsConfig = _f(SecretsConfig, "Secrets exposed as environment variables")
     timeout_s: int = _f(86400, "timeout of each task", ge=60)
     retries: int = _f(2, "retries of idempotent tasks", ge=0, le=10)
+    trainer: TrainerConfig = _f(TrainerConfig, "multi-node training phases (Kubeflow Trainer)")
+
+
+@dataclass(frozen=True)
+class DistributedConfig:
+    strategy: Literal["ddp", "fsdp", "zero3"] = _f(
+        "ddp", "data parallel: ddp (replicas), fsdp or zero3 (sharded, for full fine-tuning)"
+    )
+    vllm_mode: Literal["colocate", "server"] = _f(
+        "colocate", "with grpo.use_vllm: vLLM inside each training process, or a vLLM server"
+    )
+    vllm_server_url: str = _f("", "base URL of the vLLM server (`trl vllm-serve`), mode server")
+    vllm_tensor_parallel_size: int = _f(
+        1, "GPUs per colocated vLLM engine; divides the processes per node", ge=1, le=16
+    )
+    vllm_gpu_memory_utilization: float = _f(
+        0.3, "share of each GPU's memory a colocated vLLM engine takes", gt=0.0, le=1.0
+    )
+
+
+@dataclass(frozen=True)
+class GameConfig:
+    name: str = _f("", "self-play game of `sparring game run` (see `sparring game list`)")
+    model: str = _f("", "base model of every role (empty = models.answerer.name)")
+    steps: int = _f(4, "training steps (each: play, assign credit, one update per role)", ge=0)
+    episodes_per_step: int = _f(4, "artifacts (problems, topics, ...) played per step", ge=1)
+    group_size: int = _f(4, "plays of each artifact per step (the GRPO group)", ge=1, le=64)
+    eval_episodes: int = _f(8, "held-out episodes played before and after training", ge=0)
+    credit: Literal["grpo", "rae", "constant"] = _f(
+        "grpo", "credit assigner: grpo (per level), rae (running baseline), constant"
+    )
+    trainable: list[str] = _f([], "roles that learn (empty = the game's default)")
+    judge: str = _f("", "frozen role whose adapter the LLM judge uses (empty = the base model)")
+    temperature: float = _f(0.0, "sampling temperature of every role (0 = the role's own)", ge=0)
+    max_tokens: int = _f(0, "token limit of every role's turn (0 = the role's own)", ge=0)
+    concurrency: int = _f(64, "episodes played at once (their model calls are batched)", ge=1)
+    options: dict[str, float] = _f({}, "game-specific numbers, e.g. turns, solvers, players")
 
 
 @dataclass(frozen=True)
@@ -323,6 +374,10 @@ class Config:
     tracking: TrackingConfig = _f(TrackingConfig, "MLflow")
     storage: StorageConfig = _f(StorageConfig, "pipeline root and S3")
     kubernetes: KubernetesConfig = _f(KubernetesConfig, "cluster settings")
+    game: GameConfig = _f(GameConfig, "self-play engine: the game and how it is trained")
+    distributed: DistributedConfig = _f(
+        DistributedConfig, "multi-process training recipe (torchrun, TrainJob nodes)"
+    )
     serving: ServingConfig = _f(ServingConfig, "sampling through an inference server; KServe")
 
     def model_for(self, role: str) -> ModelConfig:
@@ -388,6 +443,9 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
             raise ConfigError(f"{path}: expected an integer, got {value!r}")
         return value
     if tp is float:
+        if isinstance(value, str):  # PyYAML reads 1e-3 (no dot) as a string
+            with contextlib.suppress(ValueError):
+                value = float(value)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{path}: expected a number, got {value!r}")
         return float(value)
@@ -475,6 +533,44 @@ def _check_cross_fields(cfg: Config) -> None:
         )
     if not cfg.data.train:
         raise ConfigError("data.train: name at least one problem source, e.g. [bundled]")
+    _check_distributed(cfg)
+
+
+def processes_per_node(cfg: Config) -> int:
+    """Training processes per node: `kubernetes.trainer.processes_per_node`, else one per GPU."""
+    k8s = cfg.kubernetes
+    return k8s.trainer.processes_per_node or max(1, k8s.gpu.count)
+
+
+def _check_distributed(cfg: Config) -> None:
+    """Cross-field checks of `kubernetes.trainer` and `distributed`."""
+    tr, d = cfg.kubernetes.trainer, cfg.distributed
+    if tr.nodes > 1 and cfg.backend != "torch":
+        raise ConfigError(
+            "kubernetes.trainer.nodes: TrainJobs run the torch backend; set backend: torch "
+            "or kubernetes.trainer.nodes: 1"
+        )
+    if tr.timeout_s and tr.timeout_s >= cfg.kubernetes.timeout_s:
+        raise ConfigError(
+            f"kubernetes.trainer.timeout_s: {tr.timeout_s} must be below kubernetes.timeout_s "
+            f"({cfg.kubernetes.timeout_s}), the limit of the task that waits for the TrainJob"
+        )
+    if d.strategy != "ddp" and cfg.topology == "shared":
+        raise ConfigError(
+            f"distributed.strategy: {d.strategy!r} shards one model per role; topology 'shared' "
+            "needs strategy 'ddp'"
+        )
+    if cfg.grpo.use_vllm and d.vllm_mode == "server" and not d.vllm_server_url:
+        raise ConfigError(
+            "distributed.vllm_server_url: required with distributed.vllm_mode 'server' "
+            "(the URL of a running `trl vllm-serve`)"
+        )
+    n = processes_per_node(cfg)
+    if cfg.grpo.use_vllm and d.vllm_mode == "colocate" and n % d.vllm_tensor_parallel_size:
+        raise ConfigError(
+            f"distributed.vllm_tensor_parallel_size: {d.vllm_tensor_parallel_size} must divide "
+            f"the {n} training processes per node (a vLLM engine may not span nodes)"
+        )
 
 
 def from_dict(data: dict[str, Any] | None) -> Config:

@@ -72,6 +72,8 @@ def step_callback(total_steps: int, label: str = "") -> Any:
         def on_log(self, args, state, control, logs=None, **kwargs):
             if not logs or not ("reward" in logs or "loss" in logs):
                 return
+            if not getattr(state, "is_world_process_zero", True):  # several processes: rank 0 says
+                return
             step = max(1, state.global_step)
             elapsed = time.perf_counter() - self.start
             left = elapsed / step * max(0, total_steps - step)

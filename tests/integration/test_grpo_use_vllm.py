@@ -36,10 +36,11 @@ from sparring.backends.torch.models import load_model
 from sparring.config import from_dict
 
 mode, url = sys.argv[1], sys.argv[2]
-cfg = from_dict({"grpo": {
-    "use_vllm": True, "vllm_mode": mode, "vllm_server_url": url, "num_generations": 2,
-    "per_device_batch_size": 2, "max_completion_length": 16, "learning_rate": 1e-4,
-}})
+cfg = from_dict({
+    "grpo": {"use_vllm": True, "num_generations": 2, "per_device_batch_size": 2,
+             "max_completion_length": 16, "learning_rate": 1e-4},
+    "distributed": {"vllm_mode": mode, "vllm_server_url": url},
+})
 model, tok = load_model("smollm2-135m", device="cpu")
 rows = [{"prompt": [{"role": "user", "content": f"Write a function f{i}(x)."}],
          "problem_id": f"p{i}"} for i in range(4)]

@@ -184,8 +184,9 @@ def test_proposer_earns_nothing_for_problems_trivial_code_solves():
     assert valid[1] and out[1] == 1.0
 
 
-def test_code_duel_plays_as_a_game_with_the_real_sandbox():
-    from sparring.games.code_duel import CodeDuel
+def test_answerer_rewards_with_the_real_sandbox_give_grpo_advantages():
+    from sparring.engine.credit import group_advantages
+    from sparring.games.code_duel import answerer_rewards
     from sparring.problems import Problem
     from sparring.sandbox import Sandbox, SandboxLimits
 
@@ -195,9 +196,9 @@ def test_code_duel_plays_as_a_game_with_the_real_sandbox():
     right = "```python\ndef sq(x):\n    return x * x\n```"
     half = "```python\ndef sq(x):\n    return 4\n```"
     with Sandbox(SandboxLimits(workers=1)) as sb:
-        game = CodeDuel(sb, {"easy": 1.0})
-        assert set(game.roles) == {"answerer", "generator"}
-        assert "def sq(x):" in game.roles["answerer"].build_prompt(square)[1]["content"]
-        rollouts = game.play([square, square, square], [right, half, "no code"])
-    assert [r.reward for r in rollouts] == [1.0, 0.5, 0.0]
-    assert [r.info["advantage"] for r in rollouts] == pytest.approx([1.2247, 0.0, -1.2247], 1e-3)
+        scores, _ = answerer_rewards(
+            [right, half, "no code"], [square.baseline_tests] * 3, ["easy"] * 3, ["sq"] * 3, sb,
+            {"easy": 1.0},
+        )  # fmt: skip
+    assert scores == [1.0, 0.5, 0.0]
+    assert group_advantages(scores, ["sq"] * 3) == pytest.approx([1.2247, 0.0, -1.2247], 1e-3)

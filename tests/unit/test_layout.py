@@ -25,9 +25,22 @@ PURE = (
     "sparring.config", "sparring.errors", "sparring.problems", "sparring.prompts",
     "sparring.rewards", "sparring.trivial", "sparring.budget", "sparring.progress",
     "sparring.programs",
-    "sparring.games.base", "sparring.sandbox.limits", "sparring.sandbox.oracle",
+    "sparring.sandbox.limits", "sparring.sandbox.oracle",
     "sparring.backends", "sparring.backends.base", "sparring.evaluation.learning",
     "sparring.evaluation.hacking", "sparring.phases.zone",
+    "sparring.engine.core", "sparring.engine.credit", "sparring.engine.arena",
+    "sparring.engine.game", "sparring.engine.local", "sparring.games.registry",
+    "sparring.games.debate",
+    "sparring.games.judging",
+    "sparring.games.elo_arena",
+    "sparring.games.refine_loop",
+    "sparring.games.negotiation",
+    "sparring.games.dataset_rl",
+    "sparring.games.red_blue",
+    "sparring.games.proposer_solver",
+    # the TrainJob a phase becomes and the distributed recipe; ranks: imported by the generator
+    "sparring.cluster.trainjob", "sparring.cluster.recipes", "sparring.cluster.ranks",
+    "sparring.cluster.kube", "sparring.cluster.wait",
     # the sandbox image ships no ML stack: what its validate task imports must not need one
     "sparring.phases.validate", "sparring.phases.kfp_io", "sparring.sandbox",
 )  # fmt: skip

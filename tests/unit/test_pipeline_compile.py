@@ -287,3 +287,48 @@ def test_warm_start_with_mlx_is_refused_at_compile_time(tmp_path):
 
     with pytest.raises(SparringError, match=r"warm_start\.steps"):
         _compile(tmp_path, "configs/smoke.yaml", ["backend=mlx", "warm_start.steps=5"])
+
+
+@pytest.fixture(scope="module")
+def multinode(tmp_path_factory):
+    return _compile(tmp_path_factory.mktemp("mn"), "configs/cluster-multinode.yaml")
+
+
+def _launcher(task) -> str | None:
+    param = task["inputs"]["parameters"].get("launcher")
+    return param["runtimeValue"]["constant"] if param else None
+
+
+def test_multinode_training_tasks_create_trainjobs_and_hold_no_gpu(multinode):
+    cfg, _, ir, platform = multinode
+    assert cfg.kubernetes.trainer.nodes == 2
+    execs = ir["deploymentSpec"]["executors"]
+    training = {k: t for k, t in _tasks(ir).items() if _kind(k) in TRAINING}
+    assert len(training) == 3 * cfg.rounds
+    for key, task in _tasks(ir).items():
+        if _kind(key) in TRAINING:
+            assert _launcher(task) == "trainjob", key
+            assert task["taskInfo"]["name"].endswith("· TrainJob 2x8")
+        res = execs[_executor(ir, task)]["container"].get("resources", {})
+        assert "accelerator" not in res, key  # the TrainJob's nodes hold the GPUs
+    for task in training.values():
+        res = execs[_executor(ir, task)]["container"]["resources"]
+        assert res["resourceMemoryLimit"] == cfg.kubernetes.memory
+        assert "nodeSelector" not in platform[_executor(ir, task)]
+
+
+def test_one_node_configs_and_local_runs_train_in_the_task(cluster, tmp_path):
+    _, _, ir, _ = cluster
+    for key, task in _tasks(ir).items():
+        if _kind(key) in TRAINING:
+            assert _launcher(task) == "task", key
+    from pipelines.selfplay import build_pipeline
+
+    cfg = load_config("configs/cluster-multinode.yaml")
+    from kfp import compiler
+
+    path = tmp_path / "local.yaml"
+    compiler.Compiler().compile(build_pipeline(cfg, local=True), package_path=str(path))
+    local_ir = next(yaml.safe_load_all(path.read_text()))
+    launchers = {_launcher(t) for k, t in _tasks(local_ir).items() if _kind(k) in TRAINING}
+    assert launchers == {"task"}  # kfp.local ignores cluster settings, TrainJobs included

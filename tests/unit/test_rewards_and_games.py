@@ -7,12 +7,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sparring import rewards, trivial
+from sparring.engine import credit
+from sparring.engine.core import Rollout
+from sparring.engine.credit import GRPOCredit, group_advantages
 from sparring.evaluation import learning
-from sparring.games import base as game
-from sparring.games.base import Rollout, Rubric, group_advantages, tree_advantages
 
 
-@pytest.mark.parametrize("module", [rewards, game, trivial, learning])
+@pytest.mark.parametrize("module", [rewards, credit, trivial, learning])
 def test_doctests(module):
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
@@ -53,27 +54,21 @@ def test_group_advantages_are_centered(values):
     assert sum(adv) == pytest.approx(0.0, abs=1e-4)
 
 
-def test_rubric_voids_on_none_and_records_components():
-    rubric = Rubric((("a", lambda r: 1.0, 0.5), ("b", lambda r: 2.0, 1.0)))
-    rollout = Rollout("answerer", "p", "x")
-    assert rubric.score(rollout) == 2.5
-    assert rollout.components == {"a": 1.0, "b": 2.0}
-    voided = Rubric((("a", lambda r: None, 1.0),))
-    assert voided.score(Rollout("answerer", "p", "x")) is None
-
-
 def test_children_are_compared_only_with_their_siblings():
     # Two proposers; the solver children of each are one sibling group.
-    easy = Rollout("proposer", "p", "easy", reward=0.0)
-    easy.children = [Rollout("solver", "q1", "", reward=r) for r in (1.0, 1.0, 0.0)]
-    hard = Rollout("proposer", "p", "hard", reward=1.0)
-    hard.children = [Rollout("solver", "q2", "", reward=r) for r in (0.0, 0.0, 1.0)]
-    tree_advantages([easy, hard], scale=False)
-    assert easy.info["advantage"] == -0.5 and hard.info["advantage"] == 0.5
+    def solvers(rewards):
+        return [Rollout("solve", None, [], rewards={"solver": r}) for r in rewards]
+
+    easy = Rollout("propose", "easy", [], rewards={"proposer": 0.0}, group="p")
+    easy.children = solvers((1.0, 1.0, 0.0))
+    hard = Rollout("propose", "hard", [], rewards={"proposer": 1.0}, group="p")
+    hard.children = solvers((0.0, 0.0, 1.0))
+    GRPOCredit(scale=False).assign([easy, hard])
+    assert easy.advantages["proposer"] == -0.5 and hard.advantages["proposer"] == 0.5
     # a failing solver under the easy proposer is below its siblings' mean (2/3) ...
-    assert easy.children[2].info["advantage"] == pytest.approx(-2 / 3, abs=1e-5)
+    assert easy.children[2].advantages["solver"] == pytest.approx(-2 / 3, abs=1e-5)
     # ... while the lone success under the hard proposer is above its own siblings' mean (1/3)
-    assert hard.children[2].info["advantage"] == pytest.approx(2 / 3, abs=1e-5)
+    assert hard.children[2].advantages["solver"] == pytest.approx(2 / 3, abs=1e-5)
 
 
 def test_paired_bootstrap_interval_excludes_zero_only_for_a_real_gain():

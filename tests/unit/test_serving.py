@@ -16,7 +16,7 @@ import pytest
 from sparring.config import ConfigError, from_dict
 from sparring.errors import SparringError
 from sparring.serving import engines, launch, versions
-from sparring.serving.client import Completion, _token_id
+from sparring.serving.client import Completion, ServerCompletion, _token_id
 from sparring.serving.offpolicy import Rollout, group_advantages
 
 
@@ -61,7 +61,8 @@ def test_split_stale_refuses_nonsense():
 
 
 def test_rollouts_expose_their_completions_version():
-    r = Rollout([], Completion("t", policy_version=4), 1.0, 0)
+    r = Rollout([], ServerCompletion("t", policy_version=4), 1.0, 0)
+    assert isinstance(r.completion, Completion)  # the engine's type
     assert versions.staleness(r, 6) == 2
 
 
@@ -195,10 +196,8 @@ def test_serving_config_defaults_and_validation():
     cfg = from_dict({})
     assert cfg.serving.mode == "in_process" and cfg.serving.max_staleness == 1
     assert not cfg.serving.deploy_champion
-    cfg = from_dict(
-        {"serving": {"mode": "server", "concurrency": 4}, "grpo": {"vllm_mode": "server"}}
-    )
-    assert cfg.serving.concurrency == 4 and cfg.grpo.vllm_mode == "server"
+    cfg = from_dict({"serving": {"mode": "server", "concurrency": 4}})
+    assert cfg.serving.mode == "server" and cfg.serving.concurrency == 4
     with pytest.raises(ConfigError, match=r"serving\.mode"):
         from_dict({"serving": {"mode": "remote"}})
     with pytest.raises(ConfigError, match=r"serving\.max_staleness"):

@@ -67,6 +67,11 @@ class Backend(Protocol):
         """(model, tokenizer) ready to sample; LoRA adapters applied."""
         ...
 
+    def load_policy(self, cfg: Config, base: str, roles: list[str], init_dir: str | None) -> Any:
+        """The self-play engine's policy (sparring.engine.local.Policy): `base` with one LoRA
+        adapter per role (from `init_dir/<role>/` when saved there), trained from records."""
+        ...
+
     def sample(
         self, model: Any, tokenizer: Any, messages_batch: list[Messages], *, max_new_tokens: int,
         temperature: float, top_p: float = 1.0, num_samples: int = 1, seed: int = 0,

@@ -132,7 +132,8 @@ def _compile(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     t0 = time.perf_counter()
     out = local_run.pipelines_module().compile_pipeline(cfg, args.output)
-    print(f"compiled {cfg.name} ({cfg.rounds} rounds) -> {out} in {time.perf_counter() - t0:.1f}s")
+    what = f"game {cfg.game.name}" if cfg.game.name else f"{cfg.rounds} rounds"
+    print(f"compiled {cfg.name} ({what}) -> {out} in {time.perf_counter() - t0:.1f}s")
     return 0
 
 

@@ -1,9 +1,11 @@
 """Cross-play: every answerer snapshot against every generator round's tests, and Elo ratings.
 
 Covers: reading the adversarial test bank (`read_bank`, `group_by_problem`), the code a
-completion runs as (`solution_code`), the game matrix (`cross_play`, `win_rates`) and
-`elo_ratings` of answerers and generators from those games. Does not cover: which snapshots are
-evaluated (sparring.evaluation.snapshots) or drawing the heatmap (sparring.evaluation.report).
+completion runs as (`solution_code`), the game matrix (`cross_play`, `win_rates`), one Elo game
+(`elo_expected`, `elo_update`: the single update every rating here uses, and the engine's
+elo_arena game too) and `elo_ratings` of answerers and generators from cross-play games.
+Does not cover: which snapshots are evaluated (sparring.evaluation.snapshots) or drawing the
+heatmap (sparring.evaluation.report).
 """
 
 from __future__ import annotations
@@ -81,6 +83,26 @@ def win_rates(matrix: Sequence[Sequence[Sequence[bool]]]) -> list[list[float | N
     return [[sum(cell) / len(cell) if cell else None for cell in row] for row in matrix]
 
 
+def elo_expected(rating: float, opponent: float) -> float:
+    """Elo's expected score of a player rated `rating` against one rated `opponent`.
+
+    >>> elo_expected(1000, 1000), round(elo_expected(1400, 1000), 3)
+    (0.5, 0.909)
+    """
+    return 1.0 / (1.0 + 10 ** ((opponent - rating) / 400.0))
+
+
+def elo_update(rating: float, opponent: float, score: float, k: float = 16) -> tuple[float, float]:
+    """Both ratings after one game in which the first player scored `score` (1 win, 0.5 draw, 0
+    loss); the points one gains the other loses.
+
+    >>> elo_update(1000, 1000, 1.0)
+    (1008.0, 992.0)
+    """
+    delta = k * (score - elo_expected(rating, opponent))
+    return rating + delta, opponent - delta
+
+
 def elo_ratings(
     matrix: Sequence[Sequence[Any]], k: float = 16, passes: int = 20, base: float = 1000.0
 ) -> tuple[list[float], list[float]]:
@@ -108,8 +130,5 @@ def elo_ratings(
             games.extend((i, j, float(o)) for o in outcomes)
     for _ in range(passes if games else 0):
         for i, j, score in games:
-            expected = 1.0 / (1.0 + 10 ** ((gen[j] - ans[i]) / 400.0))
-            delta = k * (score - expected)
-            ans[i] += delta
-            gen[j] -= delta
+            ans[i], gen[j] = elo_update(ans[i], gen[j], score, k)
     return [round(r, 2) for r in ans], [round(r, 2) for r in gen]

@@ -89,7 +89,7 @@ def reward_metrics(values: list[float | None], history: list[dict[str, float]], 
         "reward": sum(kept) / len(kept) if kept else 0.0,
         "reward_none": float(len(values) - len(kept)),
     }
-    from sparring.games.base import flat_group_share
+    from sparring.engine.credit import flat_group_share
 
     out["flat_group_share"] = flat_group_share(values, cfg.grpo.num_generations)
     keys = {k for h in history for k in h}

@@ -16,6 +16,7 @@ from typing import Any
 
 from sparring import backends, programs, prompts
 from sparring.budget import completion_tokens
+from sparring.cluster import ranks
 from sparring.config import Config
 from sparring.phases.common import (
     check_shared_beta,
@@ -138,8 +139,12 @@ def train_generator(
     start = time.perf_counter()
     backend = backends.get(cfg.backend)
     frozen, ftok = backend.load_frozen(cfg, frozen_answerer)
-    frozen_rows = sample_frozen_solutions(
-        cfg, frozen, ftok, problems, round_index, source=frozen_answerer
+    # Sampled once: with several training processes each samples a share, all get every row.
+    frozen_rows = ranks.shard_and_gather(
+        problems,
+        lambda part: sample_frozen_solutions(
+            cfg, frozen, ftok, part, round_index, source=frozen_answerer
+        ),
     )
     metrics["frozen_sampling_s"] = time.perf_counter() - start
     metrics["frozen_tokens_per_s"] = LAST_STATS["tokens"] / max(LAST_STATS["seconds"], 1e-9)
@@ -218,8 +223,9 @@ def train_generator(
         ]
     else:
         out_rows = []
+        generated = ranks.merge_lists(scorer.generated)  # every process's training completions
         for p, (text,) in zip(problems, final, strict=True):
-            tests = list(scorer.generated.get(p.id, []))
+            tests = list(generated.get(p.id, []))
             for t in prompts.extract_tests(text, p.function_name):
                 if t not in tests:
                     tests.append(t)

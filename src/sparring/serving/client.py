@@ -1,19 +1,21 @@
 """Sampling through an OpenAI-compatible server, with bounded concurrency and policy versions.
 
 Covers:
-- `Completion` and `ModelClient`: the protocol the self-play engine samples through (an
-  in-process model and a server both satisfy it). `Completion` carries the text, the
-  `policy_version` of the weights that produced it and the finish reason; from a server it
-  also carries the sampled `token_ids` and their `logprobs` (vLLM reports both when asked),
-  which an off-policy trainer needs to weigh a stale rollout.
-- `OpenAIServerClient(base_url, concurrency)`: `complete` sends one chat completion request
-  per call (the official `openai` package's AsyncOpenAI), at most `concurrency` in flight
-  across all callers (an asyncio.Semaphore), and reads the policy version from the response's
-  `model` field: the publisher serves version k of adapter NAME as `NAME@vk`, and vLLM echoes
-  the requested name; the base model is version 0. `model=None` asks for the base model.
-  For mlx-lm, which chooses adapters per request by path, `adapter_paths` maps a served name
-  to its folder: the request then names the base model (`base_model`: the folder the server
-  was started with) and carries `adapters`, and the version is the one requested.
+- `Completion` and `ModelClient` are the self-play engine's (sparring.engine.core, re-exported):
+  the one protocol an episode samples through, in process or from a server.
+  `ServerCompletion` is a `Completion` (text, `policy_version` of the weights that produced
+  it, finish reason) that also carries the sampled `token_ids` and their `logprobs` (vLLM
+  reports both when asked), which an off-policy trainer needs to weigh a stale rollout.
+- `OpenAIServerClient(base_url, concurrency)`: a `ModelClient`; `complete` sends one chat
+  completion request per call (the official `openai` package's AsyncOpenAI), at most
+  `concurrency` in flight across all callers (an asyncio.Semaphore), and reads the policy
+  version from the response's `model` field: the publisher serves version k of adapter NAME
+  as `NAME@vk`, and vLLM echoes the requested name; the base model is version 0.
+  `model=None` asks for the base model. `stop_at_fence`: the server stops at a closing ```
+  line and the text is cut after the first closed python block. For mlx-lm, which chooses
+  adapters per request by path, `adapter_paths` maps a served name to its folder: the request
+  then names the base model (`base_model`: the folder the server was started with) and
+  carries `adapters`, and the version is the one requested.
 - `sample_batch`: the Backend.sample contract (per conversation, `num_samples` texts) over a
   client, so the code duel samples through a server when `serving.mode` is `server`.
 
@@ -27,36 +29,25 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
+from sparring.backends.torch.generation import trim_after_fence
+from sparring.engine.core import Completion, Messages, ModelClient
 from sparring.serving.versions import parse_versioned
 
-Messages = list[dict[str, str]]
+__all__ = ["Completion", "ModelClient", "OpenAIServerClient", "ServerCompletion", "sample_batch"]
+
 # A line holding only a closing fence ends a fenced answer (a bare opening ``` line would too:
 # the text is then returned as sampled, since it has no closed block to cut after).
 FENCE_STOP = "\n```\n"
 
 
 @dataclass(frozen=True)
-class Completion:
-    text: str
-    policy_version: int = 0  # version of the adapter/weights that produced it
-    finish_reason: str = ""
-    token_ids: tuple[int, ...] = ()  # sampled tokens, when the server reports them
+class ServerCompletion(Completion):
+    """An engine `Completion` plus what the server reports about how it was sampled."""
+
+    token_ids: tuple[int, ...] = ()  # sampled tokens, when the server spells them as ids
     logprobs: tuple[float, ...] = ()  # their log-probabilities under the sampling policy
-
-
-class ModelClient(Protocol):
-    async def complete(
-        self,
-        messages: list[dict[str, str]],
-        *,
-        model: str | None = None,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        max_tokens: int = 128,
-        n: int = 1,
-    ) -> list[Completion]: ...
 
 
 def _token_id(token: str | None) -> int | None:
@@ -69,7 +60,7 @@ def _token_id(token: str | None) -> int | None:
     return None
 
 
-def _completion(choice: Any, version: int) -> Completion:
+def _completion(choice: Any, version: int, stop_at_fence: bool) -> ServerCompletion:
     ids: list[int] = []
     lps: list[float] = []
     for item in getattr(choice.logprobs, "content", None) or []:
@@ -79,8 +70,9 @@ def _completion(choice: Any, version: int) -> Completion:
             break
         ids.append(tid)
         lps.append(float(item.logprob))
-    return Completion(
-        text=choice.message.content or "",
+    text = choice.message.content or ""
+    return ServerCompletion(
+        text=trim_after_fence(text) if stop_at_fence else text,
         policy_version=version,
         finish_reason=choice.finish_reason or "",
         token_ids=tuple(ids),
@@ -100,7 +92,6 @@ class OpenAIServerClient:
         timeout_s: float = 600.0,
         token_logprobs: bool = True,
         adapter_paths: Mapping[str, str] | None = None,
-        stop: list[str] | None = None,
         extra_body: Mapping[str, Any] | None = None,
         api_key: str = "EMPTY",
     ) -> None:
@@ -113,7 +104,6 @@ class OpenAIServerClient:
         self.semaphore = asyncio.Semaphore(concurrency)
         self.token_logprobs = token_logprobs
         self.adapter_paths = dict(adapter_paths or {})
-        self.stop = stop
         self.extra_body = dict(extra_body or {})  # engine options, e.g. vLLM's ignore_eos
         self._base_model = base_model
         self._api = AsyncOpenAI(
@@ -140,6 +130,7 @@ class OpenAIServerClient:
         top_p: float = 1.0,
         max_tokens: int = 128,
         n: int = 1,
+        stop_at_fence: bool = False,
     ) -> list[Completion]:
         requested = model or await self.base_model()
         extra: dict[str, Any] = dict(self.extra_body)
@@ -151,8 +142,8 @@ class OpenAIServerClient:
         if self.token_logprobs and "adapters" not in extra:
             kwargs["logprobs"] = True
             extra["return_tokens_as_token_ids"] = True
-        if self.stop:
-            kwargs["stop"] = self.stop
+        if stop_at_fence:
+            kwargs["stop"] = [FENCE_STOP]
             extra["include_stop_str_in_output"] = True  # vLLM: keep the closing fence
         out: list[Completion] = []
         while len(out) < n:  # a server that ignores `n` (mlx-lm) answers one at a time
@@ -175,7 +166,7 @@ class OpenAIServerClient:
             if not resp.choices:
                 raise RuntimeError(f"{self.base_url}: a completion request returned no choice")
             version = parse_versioned(resp.model if resp.model != sent else requested)[1]
-            out.extend(_completion(choice, version) for choice in resp.choices)
+            out.extend(_completion(c, version, stop_at_fence) for c in resp.choices)
         return out
 
     async def aclose(self) -> None:
@@ -191,12 +182,19 @@ async def gather_completions(
     top_p: float = 1.0,
     max_tokens: int = 128,
     n: int = 1,
+    stop_at_fence: bool = False,
 ) -> list[list[Completion]]:
     """`n` completions per conversation, all requests issued at once (the client bounds how
     many are in flight)."""
     tasks = [
         client.complete(
-            m, model=model, temperature=temperature, top_p=top_p, max_tokens=max_tokens, n=n
+            m,
+            model=model,
+            temperature=temperature,
+            top_p=top_p,
+            max_tokens=max_tokens,
+            n=n,
+            stop_at_fence=stop_at_fence,
         )
         for m in messages_batch
     ]
@@ -223,15 +221,12 @@ def sample_batch(
     string `\\n```\\n`, kept in the output) and the text is cut after its first closed python
     block, as in-process sampling does. Temperature 0 is greedy. Runs its own event loop.
     """
-    from sparring.backends.torch.generation import trim_after_fence
 
     async def run() -> list[list[Completion]]:
-        stop = [FENCE_STOP] if stop_at_fence else None
         client = OpenAIServerClient(
             base_url,
             concurrency,
             token_logprobs=False,
-            stop=stop,
             adapter_paths=adapter_paths,
             base_model=base_model,
         )
@@ -244,11 +239,9 @@ def sample_batch(
                 top_p=top_p,
                 max_tokens=max_new_tokens,
                 n=num_samples,
+                stop_at_fence=stop_at_fence,
             )
         finally:
             await client.aclose()
 
-    results = asyncio.run(run())
-    if not stop_at_fence:
-        return [[c.text for c in group] for group in results]
-    return [[trim_after_fence(c.text) for c in group] for group in results]
+    return [[c.text for c in group] for group in asyncio.run(run())]

@@ -26,14 +26,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sparring.serving.client import Completion, Messages
+from sparring.serving.client import Messages, ServerCompletion
 from sparring.serving.versions import importance_weights, split_stale
 
 
 @dataclass(frozen=True)
 class Rollout:
     messages: Messages
-    completion: Completion
+    completion: ServerCompletion
     reward: float
     group: int
 

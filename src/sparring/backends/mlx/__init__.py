@@ -69,6 +69,11 @@ class MlxBackend:
 
         return load(path)
 
+    def load_policy(self, cfg: Any, base: str, roles: list[str], init_dir: str | None) -> Any:
+        from sparring.backends.mlx.policy import MlxPolicy
+
+        return MlxPolicy(cfg, base, roles, init_dir)
+
     def load_for_sampling(
         self, name_or_path: str, *, device: str = "auto", dtype: str = "auto"
     ) -> tuple[Any, Any]:

@@ -1,8 +1,8 @@
 """GRPO with LoRA on MLX: a real update loop, the MLX twin of TRL's GRPOTrainer as Sparring uses it.
 
 Covers: `train_grpo(...)`: sample a group per prompt, reward through a TRL-style `reward_fn`,
-group-relative advantages (`sparring.games.base.group_advantages`), one Adam step per batch on the
-clipped policy-gradient loss (ratio 1, as TRL with `num_iterations=1`), optional KL term
+group-relative advantages (`sparring.engine.credit.group_advantages`), one Adam step per batch on
+the clipped policy-gradient loss (ratio 1, as TRL with `num_iterations=1`), optional KL term
 (`beta > 0`, reference = LoRA off), TRL loss aggregations (`dapo` default, `grpo`, `bnpo`,
 `dr_grpo`), grad-norm clip 1.0.
 
@@ -125,7 +125,7 @@ def train_grpo(
     import mlx.nn as nn
     import mlx.optimizers as optim
 
-    from sparring.games.base import group_advantages
+    from sparring.engine.credit import group_advantages
 
     if not rows:
         raise ValueError("train_grpo needs at least one row")

@@ -91,6 +91,11 @@ class TorchBackend:
 
         return load_model(name_or_path, device=device, dtype=dtype, merge=True)
 
+    def load_policy(self, cfg: Any, base: str, roles: list[str], init_dir: str | None) -> Any:
+        from sparring.backends.torch.policy import TorchPolicy
+
+        return TorchPolicy(cfg, base, roles, init_dir)
+
     def sample(
         self, model: Any, tokenizer: Any, messages_batch: list[Messages], *, max_new_tokens: int,
         temperature: float, top_p: float = 1.0, num_samples: int = 1, seed: int = 0,

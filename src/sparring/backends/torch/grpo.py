@@ -6,10 +6,9 @@ the other's private assumptions about TRL 1.16.
 
 Covers: `grpo_args` (cfg.grpo -> GRPOConfig: num_generations, epsilon, beta, loss_type, learning
 rate, completion length, mask_truncated_completions, temperature, top_p, batch sizes; GPU
-switches `use_vllm` -> TRL's vLLM `vllm_mode` (colocate or server) and `bf16`;
-`report_to=["mlflow"]` when an MLflow run is active so TRL logs loss, kl, entropy, clip
-ratios, frac_reward_zero_std, completion lengths and our `sparring/*` metrics into it),
-`completion_budget` / `resolve_completion_length` (the
+switches `use_vllm` -> vLLM colocate mode and `bf16`; `report_to=["mlflow"]` when an MLflow run is
+active so TRL logs loss, kl, entropy, clip ratios, frac_reward_zero_std, completion lengths and
+our `sparring/*` metrics into it), `completion_budget` / `resolve_completion_length` (the
 `max_completion_length: 0` "auto" budget, sized from reference solutions' token lengths),
 `SparringGRPOTrainer` (below), and `run_grpo`, which trains for a fixed number of steps and returns
 TRL's logged metrics averaged over the phase plus step time, tokens/s, peak memory and the group
@@ -41,9 +40,11 @@ counts of dynamic sampling.
   so that they describe the batch trained on; `sparring/refilled_batches` counts the replacements
   (each one a full generation: the price of a step that trains). Single process only.
 
-Multi-GPU: the phase functions are plain Python, so `accelerate launch --num_processes N -m
-sparring.cli.main phase train-answerer ...` (or `... train`) runs them data-parallel;
-TRL/Accelerate handle the process group. Not tested here (no GPU).
+Multi-process: `sparring.cluster.entry` runs a phase under `torchrun` (or `accelerate launch`)
+on one node or on the nodes of a Kubeflow TrainJob; TRL/Accelerate handle the process group,
+`sparring.cluster.recipes` adds the strategy (DDP, FSDP, ZeRO-3) and the vLLM mode to
+GRPOConfig, and under FSDP/ZeRO-3 `run_grpo` gathers the full weights for saving. Tested here
+with 2 CPU processes (gloo, DDP); the GPU strategies are not.
 
 Notes on TRL 1.16: GRPOConfig has no `max_prompt_length`, so `fit_prompts` enforces
 `cfg.grpo.max_prompt_length` itself by dropping rows whose rendered prompt is longer (cutting a
@@ -186,10 +187,12 @@ def grpo_args(
         "remove_unused_columns": False,
         "disable_tqdm": False,
     }
-    if g.use_vllm:
-        kwargs.update(use_vllm=True, vllm_mode=g.vllm_mode)
-        if g.vllm_mode == "server" and g.vllm_server_url:
-            kwargs["vllm_server_base_url"] = g.vllm_server_url
+    import transformers
+
+    from sparring.cluster import ranks, recipes
+
+    major = int(transformers.__version__.split(".")[0])
+    kwargs.update(recipes.grpo_kwargs(cfg, ranks.world().size, major))  # FSDP/ZeRO-3, vLLM
     return GRPOConfig(**kwargs)
 
 
@@ -481,6 +484,12 @@ def run_grpo(
     elapsed = time.perf_counter() - start
     logged = _aggregate([h for h in trainer.state.log_history if "train_runtime" not in h])
     trained = trainer.model
+    if trainer.is_fsdp_enabled or trainer.is_deepspeed_enabled:
+        # Sharded (FSDP, ZeRO-3): every process joins in gathering the full weights (rank 0
+        # receives them) and saving writes those instead of its own shard (models.save_model).
+        state = trainer.accelerator.get_state_dict(trainer.model)
+        trained = trainer.accelerator.unwrap_model(trainer.model)
+        trained.sparring_state_dict = state
     n_tokens = max((h.get("num_tokens", 0) for h in trainer.state.log_history), default=0)
     metrics = {f"trl/{k.replace('/', '_')}": v for k, v in logged.items()}
     groups, useful = trainer.groups_total, trainer.groups_useful

@@ -346,10 +346,12 @@ def save_model(model: Any, tokenizer: Any, out_dir: str, meta: dict[str, Any]) -
     with atomic_dir(out_dir) as tmp:
         is_peft = hasattr(model, "peft_config") and hasattr(model, "active_adapter")
         record = dict(meta)
+        # gathered by run_grpo when the weights were sharded (FSDP, ZeRO-3)
+        state = getattr(model, "sparring_state_dict", None)
         if is_peft:
             adapter = model.active_adapter
             adapter = adapter if isinstance(adapter, str) else adapter[0]
-            model.save_pretrained(str(tmp), selected_adapters=[adapter])
+            model.save_pretrained(str(tmp), selected_adapters=[adapter], state_dict=state)
             sub = tmp / adapter
             if adapter != "default" and sub.is_dir():  # PEFT nests named adapters
                 for item in sub.iterdir():
@@ -357,7 +359,7 @@ def save_model(model: Any, tokenizer: Any, out_dir: str, meta: dict[str, Any]) -
                 sub.rmdir()
             record.setdefault("tuning_mode", "lora")
         else:
-            model.save_pretrained(str(tmp))
+            model.save_pretrained(str(tmp), state_dict=state)
             record.setdefault("tuning_mode", "full")
         tokenizer.save_pretrained(str(tmp))
         record.setdefault("base", "")

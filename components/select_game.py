@@ -1,0 +1,27 @@
+"""select_game: register the trained adapters of a game when no trainable role got worse on
+held-out episodes, and finish the MLflow parent run."""
+
+from kfp.dsl import Artifact, Input, Metrics, Model, Output
+
+
+def select_game(
+    config_yaml: str,
+    parent_run_id: str,
+    model: Input[Model],
+    report: Input[Artifact],
+    champion: Output[Model],
+    metrics: Output[Metrics],
+) -> str:
+    """Returns the registered model version ("" when nothing was promoted)."""
+    from sparring import tracking
+    from sparring.phases import kfp_io
+    from sparring.phases.game import select_game as phase
+
+    cfg = kfp_io.config_from_yaml(config_yaml)
+    with tracking.phase_run(cfg, parent_run_id, "select", 3) as run:
+        result = run.log(phase(cfg, model.path, report.path, champion.path, parent_run_id))
+    if parent_run_id:
+        tracking.finish_parent_run(cfg, parent_run_id)
+    kfp_io.to_kfp_metrics(metrics, result)
+    champion.metadata["reason"] = str(result.get("reason", ""))
+    return str(result.get("version", ""))

@@ -1,0 +1,126 @@
+"""The engine's policy on MLX: the same training records as sparring.backends.torch.policy.
+
+Covers: `MlxPolicy`: one mlx-lm model with LoRA layers per role (MLX has no named adapters on one
+base, and the models this backend runs are small), started fresh or from MLX adapter artifacts
+under `init_dir/<role>/`; `sample` with a role's adapter, or the base (LoRA scale 0: the judge);
+`train(records)`: per role one Adam step on TRL's clipped surrogate over completion tokens
+(ratio 1: one update per batch of fresh records), loss aggregated as `grpo.loss_type`, grad
+norm clipped at 1.0; `save` each role's adapter as an MLX Sparring artifact.
+Does not cover: old log-probs from a server (records are trained on-policy) or full fine-tuning.
+`mlx` is imported only when a method runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sparring.backends.base import Messages, read_meta
+from sparring.backends.mlx.generation import _encode, generate
+from sparring.backends.mlx.grpo import _aggregate, _set_lora_scale, _token_logprobs
+from sparring.backends.mlx.models import _hf, add_lora, load, save_adapter
+
+
+class MlxPolicy:
+    def __init__(self, cfg: Any, base: str, roles: Sequence[str], init_dir: str | None = None):
+        self.cfg = cfg
+        self.base = base
+        self.roles = list(roles)
+        self.version = 0
+        self.models: dict[str, Any] = {}
+        for i, role in enumerate(self.roles):
+            saved = Path(init_dir) / role if init_dir else None
+            if saved is not None and read_meta(saved):
+                model, self.tokenizer = load(str(saved))
+            else:
+                model, self.tokenizer = load(base)
+            add_lora(model, dataclasses.asdict(cfg.lora), seed=cfg.seed + i)
+            self.models[role] = model
+        if not self.models:
+            self.plain, self.tokenizer = load(base)
+        self._optimizers: dict[str, Any] = {}
+
+    def sample(
+        self, prompts: list[Messages], *, adapter: str | None, temperature: float, top_p: float,
+        max_tokens: int, stop_at_fence: bool, seed: int,
+    ) -> list[str]:  # fmt: skip
+        if adapter is not None:
+            model = self.models[adapter]
+            scales = None
+        else:  # the base model: any role's model with its LoRA switched off
+            model = next(iter(self.models.values()), None) or self.plain
+            scales = _set_lora_scale(model, 0.0) if self.models else None
+        try:
+            rows = generate(
+                model, self.tokenizer, prompts, max_new_tokens=max_tokens,
+                temperature=temperature, top_p=top_p, seed=seed, stop_at_fence=stop_at_fence,
+            )  # fmt: skip
+        finally:
+            if scales is not None:
+                _set_lora_scale(model, scales)
+        return [r[0] for r in rows]
+
+    def train(self, records: Sequence[Any]) -> dict[str, float]:
+        import mlx.core as mx
+        import mlx.nn as nn
+        import mlx.optimizers as optim
+
+        g = self.cfg.grpo
+        by_role: dict[str, list[Any]] = defaultdict(list)
+        for record in records:
+            if record.role not in self.models:
+                raise ValueError(f"record of role {record.role!r}, which has no adapter here")
+            by_role[record.role].append(record)
+        hf = _hf(self.tokenizer)
+        metrics: dict[str, float] = {}
+        for role, rows in by_role.items():
+            model = self.models[role]
+            seqs, starts, temps = [], [], []
+            for r in rows:
+                prompt = _encode(self.tokenizer, r.messages, g.max_prompt_length)
+                completion = hf.encode(r.completion, add_special_tokens=False) or [hf.eos_token_id]
+                seqs.append(prompt + completion)
+                starts.append(len(prompt))
+                temps.append(float(r.temperature or 1.0))
+            width = max(len(s) for s in seqs)
+            tokens = mx.array([s + [hf.eos_token_id] * (width - len(s)) for s in seqs])
+            inputs, targets = tokens[:, :-1], tokens[:, 1:]
+            keep = max(len(s) - st for s, st in zip(seqs, starts, strict=True))
+            k = mx.arange(keep)[None, :]
+            index = mx.minimum(mx.array(starts)[:, None] - 1 + k, width - 2)
+            lengths = mx.array([len(s) - st for s, st in zip(seqs, starts, strict=True)])
+            mask = (k < lengths[:, None]).astype(mx.float32)
+            adv = mx.array([float(r.advantage) for r in rows], dtype=mx.float32)
+            temperature = sum(temps) / len(temps)  # one role samples at one temperature
+
+            def loss_fn(inputs, targets, index, mask, adv, model=model, temperature=temperature):
+                lp = _token_logprobs(model, inputs, targets, temperature, index)
+                ratio = mx.exp(lp - mx.stop_gradient(lp))
+                clipped = mx.clip(ratio, 1.0 - g.epsilon, 1.0 + g.epsilon)
+                per_token = -mx.minimum(ratio * adv[:, None], clipped * adv[:, None])
+                return _aggregate(per_token, mask, g.loss_type, g.max_completion_length)
+
+            optimizer = self._optimizers.setdefault(role, optim.Adam(learning_rate=g.learning_rate))
+            model.train()
+            loss, grads = nn.value_and_grad(model, loss_fn)(inputs, targets, index, mask, adv)
+            grads, norm = optim.clip_grad_norm(grads, 1.0)
+            optimizer.update(model, grads)
+            mx.eval(loss, model.trainable_parameters(), optimizer.state)
+            model.eval()
+            metrics[f"loss/{role}"] = round(float(loss.item()), 6)
+            metrics[f"grad_norm/{role}"] = round(float(norm.item()), 6)
+            metrics[f"records/{role}"] = float(len(rows))
+        self.version += 1
+        return metrics
+
+    def save(self, out_dir: str, meta: dict[str, Any]) -> None:
+        for role, model in self.models.items():
+            save_adapter(
+                model,
+                str(Path(out_dir) / role),
+                {**meta, "base": self.base, "role": role},
+                tokenizer=self.tokenizer,
+            )

@@ -1,0 +1,107 @@
+"""`sparring game`: list the games, and train the roles of one in this process.
+
+Covers: `game list [--json]` (every game with its roles, judge, sandbox use and options),
+`game plot DIR... -o PNG` (reward curves of finished runs, one panel per game) and
+`game run GAME [--config FILE] [--set k=v] [--output DIR]` (sparring.engine.runner.run_game with
+the held-out evaluation before and after, per-step metrics in an MLflow run unless
+`--no-tracking`, adapters and metrics.json in the output folder, a summary at the end). The same
+game as a KFP pipeline: `sparring run|compile|submit --config FILE` with `game.name` set.
+Does not cover: the games or the loop (sparring.games, sparring.engine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from sparring.cli.common import add_config_args, add_group
+
+
+def add_commands(sub) -> None:
+    game = add_group(sub, "game", "self-play games of the engine: list them, train one")
+    p = game.add_parser("list", help="the games, their roles and options")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_list)
+
+    p = game.add_parser(
+        "run",
+        help="train the roles of a game in this process",
+        description=(
+            "Play a game, assign credit per level, update each trainable role's LoRA adapter, "
+            "for game.steps steps; held-out episodes are played before and after. The same "
+            "game as a pipeline: `sparring run --config FILE` with game.name set."
+        ),
+    )
+    p.add_argument("name", metavar="GAME", help="a game of `sparring game list`")
+    add_config_args(p)
+    p.add_argument("--output", "-o", metavar="DIR", help="default: local_outputs/games/GAME-TIME")
+    p.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")
+    p.set_defaults(func=_run)
+
+    p = game.add_parser("plot", help="reward curves of finished `game run` folders, one panel each")
+    p.add_argument("runs", nargs="+", metavar="DIR", help="output folders of `sparring game run`")
+    p.add_argument("--output", "-o", required=True, metavar="PNG", help="figure to write")
+    p.set_defaults(func=_plot)
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from sparring.errors import SparringError
+    from sparring.phases.game import plot_games
+
+    histories = {}
+    for run in args.runs:
+        path = Path(run) / "metrics.json"
+        if not path.is_file():
+            raise SparringError(f"{run}: no metrics.json (not a finished `sparring game run`)")
+        data = json.loads(path.read_text())
+        histories[data.get("game", Path(run).name)] = data.get("history", [])
+    print(f"wrote {plot_games(histories, args.output)}")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from sparring.games.registry import describe
+
+    games = describe()
+    if args.json:
+        print(json.dumps(games, indent=1))
+        return 0
+    for g in games:
+        roles = ", ".join(r["id"] + ("" if r["trainable"] else " (frozen)") for r in g["roles"])
+        extra = " + LLM judge" if g["judge"] else ""
+        print(f"{g['name']:16s} {g['description']}\n{'':16s} roles: {roles}{extra}")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from sparring.config import load_config
+    from sparring.engine.runner import run_game
+    from sparring.games.registry import check
+
+    cfg = load_config(args.config, [*args.overrides, f"game.name={args.name}"])
+    check(cfg)  # one-line errors before any model loads
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = Path(args.output or f"{cfg.storage.pipeline_root}/games/{args.name}-{stamp}")
+    if args.no_tracking:
+        result = run_game(cfg, str(out))
+    else:
+        from sparring import tracking
+
+        parent = tracking.start_parent_run(cfg, f"game-{args.name}-{stamp}")
+        status = "FAILED"
+        try:
+            with tracking.phase_run(cfg, parent, f"train-{args.name}", 1) as run:
+                result = run_game(cfg, str(out))
+                run.log({f"after/{k}": v for k, v in result["after"].items()})
+            status = "FINISHED"
+        finally:
+            tracking.finish_parent_run(cfg, parent, status)
+    print(f"\n== {args.name}: {len(result['history'])} steps, outputs in {out}")
+    for label in ("before", "after"):
+        rewards = {k: v for k, v in result[label].items() if k.startswith("reward/")}
+        print(f"  held-out {label:6s} {json.dumps(rewards)}")
+    if not args.no_tracking:
+        print(f"MLflow: {tracking.ui_hint(cfg)}")
+    return 0

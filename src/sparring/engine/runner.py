@@ -1,0 +1,184 @@
+"""`run_game`: the engine's training loop for one game, the same locally and in a KFP task.
+
+Covers: building the arena (the game's roles with the config's overrides, its episodes and
+artifacts, a sandbox when the game runs code), the policy (the backend's base model with one
+adapter per role) and the in-process client; a held-out evaluation before training (frozen
+episodes, never trained on); `game.steps` steps of: play `episodes_per_step x group_size`
+episodes, assign credit, build the records of trainable roles, one policy update per role; the
+same evaluation after; per-step metrics (reward mean and spread per role, the share of groups
+with no signal, records, grad norms, seconds) to MLflow when a run is active and to a progress
+bar; and the result folder: `adapters/<role>/` (Sparring LoRA artifacts), `metrics.json`
+(history, evaluation before/after, the game's summary), written atomically.
+Does not cover: the games (sparring.games), the model library (sparring.backends), KFP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from sparring.engine.arena import Arena
+from sparring.engine.core import Rollout
+from sparring.engine.credit import make_credit
+from sparring.engine.game import Game, configured_roles
+from sparring.engine.local import LocalClient, Policy
+
+
+def reward_stats(roots: Sequence[Rollout], trainable_only: bool = False) -> dict[str, float]:
+    """Mean and spread of each role's reward, and the share of GRPO groups (per level) in which
+    every member got the same reward: such a group teaches nothing."""
+    from sparring.engine.credit import levels
+
+    by_role: dict[str, list[float]] = defaultdict(list)
+    groups: dict[tuple, list[float]] = defaultdict(list)
+    for level in levels(roots):
+        for rollout, group in level:
+            if trainable_only and not rollout.is_trainable:
+                continue
+            for role, reward in rollout.rewards.items():
+                by_role[role].append(reward)
+                groups[(role, group)].append(reward)
+    out: dict[str, float] = {}
+    for role, values in sorted(by_role.items()):
+        out[f"reward/{role}"] = round(statistics.fmean(values), 6)
+        out[f"reward_std/{role}"] = round(statistics.pstdev(values), 6)
+        role_groups = [v for (r, _), v in groups.items() if r == role and len(v) > 1]
+        if role_groups:
+            flat = sum(1 for v in role_groups if max(v) - min(v) < 1e-9)
+            out[f"flat_group_share/{role}"] = round(flat / len(role_groups), 6)
+    return out
+
+
+def build_arena(cfg: Any, game: Game, policy: Policy) -> Arena:
+    """The arena of `game` over `policy`: roles with overrides, judge adapter, episodes."""
+    client = LocalClient(policy, seed=cfg.seed)
+    arena = Arena(client, concurrency=cfg.game.concurrency, seed=cfg.seed)
+    for role in configured_roles(game, cfg.game):
+        arena.add_role(role)
+    arena.judge_adapter = cfg.game.judge or None
+    if game.needs_sandbox:
+        from sparring.sandbox import Sandbox, SandboxLimits
+
+        game.sandbox = Sandbox(SandboxLimits.from_config(cfg.sandbox))
+    game.setup(arena)
+    return arena
+
+
+def evaluate(arena: Arena, game: Game, episodes: int) -> tuple[dict[str, Any], list[Rollout]]:
+    """Held-out episodes (not trainable): reward per role, and the game's own summary."""
+    if episodes <= 0:
+        return {}, []
+    rollouts = asyncio.run(arena.generate_rollouts(game.eval_requests(arena, episodes)))
+    return {**reward_stats(rollouts), **game.summarize(rollouts)}, rollouts
+
+
+def run_game(
+    cfg: Any,
+    out_dir: str | None = None,
+    *,
+    init_dir: str | None = None,
+    policy: Policy | None = None,
+    on_step: Callable[[int, dict[str, float]], None] | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Train the roles of `cfg.game`; returns {"history", "before", "after", "roles", ...} and
+    writes it (with the adapters) to `out_dir` when given. `policy` replaces the backend's (tests
+    use a scripted one); `init_dir` holds adapters of an earlier run to start from."""
+    from sparring.games.registry import check
+
+    game = check(cfg)
+    roles = configured_roles(game, cfg.game)
+    if policy is None:
+        from sparring import backends
+
+        base = cfg.game.model or cfg.models.answerer.name
+        policy = backends.get(cfg.backend).load_policy(cfg, base, [r.id for r in roles], init_dir)
+    arena = build_arena(cfg, game, policy)
+    credit = make_credit(cfg.game.credit)
+    try:
+        before, _ = evaluate(arena, game, cfg.game.eval_episodes)
+        history = _train(cfg, game, arena, credit, policy, on_step, progress)
+        after, last_eval = evaluate(arena, game, cfg.game.eval_episodes)
+    finally:
+        sandbox = getattr(game, "sandbox", None)
+        if sandbox is not None:
+            sandbox.close()
+    result = {
+        "game": game.name,
+        "roles": [{"id": r.id, "trainable": r.trainable} for r in roles],
+        "history": history,
+        "before": before,
+        "after": after,
+        "policy_version": policy.version,
+        "model_calls": {str(k): v for k, v in arena.calls.items()},
+        "examples": [_example(r) for r in last_eval[:3]],
+    }
+    if out_dir:
+        _write(out_dir, policy, result, cfg)
+    return result
+
+
+def _train(cfg, game, arena, credit, policy, on_step, progress) -> list[dict[str, float]]:
+    from tqdm.auto import tqdm
+
+    history: list[dict[str, float]] = []
+    bar = tqdm(range(cfg.game.steps), desc=f"{game.name}", unit="step", disable=not progress)
+    for step in bar:
+        start = time.perf_counter()
+        requests = game.requests(arena, cfg.game.episodes_per_step, cfg.game.group_size)
+        rollouts = asyncio.run(arena.generate_rollouts(requests))
+        played = time.perf_counter() - start
+        credit.assign(rollouts)
+        records = arena.records(rollouts)
+        metrics: dict[str, float] = {**reward_stats(rollouts, trainable_only=True)}
+        metrics["records"] = float(len(records))
+        metrics["nonzero_advantage_share"] = (
+            round(sum(1 for r in records if abs(r.advantage) > 1e-9) / len(records), 6)
+            if records
+            else 0.0
+        )
+        if records and not cfg.dry_run:
+            metrics.update(policy.train(records))
+        metrics["play_seconds"] = round(played, 3)
+        metrics["step_seconds"] = round(time.perf_counter() - start, 3)
+        history.append(metrics)
+        _log(metrics, step)
+        if on_step is not None:
+            on_step(step, metrics)
+        bar.set_postfix({k[7:]: v for k, v in metrics.items() if k.startswith("reward/")})
+    return history
+
+
+def _log(metrics: dict[str, float], step: int) -> None:
+    """Per-step metrics into the active MLflow run, when there is one."""
+    import sys
+
+    mlflow = sys.modules.get("mlflow")
+    if mlflow is None or mlflow.active_run() is None:
+        return
+    from sparring.tracking import log_metrics
+
+    log_metrics(metrics, step=step + 1)
+
+
+def _example(rollout: Rollout) -> dict[str, Any]:
+    return {
+        "rewards": rollout.rewards,
+        "steps": [{"role": s.role, "completion": s.completion[:400]} for s in rollout.steps[:6]],
+    }
+
+
+def _write(out_dir: str, policy: Policy, result: dict[str, Any], cfg: Any) -> None:
+    from sparring.storage import atomic_dir
+
+    with atomic_dir(out_dir) as tmp:
+        save = getattr(policy, "save", None)
+        if save is not None:
+            save(str(Path(tmp) / "adapters"), {"game": result["game"], "seed": cfg.seed})
+        (Path(tmp) / "metrics.json").write_text(json.dumps(result, indent=1, default=str))
