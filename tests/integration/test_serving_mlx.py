@@ -227,3 +227,30 @@ def test_serve_the_registered_champion(tmp_path):
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
+
+
+def test_engine_roles_sample_through_the_server_at_their_latest_version(mlx_server, tmp_path):
+    """The self-play engine's Arena calls a role by its adapter name; through the server that
+    is the role's latest published version (the base model before the first)."""
+    from sparring.engine.arena import Arena
+    from sparring.engine.core import Role
+
+    _proc, port, base, _line = mlx_server
+    url = f"http://127.0.0.1:{port}"
+    publisher = Publisher(url, "mlx")
+
+    async def play():
+        client = OpenAIServerClient(url, concurrency=2, base_model=base, publisher=publisher)
+        arena = Arena(client, concurrency=4)
+        arena.add_role(Role("solver", max_tokens=4, temperature=0.0))
+        try:
+            before = await arena.call_role("solver", MESSAGES)
+            publisher.publish("solver", _mlx_adapter(tmp_path / "s1", 5))
+            after = await arena.call_role("solver", MESSAGES)
+            return before, after
+        finally:
+            await client.aclose()
+
+    before, after = asyncio.run(play())
+    assert before.policy_version == 0 and after.policy_version == 1
+    assert before.completion != after.completion  # version 1 is the adapter, not the base

@@ -15,7 +15,9 @@ Covers:
   line and the text is cut after the first closed python block. For mlx-lm, which chooses
   adapters per request by path, `adapter_paths` maps a served name to its folder: the request
   then names the base model (`base_model`: the folder the server was started with) and
-  carries `adapters`, and the version is the one requested.
+  carries `adapters`, and the version is the one requested. With a `publisher`, a bare
+  adapter name (a role's, as the engine's Arena asks) means its latest published version, and
+  the base model before the first one.
 - `sample_batch`: the Backend.sample contract (per conversation, `num_samples` texts) over a
   client, so the code duel samples through a server when `serving.mode` is `server`.
 
@@ -93,6 +95,7 @@ class OpenAIServerClient:
         token_logprobs: bool = True,
         adapter_paths: Mapping[str, str] | None = None,
         extra_body: Mapping[str, Any] | None = None,
+        publisher: Any = None,
         api_key: str = "EMPTY",
     ) -> None:
         from openai import AsyncOpenAI
@@ -105,6 +108,7 @@ class OpenAIServerClient:
         self.token_logprobs = token_logprobs
         self.adapter_paths = dict(adapter_paths or {})
         self.extra_body = dict(extra_body or {})  # engine options, e.g. vLLM's ignore_eos
+        self.publisher = publisher  # resolves a bare adapter name to its latest version
         self._base_model = base_model
         self._api = AsyncOpenAI(
             base_url=f"{self.base_url}/v1", api_key=api_key, timeout=timeout_s, max_retries=2
@@ -132,12 +136,17 @@ class OpenAIServerClient:
         n: int = 1,
         stop_at_fence: bool = False,
     ) -> list[Completion]:
+        if self.publisher is not None and model and "@v" not in model:
+            model = self.publisher.served_name(model)  # None before a first version: the base
         requested = model or await self.base_model()
         extra: dict[str, Any] = dict(self.extra_body)
         sent = requested
-        if requested in self.adapter_paths:  # mlx-lm: adapters by path, on the base model
+        paths = self.adapter_paths
+        if self.publisher is not None:
+            paths = {**paths, **self.publisher.adapter_paths()}
+        if requested in paths:  # mlx-lm: adapters by path, on the base model
             sent = await self.base_model()
-            extra["adapters"] = self.adapter_paths[requested]
+            extra["adapters"] = paths[requested]
         kwargs: dict[str, Any] = {}
         if self.token_logprobs and "adapters" not in extra:
             kwargs["logprobs"] = True
