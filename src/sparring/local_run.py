@@ -12,7 +12,9 @@ run id worth tagging, and a fresh id per attempt would defeat caching). State li
 and `cache/` (kfp.local's cache). `resume=True` reuses both, so finished tasks are cache hits and
 are not repeated (kfp.local keys the cache on component, image, command and arguments, and treats
 an entry as a miss when an artifact it points to was deleted); without it the cache is cleared
-first. kfp and mlflow are imported inside the functions that need them.
+first. A new run (without --resume) ends the earlier run's parent run if it is still open, and a
+failed run ends its own as FAILED (or says it could not: MLflow down), so no parent run is left
+RUNNING once MLflow answers. kfp and mlflow are imported inside the functions that need them.
 
 Does not cover: the `sparring run` command line (sparring.cli.pipeline: arguments, choosing the
 pipeline root, printing the summary) or cluster runs (submit/schedule, sparring.cli.pipeline).
@@ -52,7 +54,7 @@ def _state_dir(root: Path, cfg) -> Path:
 
 def prepare_local_run(cfg, root: Path, resume: bool) -> dict:
     """Parent run and local run id for a local run; reused from state.json with --resume."""
-    from sparring import tracking
+    from sparring import storage, tracking
 
     state_dir = _state_dir(root, cfg)
     state_file = state_dir / "state.json"
@@ -65,6 +67,8 @@ def prepare_local_run(cfg, root: Path, resume: bool) -> dict:
         print("config changed since the last run: starting a new run", file=sys.stderr)
     elif resume:
         print("nothing to resume: starting a new run", file=sys.stderr)
+    if state_file.is_file():  # a run that is not continued must not stay RUNNING
+        _close_abandoned(cfg, json.loads(state_file.read_text()))
     shutil.rmtree(cache_dir, ignore_errors=True)
     kfp_run_id = f"local-{cfg.name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
     state = {
@@ -73,9 +77,27 @@ def prepare_local_run(cfg, root: Path, resume: bool) -> dict:
         "digest": cfg.digest(),
         "resumed": False,
     }
-    state_dir.mkdir(parents=True, exist_ok=True)
-    state_file.write_text(json.dumps(state, indent=1))
+    storage.write_text(str(state_file), json.dumps(state, indent=1))
     return state
+
+
+def _close_abandoned(cfg, old_state: dict) -> None:
+    """End the parent run of an earlier local run that a new one replaces, if it is still open
+    (killed, or ended while MLflow was down): FAILED, tagged with why."""
+    from sparring import tracking
+
+    run_id = old_state.get("parent_run_id", "")
+    if not run_id:
+        return
+    try:
+        closed = tracking.close_parent_run(
+            cfg, run_id, "", failed=True, error="abandoned: a new run started without --resume"
+        )
+    except SparringError as exc:
+        print(f"could not end the earlier parent run {run_id}: {exc}", file=sys.stderr)
+        return
+    if closed:
+        print(f"ended the earlier run's MLflow parent run {run_id} as FAILED", file=sys.stderr)
 
 
 @contextlib.contextmanager
@@ -144,10 +166,21 @@ def run_local(cfg, root: Path, resume: bool = False) -> dict:
         with _quiet_console(log_path):
             pipeline(parent_run_id=state["parent_run_id"], kfp_run_id=state["kfp_run_id"])
     except Exception as exc:
-        tracking.finish_parent_run(cfg, state["parent_run_id"], status="FAILED")
-        raise _pipeline_failure(exc, log_path) from None
+        failure = _pipeline_failure(exc, log_path)
+        try:
+            tracking.finish_parent_run(cfg, state["parent_run_id"], status="FAILED")
+        except SparringError as tracking_error:
+            raise SparringError(
+                f"{failure}; the MLflow parent run {state['parent_run_id']} stays RUNNING until "
+                f"--resume or the next run ends it ({tracking_error})"
+            ) from None
+        raise failure from None
     state["seconds"] = time.perf_counter() - t0
-    state["children"] = child_summary(cfg, state["parent_run_id"])
+    try:
+        state["children"] = child_summary(cfg, state["parent_run_id"])
+    except SparringError as exc:  # the run is done; only its summary is missing
+        print(f"no per-task summary: {exc}", file=sys.stderr)
+        state["children"] = []
     return state
 
 

@@ -124,9 +124,10 @@ _FAILED_TASK = re.compile(r"Task '([^']+)' finished with status FAILURE")
 
 def failure_excerpt(log_text: str, max_lines: int = 60) -> tuple[str, str, list[str]]:
     """(failed task, its error line, its traceback) from a kfp.local run's log; the task is ""
-    when none failed, the traceback empty when the task printed none."""
+    when none failed, the traceback empty when the task printed none. The first task that
+    failed is the cause: the exit task may fail after it for the same reason (MLflow down)."""
     lines = [_ANSI.sub("", line).rstrip() for line in log_text.splitlines()]
-    for i in range(len(lines) - 1, -1, -1):
+    for i in range(len(lines)):
         match = _FAILED_TASK.search(lines[i])
         if not match:
             continue

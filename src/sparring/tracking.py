@@ -1,30 +1,49 @@
 """MLflow tracking: one parent run per pipeline run, a child run per phase and round, the registry.
 
-Covers: the tracking URI (`MLFLOW_TRACKING_URI` wins over `tracking.mlflow_uri`; relative
-`sqlite:///` paths are made absolute so every KFP task process sees the same database), the parent
-run (tagged with the KFP run id, the resolved config as `config.yaml` plus flattened params), child
-runs opened in whichever process a component runs (`start_run(parent_run_id=...)` works across
-processes), metric logging, registering the champion and downloading it for recurring training.
+Covers: the parent run (tagged with the KFP run id, the resolved config as `config.yaml` plus
+flattened params), child runs created in whichever process a component runs (`phase_run`),
+metric logging (and `trainer_callbacks`, through which TRL's and Transformers' per-step logs
+arrive), reading a run's phases back, registering the champion and downloading it for recurring
+training. The tracking URI and the buffer are in sparring.tracking_buffer.
+
+An MLflow outage does not stop training. A phase's child run (`phase_run`, `PhaseRun`) is fed
+from a buffer: metric values and files wait in memory while the server does not answer and are
+sent, with the time they were logged, when it answers again (the run itself is created then if
+it could not be at the start). At the phase's end Sparring waits up to
+`SPARRING_MLFLOW_WAIT_SECONDS` (sparring.tracking_retry) for the rest; past that, the phase still
+finishes and prints one line saying what was not logged. Calls that must succeed (the parent
+run, the registry) retry for the same wait, then raise a one-line TrackingUnavailable. Ending
+the parent run also ends its child runs still marked RUNNING (killed tasks, or ones that ended
+while MLflow was down) as FAILED, tagged `sparring.error`.
 
 MLflow 3: `register_model("runs:/…")` fails for plain artifact folders, so registration logs the
 folder as run artifacts and calls `create_registered_model` + `create_model_version(source=…)` +
 `set_registered_model_alias`.
 
-Does not cover: TRL's own MLflow callback (it logs into the child run this module opens).
+Does not cover: the retry rules (sparring.tracking_retry); metrics lost when the process itself
+dies while the server is down (the buffer lives in memory); a child run created twice when the
+server died after creating it but before answering (the retry creates another).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import re
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from sparring import tracking_retry as retry
 from sparring.errors import SparringError
+from sparring.tracking_buffer import PhaseRun, connect, metric_name, numeric, tracking_uri
+from sparring.tracking_retry import TrackingUnavailable
+
+# re-exported: callers know them as sparring.tracking.*
+__all__ = ["PhaseRun", "TrackingUnavailable", "metric_name", "tracking_uri"]
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -32,20 +51,9 @@ PARENT_TAG = "sparring.kfp_run_id"
 MODEL_SUBDIR = "champion"
 
 
-def tracking_uri(cfg) -> str:
-    """MLFLOW_TRACKING_URI if set, else `tracking.mlflow_uri` (relative sqlite paths: absolute)."""
-    uri = os.environ.get("MLFLOW_TRACKING_URI") or cfg.tracking.mlflow_uri or "sqlite:///mlflow.db"
-    prefix = "sqlite:///"
-    if uri.startswith(prefix) and not uri.startswith(prefix + "/"):
-        uri = prefix + str(Path(uri[len(prefix) :]).resolve())
-    return uri
-
-
-def _mlflow(cfg):
-    import mlflow
-
-    mlflow.set_tracking_uri(tracking_uri(cfg))
-    return mlflow
+def _call(cfg, what: str, fn: Callable[[], T]) -> T:
+    """`fn()` against the tracking server, retried through an outage for the configured wait."""
+    return retry.call(tracking_uri(cfg), what, fn)
 
 
 def ui_hint(cfg) -> str:
@@ -69,24 +77,36 @@ def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
 
 
 def _experiment_id(mlflow, cfg) -> str:
-    exp = mlflow.get_experiment_by_name(cfg.tracking.experiment)
-    if exp is not None:
-        return exp.experiment_id
-    return mlflow.create_experiment(cfg.tracking.experiment)
+    def lookup() -> str:
+        exp = mlflow.get_experiment_by_name(cfg.tracking.experiment)
+        if exp is not None:
+            return exp.experiment_id
+        return mlflow.create_experiment(cfg.tracking.experiment)
+
+    return _call(cfg, "looking up the experiment", lookup)
 
 
 def start_parent_run(cfg, kfp_run_id: str) -> str:
     """Create the parent run of one pipeline run; return its id (the run stays open)."""
     from sparring.config import dump_yaml, to_dict
 
-    mlflow = _mlflow(cfg)
+    mlflow = connect(cfg)
     from mlflow import MlflowClient
 
     client = MlflowClient()
-    run = client.create_run(
-        _experiment_id(mlflow, cfg),
-        run_name=f"{cfg.name}-{kfp_run_id}"[:250],
-        tags={PARENT_TAG: kfp_run_id, "sparring.name": cfg.name, "sparring.digest": cfg.digest()},
+    exp_id = _experiment_id(mlflow, cfg)
+    run = _call(
+        cfg,
+        "creating the parent run",
+        lambda: client.create_run(
+            exp_id,
+            run_name=f"{cfg.name}-{kfp_run_id}"[:250],
+            tags={
+                PARENT_TAG: kfp_run_id,
+                "sparring.name": cfg.name,
+                "sparring.digest": cfg.digest(),
+            },
+        ),
     )
     run_id = run.info.run_id
     params = flatten(to_dict(cfg))
@@ -94,17 +114,51 @@ def start_parent_run(cfg, kfp_run_id: str) -> str:
     from mlflow.entities import Param
 
     for i in range(0, len(items), 100):  # log_batch takes at most 100 params per call
-        client.log_batch(run_id, params=[Param(k, v) for k, v in items[i : i + 100]])
-    client.log_text(run_id, dump_yaml(cfg), "config.yaml")
+        batch = [Param(k, v) for k, v in items[i : i + 100]]
+        _call(cfg, "logging the config", lambda b=batch: client.log_batch(run_id, params=b))
+    _call(
+        cfg, "logging config.yaml", lambda: client.log_text(run_id, dump_yaml(cfg), "config.yaml")
+    )
     log.info("MLflow parent run %s (KFP run %s)", run_id, kfp_run_id)
     return run_id
 
 
+ORPHAN_ERROR = "its end was never recorded (its task was killed, or MLflow was down when it ended)"
+
+
+def _end_open_children(cfg, client, parent_run_id: str) -> int:
+    """End the parent's child runs still marked RUNNING as FAILED (tag `sparring.error`)."""
+    parent = _call(cfg, "reading the parent run", lambda: client.get_run(parent_run_id))
+    runs = _call(
+        cfg,
+        "listing the phase runs",
+        lambda: client.search_runs(
+            [parent.info.experiment_id],
+            filter_string=(
+                f"tags.mlflow.parentRunId = '{parent_run_id}' and attributes.status = 'RUNNING'"
+            ),
+            max_results=1000,
+        ),
+    )
+    for r in runs:
+        rid = r.info.run_id
+        _call(
+            cfg,
+            "ending a phase run",
+            lambda rid=rid: client.set_tag(rid, "sparring.error", ORPHAN_ERROR),
+        )
+        _call(cfg, "ending a phase run", lambda rid=rid: client.set_terminated(rid, "FAILED"))
+    return len(runs)
+
+
 def finish_parent_run(cfg, run_id: str, status: str = "FINISHED") -> None:
-    _mlflow(cfg)
+    """End the parent run (and any child run left RUNNING); retried through an outage."""
+    connect(cfg)
     from mlflow import MlflowClient
 
-    MlflowClient().set_terminated(run_id, status=status)
+    client = MlflowClient()
+    _end_open_children(cfg, client, run_id)
+    _call(cfg, "ending the parent run", lambda: client.set_terminated(run_id, status=status))
 
 
 def close_parent_run(
@@ -114,34 +168,57 @@ def close_parent_run(
     `sparring.error`) when the pipeline failed, FINISHED otherwise. The pipeline's exit task
     calls it; on success `select` has normally finished the run already. Returns the run id, or
     "" when there is no open parent run (the pipeline failed before creating it)."""
-    mlflow = _mlflow(cfg)
+    mlflow = connect(cfg)
     from mlflow import MlflowClient
 
     client = MlflowClient()
     run_id = parent_run_id
     if not run_id and kfp_run_id:
-        exp = mlflow.get_experiment_by_name(cfg.tracking.experiment)
-        runs = [] if exp is None else client.search_runs(
-            [exp.experiment_id],
-            filter_string=f"tags.`{PARENT_TAG}` = '{kfp_run_id}' and attributes.status = 'RUNNING'",
-            max_results=5,
-        )  # fmt: skip
+        exp = _call(
+            cfg,
+            "looking up the experiment",
+            lambda: mlflow.get_experiment_by_name(cfg.tracking.experiment),
+        )
+        open_runs = f"tags.`{PARENT_TAG}` = '{kfp_run_id}' and attributes.status = 'RUNNING'"
+        runs = (
+            []
+            if exp is None
+            else _call(
+                cfg,
+                "finding the parent run",
+                lambda: client.search_runs(
+                    [exp.experiment_id], filter_string=open_runs, max_results=5
+                ),
+            )
+        )
         run_id = runs[0].info.run_id if runs else ""
-    if not run_id or client.get_run(run_id).info.status != "RUNNING":
+    if not run_id:
+        return ""
+    _end_open_children(cfg, client, run_id)
+    status = _call(cfg, "reading the parent run", lambda: client.get_run(run_id).info.status)
+    if status != "RUNNING":
         return ""
     if failed:
-        client.set_tag(run_id, "sparring.error", (error or "pipeline failed")[:5000])
-    client.set_terminated(run_id, status="FAILED" if failed else "FINISHED")
+        message = (error or "pipeline failed")[:5000]
+        _call(
+            cfg, "tagging the parent run", lambda: client.set_tag(run_id, "sparring.error", message)
+        )
+    final = "FAILED" if failed else "FINISHED"
+    _call(cfg, "ending the parent run", lambda: client.set_terminated(run_id, status=final))
     return run_id
 
 
 @contextlib.contextmanager
 def child_run(cfg, parent_run_id: str, name: str, round_index: int) -> Iterator[str]:
-    """Open a child run `r{round}-{name}` of the parent run, active for `log_metrics` (and TRL)."""
-    mlflow = _mlflow(cfg)
+    """Open a child run `r{round}-{name}` of the parent run as MLflow's active run (for code that
+    logs through `mlflow.*` directly). Phases use `phase_run`, which survives an outage."""
+    mlflow = connect(cfg)
     if mlflow.active_run() is not None:
         mlflow.end_run()
-    exp_id = mlflow.get_run(parent_run_id).info.experiment_id if parent_run_id else None
+    exp_id = None
+    if parent_run_id:
+        parent = _call(cfg, "reading the parent run", lambda: mlflow.get_run(parent_run_id))
+        exp_id = parent.info.experiment_id
     if exp_id is None:
         exp_id = _experiment_id(mlflow, cfg)
     with mlflow.start_run(
@@ -153,73 +230,115 @@ def child_run(cfg, parent_run_id: str, name: str, round_index: int) -> Iterator[
         yield run.info.run_id
 
 
-class PhaseRun:
-    """The active child run of a phase: `log(metrics)` logs the numeric entries and keeps
-    them for the line printed when the phase is done."""
-
-    def __init__(self) -> None:
-        self.metrics: dict[str, Any] = {}
-
-    def log(self, metrics: dict[str, Any] | None) -> dict[str, Any]:
-        self.metrics = dict(metrics or {})
-        log_metrics(self.metrics)
-        return self.metrics
+_ACTIVE: PhaseRun | None = None
 
 
 @contextlib.contextmanager
 def phase_run(cfg, parent_run_id: str, name: str, round_index: int) -> Iterator[PhaseRun]:
-    """A phase inside the child run `r{round}-{name}` of the parent run (TRL logs into it too),
-    with a progress line when it starts and one with its time and main numbers when it is done.
+    """A phase inside the child run `r{round}-{name}` of the parent run (TRL logs into it too,
+    through `trainer_callbacks`), with a progress line when it starts and one with its time and
+    main numbers when it is done. An MLflow outage delays what is logged, never the phase.
 
         with tracking.phase_run(cfg, parent_run_id, "train-answerer", 1) as run:
             result = run.log(answerer.train_answerer(cfg, ...))
     """
-    import time
-
+    global _ACTIVE
     from sparring import progress
 
     progress.LABEL = f"r{round_index} {name}"
     progress.say(f"{progress.LABEL}: start")
     start = time.perf_counter()
-    run = PhaseRun()
-    with child_run(cfg, parent_run_id, name, round_index):
+    mlflow = connect(cfg)
+    if mlflow.active_run() is not None:
+        mlflow.end_run()
+    run = PhaseRun(cfg, parent_run_id, name, round_index)
+    run.flush(now=True)  # create the run now if MLflow answers
+    _ACTIVE = run
+    status = "FAILED"
+    try:
         yield run
+        status = "FINISHED"
+    finally:
+        _ACTIVE = None
+        run.close(status)
     seconds = time.perf_counter() - start
     progress.say(f"{progress.LABEL}: done in {seconds:.0f}s {progress.brief(run.metrics)}")
 
 
-def metric_name(key: str) -> str:
-    """An MLflow-legal metric name: `pass@1` -> `pass_at_1`; other odd characters -> `_`."""
-    key = str(key).replace("@", "_at_")
-    return re.sub(r"[^A-Za-z0-9_\-. :/]", "_", key)
+def active() -> bool:
+    """Whether metrics logged now go to a run (a phase's, or MLflow's active run)."""
+    if _ACTIVE is not None:
+        return True
+    try:
+        import mlflow
+    except ImportError:  # pragma: no cover
+        return False
+    return mlflow.active_run() is not None
 
 
 def log_metrics(metrics: dict[str, Any], step: int | None = None) -> None:
-    """Log the numeric entries of a dict into the active run (non-numbers are skipped)."""
+    """Log the numeric entries of a dict (non-numbers are skipped) into the phase's run
+    (buffered through an outage), or else into MLflow's active run."""
+    if _ACTIVE is not None:
+        _ACTIVE.log_metrics(metrics, step=step)
+        return
     import mlflow
 
-    numeric = {
-        metric_name(k): float(v)
-        for k, v in metrics.items()
-        if isinstance(v, (int, float)) and not isinstance(v, bool)
-    }
-    if numeric:
-        mlflow.log_metrics(numeric, step=step)
+    values = numeric(metrics)
+    if values:
+        mlflow.log_metrics(values, step=step)
+
+
+def log_artifacts(files: list[str | Path], artifact_path: str | None = None) -> int:
+    """Log files as artifacts of the phase's run (buffered through an outage), or else of
+    MLflow's active run; returns how many were handed over (0 without a run)."""
+    if _ACTIVE is not None:
+        for f in files:
+            _ACTIVE.log_artifact(str(f), artifact_path)
+        return len(files)
+    import mlflow
+
+    if mlflow.active_run() is None:
+        return 0
+    for f in files:
+        mlflow.log_artifact(str(f), artifact_path=artifact_path)
+    return len(files)
+
+
+def trainer_callbacks() -> list[Any]:
+    """For a Transformers/TRL trainer: a callback that logs every `on_log` (loss, reward, grad
+    norm, TRL's and Sparring's per-step numbers) through `log_metrics` at the global step, when a
+    run is active. It replaces `report_to="mlflow"`, whose callback would stop training when
+    MLflow is down."""
+    if not active():
+        return []
+    from transformers import TrainerCallback
+
+    class TrackingCallback(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and state.is_world_process_zero:
+                log_metrics(logs, step=state.global_step)
+
+    return [TrackingCallback()]
 
 
 def child_runs(cfg, parent_run_id: str) -> list[Any]:
     """The MLflow child runs of a pipeline run, in start order (retries and resumes included)."""
-    _mlflow(cfg)
+    connect(cfg)
     from mlflow import MlflowClient
 
     client = MlflowClient()
-    parent = client.get_run(parent_run_id)
+    parent = _call(cfg, "reading the parent run", lambda: client.get_run(parent_run_id))
     return list(
-        client.search_runs(
-            [parent.info.experiment_id],
-            filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'",
-            order_by=["attributes.start_time ASC"],
-            max_results=1000,
+        _call(
+            cfg,
+            "listing the phase runs",
+            lambda: client.search_runs(
+                [parent.info.experiment_id],
+                filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'",
+                order_by=["attributes.start_time ASC"],
+                max_results=1000,
+            ),
         )
     )
 
@@ -241,7 +360,12 @@ def step_curves(cfg, parent_run_id: str, keys: tuple[str, ...] = STEP_KEYS) -> l
         for key in keys:
             if key not in run.data.metrics:
                 continue
-            history = sorted(client.get_metric_history(run.info.run_id, key), key=lambda m: m.step)
+            history = _call(
+                cfg,
+                "reading a metric's history",
+                lambda run=run, key=key: client.get_metric_history(run.info.run_id, key),
+            )
+            history = sorted(history, key=lambda m: m.step)
             points = [[m.step, m.value] for m in history if m.step >= 1]
             if points:
                 curves[key] = points
@@ -259,42 +383,77 @@ def step_curves(cfg, parent_run_id: str, keys: tuple[str, ...] = STEP_KEYS) -> l
 
 
 def register_champion(cfg, model_dir: str, run_id: str, score: float) -> str:
-    """Log a model folder as artifacts of `run_id`, register it, point the alias at it."""
+    """Log a model folder as artifacts of `run_id`, register it, point the alias at it. Each
+    call is retried through an outage for `SPARRING_MLFLOW_WAIT_SECONDS`, then fails in one
+    line: a champion that was not registered is not reported as registered."""
     if not Path(model_dir).is_dir():
         raise SparringError(f"{model_dir}: champion model folder does not exist")
-    _mlflow(cfg)
+    connect(cfg)
     from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
 
     client = MlflowClient()
-    client.log_artifacts(run_id, model_dir, MODEL_SUBDIR)
-    source = f"{client.get_run(run_id).info.artifact_uri.rstrip('/')}/{MODEL_SUBDIR}"
-    name = cfg.selection.registered_model
-    try:
-        client.get_registered_model(name)
-    except MlflowException:
-        client.create_registered_model(name)
-    version = client.create_model_version(
-        name, source=source, run_id=run_id, tags={"sparring.score": f"{score:.6f}"}
+    _call(
+        cfg,
+        "uploading the champion",
+        lambda: client.log_artifacts(run_id, model_dir, MODEL_SUBDIR),
     )
-    client.set_registered_model_alias(name, cfg.selection.alias, version.version)
+    run = _call(cfg, "reading the parent run", lambda: client.get_run(run_id))
+    source = f"{run.info.artifact_uri.rstrip('/')}/{MODEL_SUBDIR}"
+    name = cfg.selection.registered_model
+
+    def ensure_model() -> None:
+        try:
+            client.get_registered_model(name)
+        except MlflowException as exc:
+            if retry.transient(exc):
+                raise
+            client.create_registered_model(name)
+
+    _call(cfg, "creating the registered model", ensure_model)
+    version = _call(
+        cfg,
+        "registering the champion",
+        lambda: client.create_model_version(
+            name, source=source, run_id=run_id, tags={"sparring.score": f"{score:.6f}"}
+        ),
+    )
+    _call(
+        cfg,
+        "setting the champion alias",
+        lambda: client.set_registered_model_alias(name, cfg.selection.alias, version.version),
+    )
     log.info("registered %s version %s as @%s", name, version.version, cfg.selection.alias)
     return str(version.version)
 
 
 def download_champion(cfg, out_dir: str) -> bool:
-    """Download `models:/NAME@ALIAS` into out_dir; False when there is no such model or alias."""
-    mlflow = _mlflow(cfg)
+    """Download `models:/NAME@ALIAS` into out_dir; False when there is no such model or alias.
+    An unreachable server is an error (after the wait), not "no champion": a recurring run
+    must not silently start over from the base model."""
+    mlflow = connect(cfg)
     from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
 
     name, alias = cfg.selection.registered_model, cfg.selection.alias
-    try:
-        version = MlflowClient().get_model_version_by_alias(name, alias)
-    except MlflowException:
+
+    def lookup() -> Any:
+        try:
+            return MlflowClient().get_model_version_by_alias(name, alias)
+        except MlflowException as exc:
+            if retry.transient(exc):
+                raise
+            return None
+
+    version = _call(cfg, "looking up the champion", lookup)
+    if version is None:
         return False
     with tempfile.TemporaryDirectory() as tmp:
-        got = mlflow.artifacts.download_artifacts(artifact_uri=version.source, dst_path=tmp)
+        got = _call(
+            cfg,
+            "downloading the champion",
+            lambda: mlflow.artifacts.download_artifacts(artifact_uri=version.source, dst_path=tmp),
+        )
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         import shutil
 

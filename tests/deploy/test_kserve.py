@@ -1,7 +1,7 @@
 """Static checks of the KServe serving of the champion (manifests/components/kserve).
 
 Covered: both overlays render the InferenceService, its service account and the deployer RBAC;
-the InferenceService validates against the InferenceService schema kept in tests/deploy/crds
+the InferenceService validates against the InferenceService schema kept in manifests/schemas
 (KServe's CRD is not installable here) and equals what `sparring.serving.kserve` writes at
 deploy time; it reads S3 through a service account whose secret carries KServe's S3
 annotations for the overlay's store; the pipeline may touch InferenceServices and nothing else
@@ -22,7 +22,7 @@ from sparring.serving import kserve
 pytestmark = pytest.mark.deploy
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA = json.loads((ROOT / "tests/deploy/crds/inferenceservice-v1beta1.schema.json").read_text())
+SCHEMA = json.loads((ROOT / "manifests/schemas/serving.kserve.io-v1beta1.schema.json").read_text())
 OVERLAYS = ("dev", "prod")
 
 

@@ -64,3 +64,55 @@ def test_atomic_dir_leaves_the_old_folder_when_the_block_fails(tmp_path):
         pass
     assert (out / "weights").read_text() == "v1"
     assert [p.name for p in tmp_path.iterdir()] == ["model"], "no temp folder left behind"
+
+
+def test_atomic_dir_swaps_a_folder_in_whole(tmp_path):
+    """Replacing an existing folder is one exchange: the new version is complete and no old
+    file survives in it."""
+    from sparring.storage import atomic_dir
+
+    out = tmp_path / "ckpt"
+    with atomic_dir(out) as tmp:
+        (tmp / "old-only").write_text("1")
+        (tmp / "COMPLETE").write_text("v1")
+    with atomic_dir(out) as tmp:
+        (tmp / "COMPLETE").write_text("v2")
+    assert sorted(p.name for p in out.iterdir()) == ["COMPLETE"]
+    assert (out / "COMPLETE").read_text() == "v2"
+    assert [p.name for p in tmp_path.iterdir()] == ["ckpt"]
+
+
+def test_leftovers_of_a_killed_writer_are_swept(tmp_path):
+    (tmp_path / ".r01-p01-generator-abc123").mkdir(parents=True)
+    (tmp_path / ".r01-p01-generator-abc123" / "checkpoint.json").write_text("{")
+    c = ck.write_checkpoint(tmp_path, "r01-p01-generator", {"phase_index": 1}, {}, None)
+    assert ck.is_complete(c.path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r01-p01-generator"]
+
+
+def test_mirror_reads_only_finished_uploads(tmp_path):
+    """`latest_remote` skips a mirrored checkpoint whose manifest never landed."""
+    from sparring import storage
+
+    root, mirror = tmp_path / "ck", str(tmp_path / "mirror")
+    first = ck.write_checkpoint(root, "r01-p01-generator", {"phase_index": 1}, {}, None)
+    second = ck.write_checkpoint(root, "r01-p02-validate", {"phase_index": 2}, {}, None)
+    ck.upload(first, mirror)
+    ck.upload(second, mirror)
+    (tmp_path / "mirror" / "checkpoints" / "r01-p02-validate" / storage.MANIFEST).unlink()
+    uri, meta = ck.latest_remote(mirror)
+    assert uri.endswith("r01-p01-generator") and meta["phase_index"] == 1
+    got = ck.download(uri, tmp_path / "restored")
+    assert got.index == 1 and ck.is_complete(got.path)
+
+
+def test_a_writers_finished_temp_copy_is_not_a_checkpoint(tmp_path):
+    """A writer killed after writing COMPLETE into its temporary folder but before renaming it
+    into place leaves a complete-looking hidden folder; resuming from it would skip a phase
+    (found by the faults tier's SIGKILL test)."""
+    ck.write_checkpoint(tmp_path, "r00-p00-materialize", {"phase_index": 0}, {}, None)
+    hidden = tmp_path / ".r01-p01-generator-x1"
+    ck.write_checkpoint(tmp_path, "x", {"phase_index": 1}, {}, None).path.rename(hidden)
+    assert ck.is_complete(hidden)
+    assert [c.index for c in ck.list_checkpoints(tmp_path)] == [0]
+    assert ck.latest(tmp_path).path.name == "r00-p00-materialize"

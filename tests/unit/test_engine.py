@@ -282,3 +282,19 @@ def test_a_weak_debate_judge_still_gives_a_graded_zero_sum_margin():
     result = run_game(cfg, policy=ScriptedPolicy(answer), progress=False)
     assert result["before"]["reward/debater_a"] == pytest.approx(0.5)  # 2 x 0.75 - 1
     assert result["before"]["reward/debater_b"] == pytest.approx(-0.5)
+
+
+def test_game_commands_list_games_and_refuse_bad_configs_in_one_line(capsys):
+    import json
+
+    from sparring.cli.main import main
+
+    assert main(["game", "list", "--json"]) == 0
+    listed = {g["name"]: g for g in json.loads(capsys.readouterr().out)}
+    assert set(listed) == set(registry.GAMES)
+    assert all(g["roles"] for g in listed.values())
+    assert main(["game", "run", "chess"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: game.name: unknown game 'chess'") and "\n" not in err
+    assert main(["game", "run", "debate", "--set", "game.judge=debater_a"]) == 2
+    assert "is a trainable role" in capsys.readouterr().err

@@ -1,4 +1,7 @@
-"""sparring.storage on local paths and on a real S3 endpoint (moto server on loopback)."""
+"""sparring.storage on local paths and on a real S3 endpoint (moto server on loopback): round
+trips, missing objects named, folder uploads whose manifest is written last and downloads that
+refuse a prefix without one, atomic local writes and the one-line disk-full error. Outages of
+the endpoint itself are the faults tier's (tests/faults)."""
 
 from __future__ import annotations
 
@@ -32,8 +35,47 @@ def test_local_dirs(tmp_path):
     (src / "sub").mkdir(parents=True)
     (src / "sub" / "x.txt").write_text("x")
     storage.upload_dir(src, str(tmp_path / "dst"))
+    assert storage.is_complete_upload(str(tmp_path / "dst"))
     storage.download_dir(str(tmp_path / "dst"), tmp_path / "back")
     assert (tmp_path / "back" / "sub" / "x.txt").read_text() == "x"
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(SparringError, match="incomplete upload"):
+        storage.download_dir(str(tmp_path / "plain"), tmp_path / "never")
+
+
+def test_local_write_replaces_whole_and_leaves_no_temp(tmp_path):
+    path = tmp_path / "bank.jsonl"
+    storage.write_text(str(path), "old\n")
+    storage.write_text(str(path), "new\n")
+    assert path.read_text() == "new\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["bank.jsonl"]
+
+
+def test_disk_full_is_one_line_naming_the_path(tmp_path):
+    """EFBIG under a 1 KiB file-size limit (RLIMIT_FSIZE, in a child process) stands in for a
+    full disk here; the faults tier fills a real tmpfs."""
+    import subprocess
+    import sys
+
+    target = tmp_path / "big.bin"
+    storage.write_text(str(target), "previous")
+    code = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))\n"
+        "from sparring import storage\n"
+        "from sparring.errors import SparringError\n"
+        "try:\n"
+        f"    storage.write_bytes({str(target)!r}, b'x' * 4096)\n"
+        "except SparringError as exc:\n"
+        "    print(exc)\n"
+        "    sys.exit(3)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 3, done.stderr
+    line = done.stdout.strip()
+    assert "\n" not in line and line.startswith(f"{target}: file too large"), line
+    assert target.read_text() == "previous"
+    assert [p.name for p in tmp_path.iterdir()] == ["big.bin"]
 
 
 @pytest.fixture
@@ -72,11 +114,34 @@ def test_s3_dirs(bucket, tmp_path):
     (src / "nested" / "w.bin").write_bytes(b"123")
     storage.upload_dir(src, f"{bucket}/models/m1")
     assert storage.list_uris(f"{bucket}/models/m1") == [
+        f"{bucket}/models/m1/{storage.MANIFEST}",
         f"{bucket}/models/m1/a.json",
         f"{bucket}/models/m1/nested/w.bin",
     ]
+    assert storage.is_complete_upload(f"{bucket}/models/m1")
     storage.download_dir(f"{bucket}/models/m1", tmp_path / "out")
     assert (tmp_path / "out" / "nested" / "w.bin").read_bytes() == b"123"
+    assert not (tmp_path / "out" / storage.MANIFEST).exists()
+
+
+def test_s3_prefix_without_manifest_is_not_read_as_complete(bucket, tmp_path):
+    """Objects a dead upload left (no manifest) are refused; a KFP artifact folder, which never
+    has one, is read when the caller says so; an object that changed after its manifest was
+    written is caught."""
+    storage.write_text(f"{bucket}/half/a.json", "{}")
+    assert not storage.is_complete_upload(f"{bucket}/half")
+    with pytest.raises(SparringError, match=r"s3://unit/half: incomplete upload"):
+        storage.download_dir(f"{bucket}/half", tmp_path / "half")
+    assert not (tmp_path / "half").exists()
+    storage.download_dir(f"{bucket}/half", tmp_path / "kfp", require_manifest=False)
+    assert (tmp_path / "kfp" / "a.json").read_text() == "{}"
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "w.bin").write_bytes(b"1234")
+    storage.upload_dir(src, f"{bucket}/changed")
+    storage.write_bytes(f"{bucket}/changed/w.bin", b"12")
+    with pytest.raises(SparringError, match=r"changed/w\.bin: does not match its manifest"):
+        storage.download_dir(f"{bucket}/changed", tmp_path / "changed")
 
 
 def test_endpoint_from_config(s3_server, monkeypatch, bucket):

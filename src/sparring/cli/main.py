@@ -1,8 +1,9 @@
 """The `sparring` command: the top-level parser and `main` (`sparring = sparring.cli.main:main`).
 
 Covers: the top-level parser, wiring of the subcommand modules (one per command group, in this
-package), and turning user mistakes (SparringError) into one-line messages with exit code 2
-instead of tracebacks. Does not cover: any command's arguments or handler (see COMMAND_MODULES).
+package), and turning user mistakes (SparringError), and a write that found the disk full
+wherever it happened, into one-line messages with exit code 2 instead of tracebacks. Does not
+cover: any command's arguments or handler (see COMMAND_MODULES).
 Heavy frameworks (torch, kfp, mlflow) are imported only inside the subcommand that needs them,
 so `sparring --help` and `sparring config validate` stay fast.
 """
@@ -14,7 +15,7 @@ import importlib
 import logging
 import sys
 
-from sparring.errors import SparringError
+from sparring.errors import SparringError, disk_full
 
 # Modules that define `add_commands(subparsers)`; each registers its own subcommands.
 COMMAND_MODULES = (
@@ -69,6 +70,12 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except SparringError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        full = disk_full(exc)
+        if full is None:
+            raise
+        print(f"error: {full}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -46,6 +46,13 @@ def add_commands(sub) -> None:
     g.add_argument("--resume", action="store_true", help="continue after the latest checkpoint")
     g.add_argument("--resume-from", metavar="PATH", help="continue after this checkpoint folder")
     p.add_argument("--dry-run", action="store_true", help="no GRPO updates (same as dry_run: true)")
+    p.add_argument(
+        "--mirror",
+        metavar="URI",
+        help="also copy the datasets and every checkpoint to this S3 prefix (or folder), each "
+        "with a manifest written last; --resume continues from there when it holds a newer "
+        "finished checkpoint than the workdir",
+    )
     p.set_defaults(func=_train)
 
     grp = add_group(sub, "phase", "run one phase by hand (debugging); layout in --help")
@@ -76,7 +83,9 @@ def _train(args: argparse.Namespace) -> int:
     from sparring.training.loop import run_selfplay
 
     cfg = _cfg(args)
-    summary = run_selfplay(cfg, args.workdir, resume=args.resume, resume_from=args.resume_from)
+    summary = run_selfplay(
+        cfg, args.workdir, resume=args.resume, resume_from=args.resume_from, mirror=args.mirror
+    )
     print(f"done: {len(summary['phases'])} phases run in {summary['seconds']:.1f}s")
     print(f"best checkpoint: {summary['best_checkpoint']} (score {summary['best_score']})")
     print(f"summary: {Path(args.workdir) / 'summary.json'}")

@@ -89,7 +89,8 @@ def fetch(uri: str, dest: Path) -> str:
         target = dest / Path(storage.split_s3(uri)[1]).name
         storage.write_bytes(str(target), storage.read_bytes(uri))
         return str(target)
-    storage.download_dir(uri, dest)
+    # inputs are KFP artifacts, uploaded by KFP's launcher: they never carry Sparring's manifest
+    storage.download_dir(uri, dest, require_manifest=False)
     return str(dest)
 
 

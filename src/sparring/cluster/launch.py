@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from sparring import storage
@@ -67,13 +68,22 @@ def create_or_adopt(client: KubeClient, namespace: str, obj: dict[str, Any]) -> 
 
 
 def fetch_outputs(phase: str, out_uri: str, outputs: dict[str, str]) -> None:
-    """Copy each output of the phase from the TrainJob's prefix to the task's local path."""
-    for name in PHASE_OUTPUTS[phase]:
-        src, dst = f"{out_uri}/{name}", outputs[name]
-        if name.endswith(".jsonl"):
-            storage.write_bytes(dst, storage.read_bytes(src))
-        else:
-            storage.download_dir(src, dst)
+    """Copy each output of the phase from the TrainJob's prefix to the task's local path. The
+    entry uploads its whole output folder with one manifest, so the folder is read (and
+    checked) as a whole: a TrainJob killed mid-upload is never taken for a finished one."""
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        local = Path(tmp) / "out"
+        storage.download_dir(out_uri, local)
+        for name in PHASE_OUTPUTS[phase]:
+            src, dst = local / name, Path(outputs[name])
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if src.is_dir():
+                shutil.copytree(src, dst, dirs_exist_ok=True)
+            else:
+                shutil.copyfile(src, dst)
 
 
 def run_phase(

@@ -14,9 +14,12 @@ with the Agg backend; a missing value (None) is left out of a curve rather than 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from sparring import storage
 
 CURVES = (
     ("answerer_reward", "answerer reward (val)"),
@@ -66,7 +69,7 @@ def plot_curves(snapshots: Sequence[Mapping[str, Any]], path: str | Path) -> Pat
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    _save(fig, path)
     plt.close(fig)
     return Path(path)
 
@@ -115,7 +118,7 @@ def plot_step_curves(runs: Sequence[Mapping[str, Any]], path: str | Path) -> Pat
     if handles:
         fig.legend(list(handles.values()), list(handles), fontsize=7, loc="upper right", ncol=3)
     fig.tight_layout(rect=(0, 0, 1, 0.95))
-    fig.savefig(path, dpi=100)
+    _save(fig, path)
     plt.close(fig)
     return Path(path)
 
@@ -180,7 +183,7 @@ def plot_cross_play(
     ax.set_ylabel("answerer snapshot")
     ax.set_title("Cross-play")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    _save(fig, path)
     plt.close(fig)
     return Path(path)
 
@@ -207,7 +210,7 @@ def plot_humaneval(
     ax.set_ylabel("pass@1")
     ax.set_title("HumanEval (held out)")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    _save(fig, path)
     plt.close(fig)
     return Path(path)
 
@@ -331,8 +334,26 @@ def render_markdown(report: Mapping[str, Any], images: Mapping[str, str]) -> str
     return "\n".join(lines)
 
 
+def _save(fig: Any, path: str | Path) -> None:
+    """A figure as PNG, written atomically (a killed writer leaves the previous file)."""
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    storage.write_bytes(str(path), buf.getvalue())
+
+
+def write_json(report: Mapping[str, Any], out_dir: str | Path) -> Path:
+    """report.json in out_dir, written atomically; returns its path."""
+    path = Path(out_dir) / "report.json"
+    storage.write_text(str(path), json.dumps(report, indent=1, default=str))
+    return path
+
+
 def write_report(report: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
-    """Write the PNG plots and report.md into out_dir; returns the files written."""
+    """Write the PNG plots and report.md into out_dir; returns the files written. Each file is
+    replaced atomically: a reader (or a killed writer) finds every file whole, each one from
+    this report or an earlier one (the folder as a whole is not swapped at once)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     snapshots = _all_snapshots(report)
@@ -367,22 +388,19 @@ def write_report(report: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
         )
         images["Cross-play: answerer snapshots against generator rounds"] = "cross_play.png"
     md = out / "report.md"
-    md.write_text(render_markdown(report, images))
+    storage.write_text(str(md), render_markdown(report, images))
     written.append(md)
     return written
 
 
 def log_to_mlflow(out_dir: str | Path, artifact_path: str = "report") -> int:
-    """Log report.md and the PNGs of out_dir as artifacts of the active MLflow run; returns how
-    many files were logged (0 when no run is active)."""
-    import mlflow
+    """Log report.md and the PNGs of out_dir as artifacts of the phase's MLflow run (buffered
+    through an outage) or of MLflow's active run; returns how many files were handed over (0
+    when no run is active)."""
+    from sparring import tracking
 
-    if mlflow.active_run() is None:
-        return 0
     files = sorted(Path(out_dir).glob("*.png"))
     md = Path(out_dir) / "report.md"
     if md.is_file():
         files.append(md)
-    for f in files:
-        mlflow.log_artifact(str(f), artifact_path=artifact_path)
-    return len(files)
+    return tracking.log_artifacts(files, artifact_path)

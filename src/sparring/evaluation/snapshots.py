@@ -358,9 +358,9 @@ def evaluate_snapshots(
     }
     best, score, reason = choose_best(cfg, report)
     report["selection"] = {"index": best, "score": score, "reason": reason}
-    (out / "report.json").write_text(json.dumps(report, indent=1))
     from sparring.evaluation import report as report_mod
 
+    report_mod.write_json(report, out)
     report_mod.write_report(report, out)
     return report
 

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from sparring import storage
 from sparring.config import Config
 from sparring.errors import SparringError
 from sparring.evaluation.crossplay import group_by_problem, read_bank
@@ -42,13 +41,9 @@ def read_lines(path: str | Path | None) -> list[dict[str, Any]]:
 
 
 def write_lines(path: str | Path, rows: list[dict[str, Any]]) -> None:
-    """Write JSONL atomically (temp file + rename)."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}-", dir=p.parent)
-    with os.fdopen(fd, "w") as fh:
-        fh.write("".join(json.dumps(r) + "\n" for r in rows))
-    os.replace(tmp, p)
+    """Write JSONL atomically (temp file, fsync, rename: a killed writer leaves the old file);
+    a full disk is a one-line SparringError naming the file."""
+    storage.write_text(str(path), "".join(json.dumps(r) + "\n" for r in rows))
 
 
 def train_problems(data_dir: str) -> list[Problem]:

@@ -8,7 +8,6 @@ Does not cover: the measures (sparring.evaluation).
 
 from __future__ import annotations
 
-import json
 import logging
 import tempfile
 from pathlib import Path
@@ -60,11 +59,10 @@ def evaluate(
             log.warning("per-step training curves unavailable: %s", exc)
     if report.get("learning") or report.get("step_curves"):
         Path(out_dir).mkdir(parents=True, exist_ok=True)
-        (Path(out_dir) / "report.json").write_text(json.dumps(report, indent=1, default=str))
+        report_mod.write_json(report, out_dir)
         report_mod.write_report(report, out_dir)
-    report_file = Path(out_dir) / "report.json"
-    if not report_file.exists():
-        report_file.write_text(json.dumps(report, indent=1, default=str))
+    if not (Path(out_dir) / "report.json").exists():
+        report_mod.write_json(report, out_dir)
     metrics = snapshot_metrics(report, entries)
     if report.get("learning"):
         metrics.update(learning.flat_metrics(report["learning"]))
@@ -154,6 +152,6 @@ def _add_labelled(
     best, score, reason = choose_best(cfg, report)
     report["selection"] = {"index": best, "score": score, "reason": reason}
     Path(out_dir).mkdir(parents=True, exist_ok=True)
-    (Path(out_dir) / "report.json").write_text(json.dumps(report, indent=1, default=str))
+    report_mod.write_json(report, out_dir)
     report_mod.write_report(report, out_dir)
     return report

@@ -53,8 +53,8 @@ def localize(uri: str, cache: Path) -> str:
     if storage.exists(uri):  # a single object (a file artifact)
         target.parent.mkdir(parents=True, exist_ok=True)
         storage.write_bytes(str(target), storage.read_bytes(uri))
-    else:
-        storage.download_dir(uri, target)
+    else:  # a folder KFP's launcher uploaded: no Sparring manifest
+        storage.download_dir(uri, target, require_manifest=False)
     return str(target)
 
 

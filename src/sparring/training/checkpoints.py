@@ -1,15 +1,23 @@
-"""Checkpoints of the plain-Python runner: atomic folders with a completion marker, resume, best.
+"""Checkpoints of the plain-Python runner: atomic folders with a completion marker, resume, best,
+and an optional mirror in S3 (or another folder).
 
 A checkpoint is a folder `<root>/<phase name>/` holding the state after that phase: the current
 model artifacts of both roles (`answerer/`, `generator/`, hard-linked when possible), the
 adversarial test bank (`bank.jsonl`), and `checkpoint.json` (round, phase, stage, metrics, config
 digest, time, score). It is written into a hidden temp folder, the `COMPLETE` marker is written
-last, then the folder is renamed into place: a folder without the marker (a killed writer) is
-ignored by `list_checkpoints`, `latest` and `best`.
+last (and fsynced), then the folder is swapped into place in one step (`storage.atomic_dir`): a
+folder without the marker is ignored by `list_checkpoints`, `latest` and `best`, and a process
+killed at any point leaves the previous checkpoint as it was. A full disk is a one-line
+SparringError naming the checkpoint; what killed writers left behind is swept before the next
+write of the same checkpoint.
 
-Covers: writing, listing, loading, the latest complete checkpoint, best-checkpoint selection by
-`rewards.checkpoint_score` with the config's selection weights. Does not cover: what the runner
-does with them (training.loop).
+Mirror (`upload`, `latest_remote`, `download`): a checkpoint copied to
+`<prefix>/checkpoints/<name>/` with `storage.upload_dir` (manifest last); only checkpoints whose
+upload finished are seen by `latest_remote`, so a half-uploaded one is never resumed from.
+
+Covers: writing, listing, loading, the latest complete checkpoint (local or mirrored),
+best-checkpoint selection by `rewards.checkpoint_score` with the config's selection weights.
+Does not cover: what the runner does with them (training.loop).
 """
 
 from __future__ import annotations
@@ -23,9 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sparring import rewards
+from sparring import rewards, storage
 from sparring.errors import SparringError
-from sparring.storage import atomic_dir
 
 MARKER = "COMPLETE"
 META = "checkpoint.json"
@@ -73,7 +80,8 @@ def write_checkpoint(
     """Write a complete checkpoint atomically. `models`: role -> artifact folder, or a base
     model name (recorded, not copied), or None."""
     final = Path(root) / name
-    with atomic_dir(final) as tmp:
+    storage.sweep_temps(final)  # leftovers of writers killed while writing this checkpoint
+    with storage.atomic_dir(final) as tmp:
         recorded: dict[str, str | None] = {}
         bases: dict[str, str] = {}
         for role, src in models.items():
@@ -112,11 +120,18 @@ def load_checkpoint(path: str | Path) -> Checkpoint:
 
 
 def list_checkpoints(root: str | Path) -> list[Checkpoint]:
-    """Complete checkpoints under `root`, in phase order (incomplete ones are ignored)."""
+    """Complete checkpoints under `root`, in phase order (incomplete ones, and writers'
+    hidden temporary folders, are ignored)."""
     root = Path(root)
     if not root.is_dir():
         return []
-    found = [load_checkpoint(p) for p in root.iterdir() if p.is_dir() and is_complete(p)]
+    found = [
+        load_checkpoint(p)
+        for p in root.iterdir()
+        # a hidden folder is a writer's temporary copy: complete inside but never renamed into
+        # place when its writer was killed; resuming from it would skip the phase it belongs to
+        if p.is_dir() and not p.name.startswith(".") and is_complete(p)
+    ]
     return sorted(found, key=lambda c: c.index)
 
 
@@ -154,3 +169,47 @@ def selection_weights(cfg: Any) -> dict[str, float]:
         "answerer_reward": cfg.selection.answerer_reward,
         "test_validity": cfg.selection.test_validity,
     }
+
+
+def remote_uri(prefix: str, name: str) -> str:
+    """Where the mirror keeps the checkpoint `name`."""
+    return f"{prefix.rstrip('/')}/checkpoints/{name}"
+
+
+def upload(checkpoint: Checkpoint, prefix: str) -> str:
+    """Copy a complete checkpoint to the mirror (manifest last); returns its URI."""
+    if not is_complete(checkpoint.path):
+        raise CheckpointError(f"{checkpoint.path}: incomplete checkpoint; not uploaded")
+    uri = remote_uri(prefix, checkpoint.path.name)
+    storage.upload_dir(checkpoint.path, uri, last=(MARKER,))
+    return uri
+
+
+def latest_remote(prefix: str) -> tuple[str, dict[str, Any]] | None:
+    """The mirrored checkpoint with the highest phase index whose upload finished (a manifest
+    listing its COMPLETE marker), as (URI, its checkpoint.json); None when there is none."""
+    base = remote_uri(prefix, "")
+    names = set()
+    for uri in storage.list_uris(base):
+        rel = uri[len(base) :]
+        name, _, rest = rel.partition("/")
+        if rest == storage.MANIFEST:
+            names.add(name)
+    best: tuple[str, dict[str, Any]] | None = None
+    for name in sorted(names):
+        uri = remote_uri(prefix, name)
+        manifest = json.loads(storage.read_text(f"{uri}/{storage.MANIFEST}"))
+        listed = {f["path"] for f in manifest.get("files", [])}
+        if not {MARKER, META} <= listed:
+            continue  # a folder that was not a complete checkpoint when it was uploaded
+        meta = json.loads(storage.read_text(f"{uri}/{META}"))
+        if best is None or int(meta["phase_index"]) > int(best[1]["phase_index"]):
+            best = (uri, meta)
+    return best
+
+
+def download(uri: str, root: str | Path) -> Checkpoint:
+    """Copy a mirrored checkpoint into `root` (atomically; it must be a finished upload)."""
+    name = uri.rstrip("/").rsplit("/", 1)[-1]
+    storage.download_dir(uri, Path(root) / name)
+    return load_checkpoint(Path(root) / name)

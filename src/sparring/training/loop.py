@@ -13,6 +13,12 @@ Workdir layout (`run_selfplay(cfg, workdir)`):
 Resume: `resume=True` continues after the latest complete checkpoint; `resume_from=PATH` after a
 given one. The state (current model of each role and the adversarial bank) comes from the
 checkpoint, so finished phases are not repeated and the bank is not lost.
+
+Mirror: with `mirror=URI` (an S3 prefix or a folder) the datasets go to `URI/data/` and every
+checkpoint to `URI/checkpoints/<name>/`, each with its manifest written last. `resume=True` then
+also looks there: when the mirror holds a newer finished checkpoint than the workdir (a new pod,
+an empty disk), it downloads the datasets and that checkpoint and continues from it; local
+checkpoints whose upload did not finish are uploaded again first.
 Does not cover: MLflow or KFP (the pipeline runs the same phase functions as components).
 """
 
@@ -25,9 +31,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sparring import progress
+from sparring import progress, storage
 from sparring.config import Config
-from sparring.errors import SparringError
+from sparring.errors import SparringError, disk_full
 from sparring.phases.answerer import train_answerer
 from sparring.phases.generator import train_generator
 from sparring.phases.materialize import materialize
@@ -41,8 +47,11 @@ log = logging.getLogger(__name__)
 def _say(workdir: Path, text: str) -> None:
     line = f"{time.strftime('%H:%M:%S')} {text}"
     print(line, flush=True)
-    with open(workdir / "phases.log", "a") as fh:
-        fh.write(line + "\n")
+    try:
+        with open(workdir / "phases.log", "a") as fh:
+            fh.write(line + "\n")
+    except OSError as exc:
+        raise disk_full(exc, workdir / "phases.log") or exc from None
 
 
 def run_phase(cfg: Config, phase: Phase, workdir: Path, state: dict[str, Any]) -> dict[str, float]:
@@ -101,14 +110,19 @@ def run_phase(cfg: Config, phase: Phase, workdir: Path, state: dict[str, Any]) -
         state["test_validity"] = metrics["validity"]
     else:  # pragma: no cover
         raise SparringError(f"unknown phase kind {phase.kind}")
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=1, sort_keys=True))
+    storage.write_text(str(out / "metrics.json"), json.dumps(metrics, indent=1, sort_keys=True))
     return metrics
 
 
 def run_selfplay(
-    cfg: Config, workdir: str, resume: bool = False, resume_from: str | None = None
+    cfg: Config,
+    workdir: str,
+    resume: bool = False,
+    resume_from: str | None = None,
+    mirror: str | None = None,
 ) -> dict[str, Any]:
-    """Run (or resume) the whole self-play run; returns the summary (also in summary.json)."""
+    """Run (or resume) the whole self-play run; returns the summary (also in summary.json).
+    `mirror`: an S3 prefix or folder that receives the datasets and every checkpoint."""
     root = Path(workdir)
     root.mkdir(parents=True, exist_ok=True)
     ck_root = root / "checkpoints"
@@ -119,6 +133,8 @@ def run_selfplay(
     start = ck.load_checkpoint(resume_from) if resume_from else None
     if resume and start is None:
         start = ck.latest(ck_root)
+        if mirror:
+            start = _newer_from_mirror(root, ck_root, start, mirror)
         if start is None:
             _say(root, "resume: no complete checkpoint; starting from the beginning")
     elif not resume and not resume_from and ck.list_checkpoints(ck_root):
@@ -138,10 +154,12 @@ def run_selfplay(
             )
         # the bank lives in the checkpoint: copy it back so later phases read it
         bank = root / "data" / f"bank-resumed-{start.index:02d}.jsonl"
-        shutil.copyfile(start.bank, bank)
+        storage.write_bytes(str(bank), start.bank.read_bytes())
         state["bank"] = str(bank)
         history = list(start.meta.get("history", []))
         _say(root, f"resume after {start.path.name} (phase {start_index} of {len(plan)})")
+        if mirror:
+            _finish_mirror(root, ck_root, mirror)
     t0 = time.perf_counter()
     for phase in plan[start_index:]:
         _say(root, f"start {phase.name} steps={phase.steps}")
@@ -163,13 +181,17 @@ def run_selfplay(
             "history": history,
         }
         meta["score"] = ck.score_of(meta, ck.selection_weights(cfg))
-        ck.write_checkpoint(
+        checkpoint = ck.write_checkpoint(
             ck_root,
             phase.name,
             meta,
             {"answerer": state["answerer"], "generator": state["generator"]},
             state.get("bank"),
         )
+        if mirror:
+            if phase.kind == "materialize":
+                storage.upload_dir(root / "data", _mirror_data(mirror))
+            ck.upload(checkpoint, mirror)
         _say(root, f"done {phase.name} in {seconds:.1f}s " + _brief(metrics))
     best = ck.select_best(ck.list_checkpoints(ck_root), ck.selection_weights(cfg))
     summary = {
@@ -187,8 +209,38 @@ def run_selfplay(
             "bank": state.get("bank"),
         },
     }
-    (root / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True))
+    storage.write_text(str(root / "summary.json"), json.dumps(summary, indent=1, sort_keys=True))
     return summary
+
+
+def _mirror_data(mirror: str) -> str:
+    return f"{mirror.rstrip('/')}/data"
+
+
+def _newer_from_mirror(
+    root: Path, ck_root: Path, local: ck.Checkpoint | None, mirror: str
+) -> ck.Checkpoint | None:
+    """The mirror's latest finished checkpoint, downloaded, when it is newer than `local`."""
+    remote = ck.latest_remote(mirror)
+    if remote is None or (local is not None and local.index >= int(remote[1]["phase_index"])):
+        return local
+    uri, _ = remote
+    if not (root / "data" / "train.jsonl").is_file():
+        storage.download_dir(_mirror_data(mirror), root / "data")
+    _say(root, f"resume: {uri} is the latest finished checkpoint; downloading it")
+    return ck.download(uri, ck_root)
+
+
+def _finish_mirror(root: Path, ck_root: Path, mirror: str) -> None:
+    """Upload what an interrupted run left unmirrored: the datasets, and every local checkpoint
+    whose upload did not finish."""
+    if (root / "data" / "train.jsonl").is_file() and not storage.is_complete_upload(
+        _mirror_data(mirror)
+    ):
+        storage.upload_dir(root / "data", _mirror_data(mirror))
+    for c in ck.list_checkpoints(ck_root):
+        if not storage.is_complete_upload(ck.remote_uri(mirror, c.path.name)):
+            ck.upload(c, mirror)
 
 
 def _brief(metrics: dict[str, float]) -> str:

@@ -6,10 +6,11 @@ the other's private assumptions about TRL 1.16.
 
 Covers: `grpo_args` (cfg.grpo -> GRPOConfig: num_generations, epsilon, beta, loss_type, learning
 rate, completion length, mask_truncated_completions, temperature, top_p, batch sizes; GPU
-switches `use_vllm` -> vLLM colocate mode and `bf16`; `report_to=["mlflow"]` when an MLflow run is
-active so TRL logs loss, kl, entropy, clip ratios, frac_reward_zero_std, completion lengths and
-our `sparring/*` metrics into it), `completion_budget` / `resolve_completion_length` (the
-`max_completion_length: 0` "auto" budget, sized from reference solutions' token lengths),
+switches `use_vllm` -> vLLM colocate mode and `bf16`; no `report_to`: TRL's loss, kl, entropy,
+clip ratios, frac_reward_zero_std, completion lengths and our `sparring/*` metrics reach the
+phase's MLflow run through `sparring.tracking.trainer_callbacks`, which survives an outage),
+`completion_budget` / `resolve_completion_length` (the `max_completion_length: 0` "auto"
+budget, sized from reference solutions' token lengths),
 `SparringGRPOTrainer` (below), and `run_grpo`, which trains for a fixed number of steps and returns
 TRL's logged metrics averaged over the phase plus step time, tokens/s, peak memory and the group
 counts of dynamic sampling.
@@ -67,7 +68,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sparring import progress
+from sparring import progress, tracking
 from sparring.config import Config
 from sparring.errors import SparringError
 
@@ -75,14 +76,6 @@ from sparring.errors import SparringError
 def peak_memory_mb() -> float:
     """RSS high-water mark of this process in MiB (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-def mlflow_active() -> bool:
-    try:
-        import mlflow
-    except ImportError:  # pragma: no cover
-        return False
-    return mlflow.active_run() is not None
 
 
 def completion_budget(
@@ -177,7 +170,7 @@ def grpo_args(
         "top_p": g.top_p,
         "logging_steps": g.logging_steps,
         "save_strategy": "no",
-        "report_to": ["mlflow"] if mlflow_active() else "none",
+        "report_to": "none",  # MLflow through tracking.trainer_callbacks: outage-proof
         "seed": seed,
         "data_seed": seed,
         "gradient_checkpointing": False,  # small models on CPU: speed over memory
@@ -477,7 +470,7 @@ def run_grpo(
         stop_at_fence=cfg.grpo.stop_at_fence,
         drop_flat_groups=cfg.grpo.drop_flat_groups,
         refill_flat_batches=cfg.grpo.refill_flat_batches,
-        callbacks=[progress.step_callback(steps)],
+        callbacks=[progress.step_callback(steps), *tracking.trainer_callbacks()],
     )
     start = time.perf_counter()
     trainer.train()

@@ -24,15 +24,13 @@ import tempfile
 import time
 from typing import Any
 
-from sparring import progress
+from sparring import progress, tracking
 from sparring.config import Config
 
 
 def sft_args(cfg: Config, output_dir: str, seed: int, device: str) -> Any:
     """SFTConfig of the warm start (cfg.warm_start; bf16 follows the GPU switch grpo.bf16)."""
     from trl import SFTConfig
-
-    from sparring.backends.torch.grpo import mlflow_active
 
     ws = cfg.warm_start
     return SFTConfig(
@@ -47,7 +45,7 @@ def sft_args(cfg: Config, output_dir: str, seed: int, device: str) -> Any:
         packing=False,
         logging_steps=1,
         save_strategy="no",
-        report_to=["mlflow"] if mlflow_active() else "none",
+        report_to="none",  # MLflow through tracking.trainer_callbacks: outage-proof
         seed=seed,
         data_seed=seed,
         gradient_checkpointing=False,  # small models on CPU: speed over memory
@@ -92,7 +90,7 @@ def run_sft(
             train_dataset=Dataset.from_list(rows),
             processing_class=tok,
             peft_config=peft_config,
-            callbacks=[progress.step_callback(ws.steps)],
+            callbacks=[progress.step_callback(ws.steps), *tracking.trainer_callbacks()],
         )
         start = time.perf_counter()
         trainer.train()
