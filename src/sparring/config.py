@@ -106,7 +106,7 @@ class GrpoConfig:
     top_p: float = _f(1.0, "nucleus sampling during training", gt=0.0, le=1.0)
     per_device_batch_size: int = _f(4, "completions per device per step", ge=1)
     gradient_accumulation_steps: int = _f(1, "micro-batches per optimizer step", ge=1)
-    use_vllm: bool = _f(False, "generate with vLLM in TRL colocate mode (GPU only)")
+    use_vllm: bool = _f(False, "generate with vLLM through TRL (weight sync needs a CUDA GPU)")
     bf16: bool = _f(False, "bf16 mixed precision (GPU only)")
     logging_steps: int = _f(1, "log metrics every N steps", ge=1)
 
@@ -325,6 +325,25 @@ class GameConfig:
 
 
 @dataclass(frozen=True)
+class ServingConfig:
+    mode: Literal["in_process", "server"] = _f(
+        "in_process", "where the code duel samples: in this process, or an OpenAI-API server"
+    )
+    url: str = _f("http://127.0.0.1:8000", "base URL of the server (`sparring serve`)")
+    engine: Literal["vllm", "vllm-cpu", "mlx"] = _f(
+        "vllm-cpu", "the server's engine (how adapters are published to it)"
+    )
+    concurrency: int = _f(8, "requests in flight at once", ge=1, le=1024)
+    max_staleness: int = _f(
+        1, "rollouts more than this many policy versions old are dropped by the trainer", ge=0
+    )
+    deploy_champion: bool = _f(
+        False, "after select, create or update the KServe InferenceService of the champion"
+    )
+    inference_service: str = _f("sparring-champion", "name of that InferenceService")
+
+
+@dataclass(frozen=True)
 class Config:
     name: str = _f("sparring", "experiment name: MLflow run names and output folders")
     seed: int = _f(0, "random seed of sampling, splits and training", ge=0)
@@ -359,6 +378,7 @@ class Config:
     distributed: DistributedConfig = _f(
         DistributedConfig, "multi-process training recipe (torchrun, TrainJob nodes)"
     )
+    serving: ServingConfig = _f(ServingConfig, "sampling through an inference server; KServe")
 
     def model_for(self, role: str) -> ModelConfig:
         """The model config of a role, honouring the shared topology."""

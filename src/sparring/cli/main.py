@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "sparring.cli.train",
     "sparring.cli.pipeline",
     "sparring.cli.evaluate",
+    "sparring.cli.serve",
     "sparring.cli.game",
 )
 

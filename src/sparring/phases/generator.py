@@ -65,23 +65,34 @@ def fallback_tests(problem: Problem, n: int = 4) -> list[str]:
 
 
 def sample_frozen_solutions(
-    cfg: Config, model: Any, tok: Any, problems: list[Problem], round_index: int, progress=True
+    cfg: Config,
+    model: Any,
+    tok: Any,
+    problems: list[Problem],
+    round_index: int,
+    progress=True,
+    source: str = "",
 ) -> list[dict[str, Any]]:
-    """`steps.frozen_samples` solutions per problem, sampled once ("" when unparseable)."""
+    """`steps.frozen_samples` solutions per problem, sampled once ("" when unparseable); with
+    `serving.mode: server`, through the server (the frozen answerer `source` published to it)."""
     from sparring.training.schedule import reasoning_stages
 
     stages = reasoning_stages(cfg, round_index)
-    texts = backends.get(cfg.backend).sample(
-        model,
-        tok,
-        [prompts.answerer_messages(p, stages) for p in problems],
-        max_new_tokens=completion_tokens(cfg, tok, problems),
-        temperature=cfg.grpo.temperature,
-        top_p=cfg.grpo.top_p,
-        num_samples=cfg.steps.frozen_samples,
-        seed=derived_seed(cfg, round_index, "frozen"),
-        progress=progress,
-    )
+    messages = [prompts.answerer_messages(p, stages) for p in problems]
+    budget = completion_tokens(cfg, tok, problems)
+    if cfg.serving.mode == "server":
+        from sparring.serving.duel import sample_frozen
+
+        texts = sample_frozen(
+            cfg, source, messages, max_new_tokens=budget, temperature=cfg.grpo.temperature,
+            top_p=cfg.grpo.top_p, num_samples=cfg.steps.frozen_samples,
+        )  # fmt: skip
+    else:
+        texts = backends.get(cfg.backend).sample(
+            model, tok, messages, max_new_tokens=budget, temperature=cfg.grpo.temperature,
+            top_p=cfg.grpo.top_p, num_samples=cfg.steps.frozen_samples,
+            seed=derived_seed(cfg, round_index, "frozen"), progress=progress,
+        )  # fmt: skip
     return [
         {
             "problem_id": p.id,
@@ -130,7 +141,10 @@ def train_generator(
     frozen, ftok = backend.load_frozen(cfg, frozen_answerer)
     # Sampled once: with several training processes each samples a share, all get every row.
     frozen_rows = ranks.shard_and_gather(
-        problems, lambda part: sample_frozen_solutions(cfg, frozen, ftok, part, round_index)
+        problems,
+        lambda part: sample_frozen_solutions(
+            cfg, frozen, ftok, part, round_index, source=frozen_answerer
+        ),
     )
     metrics["frozen_sampling_s"] = time.perf_counter() - start
     metrics["frozen_tokens_per_s"] = LAST_STATS["tokens"] / max(LAST_STATS["seconds"], 1e-9)

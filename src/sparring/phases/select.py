@@ -1,7 +1,8 @@
 """The select phase: promote the best snapshot to the registry and persist the bank.
 
 Covers: `select_and_register` (choose by sparring.evaluation.snapshots.choose_best, copy the
-champion, register it under the alias) and `save_bank`. Does not cover: the selection rule.
+champion, register it under the alias, and with `serving.deploy_champion` create or update its
+KServe InferenceService) and `save_bank`. Does not cover: the selection rule.
 """
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ def select_and_register(
         result.update(
             promoted=1.0, version=version, round=snap.get("round", index + 1), index=index
         )
+        if cfg.serving.deploy_champion:  # KServe InferenceService of the new champion
+            from sparring.serving.kserve import deploy_champion
+
+            deploy_champion(cfg, out_champion, version)
+            result["deployed"] = 1.0
     else:
         (Path(out_champion) / "NOT_PROMOTED.txt").write_text(reason + "\n")
     result["bank_saved"] = 1.0 if save_bank(cfg, bank_path) else 0.0
