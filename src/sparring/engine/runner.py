@@ -156,15 +156,16 @@ def _train(cfg, game, arena, credit, policy, on_step, progress) -> list[dict[str
 
 
 def _log(metrics: dict[str, float], step: int) -> None:
-    """Per-step metrics into the active MLflow run, when there is one."""
+    """Per-step metrics into the phase's MLflow run (buffered through an outage), when there
+    is one; a bare `run_game` (tests, scripts) logs nowhere."""
     import sys
 
-    mlflow = sys.modules.get("mlflow")
-    if mlflow is None or mlflow.active_run() is None:
+    if "mlflow" not in sys.modules:  # nothing opened a run: do not import MLflow for nothing
         return
-    from sparring.tracking import log_metrics
+    from sparring import tracking
 
-    log_metrics(metrics, step=step + 1)
+    if tracking.active():
+        tracking.log_metrics(metrics, step=step + 1)
 
 
 def _example(rollout: Rollout) -> dict[str, Any]:
