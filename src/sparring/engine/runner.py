@@ -2,13 +2,16 @@
 
 Covers: building the arena (the game's roles with the config's overrides, its episodes and
 artifacts, a sandbox when the game runs code), the policy (the backend's base model with one
-adapter per role) and the in-process client; a held-out evaluation before training (frozen
-episodes, never trained on); `game.steps` steps of: play `episodes_per_step x group_size`
-episodes, assign credit, build the records of trainable roles, one policy update per role; the
-same evaluation after; per-step metrics (reward mean and spread per role, the share of groups
-with no signal, records, grad norms, seconds) to MLflow when a run is active and to a progress
-bar; and the result folder: `adapters/<role>/` (Sparring LoRA artifacts), `metrics.json`
-(history, evaluation before/after, the game's summary), written atomically.
+adapter per role) and the client: in process, or with `serving.mode: server` a running server's
+(sparring.serving.game: each role's adapter published as a new version after every update,
+records older than `serving.max_staleness` versions dropped), all in one event loop; a
+held-out evaluation before training (frozen episodes, never trained on); `game.steps` steps
+of: play `episodes_per_step x group_size` episodes, assign credit, build the records of
+trainable roles, one policy update per role; the same evaluation after; per-step metrics
+(reward mean and spread per role, the share of groups with no signal, records, grad norms,
+seconds) to MLflow when a run is active and to a progress bar; and the result folder:
+`adapters/<role>/` (Sparring LoRA artifacts), `metrics.json` (history, evaluation
+before/after, the game's summary), written atomically.
 Does not cover: the games (sparring.games), the model library (sparring.backends), KFP.
 """
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -55,9 +59,10 @@ def reward_stats(roots: Sequence[Rollout], trainable_only: bool = False) -> dict
     return out
 
 
-def build_arena(cfg: Any, game: Game, policy: Policy) -> Arena:
-    """The arena of `game` over `policy`: roles with overrides, judge adapter, episodes."""
-    client = LocalClient(policy, seed=cfg.seed)
+def build_arena(cfg: Any, game: Game, policy: Policy, client: Any = None) -> Arena:
+    """The arena of `game`: roles with overrides, judge adapter, episodes; sampling through
+    `client` (a server's), or in process from `policy`."""
+    client = client if client is not None else LocalClient(policy, seed=cfg.seed)
     arena = Arena(client, concurrency=cfg.game.concurrency, seed=cfg.seed)
     for role in configured_roles(game, cfg.game):
         arena.add_role(role)
@@ -72,9 +77,13 @@ def build_arena(cfg: Any, game: Game, policy: Policy) -> Arena:
 
 def evaluate(arena: Arena, game: Game, episodes: int) -> tuple[dict[str, Any], list[Rollout]]:
     """Held-out episodes (not trainable): reward per role, and the game's own summary."""
+    return asyncio.run(_evaluate(arena, game, episodes))
+
+
+async def _evaluate(arena: Arena, game: Game, episodes: int) -> tuple[dict[str, Any], list]:
     if episodes <= 0:
         return {}, []
-    rollouts = asyncio.run(arena.generate_rollouts(game.eval_requests(arena, episodes)))
+    rollouts = await arena.generate_rollouts(game.eval_requests(arena, episodes))
     return {**reward_stats(rollouts), **game.summarize(rollouts)}, rollouts
 
 
@@ -94,24 +103,42 @@ def run_game(
 
     game = check(cfg)
     roles = configured_roles(game, cfg.game)
+    base = cfg.game.model or cfg.models.answerer.name
     if policy is None:
         from sparring import backends
 
-        base = cfg.game.model or cfg.models.answerer.name
         policy = backends.get(cfg.backend).load_policy(cfg, base, [r.id for r in roles], init_dir)
-    arena = build_arena(cfg, game, policy)
+    with tempfile.TemporaryDirectory(prefix="sparring-served-") as served_dir:
+        result = asyncio.run(
+            _play(cfg, game, policy, base, served_dir, on_step=on_step, progress=progress)
+        )
+    result["roles"] = [{"id": r.id, "trainable": r.trainable} for r in roles]
+    if out_dir:
+        _write(out_dir, policy, result, cfg)
+    return result
+
+
+async def _play(cfg, game, policy, base, served_dir, *, on_step, progress) -> dict[str, Any]:
+    """Evaluate, train, evaluate, in one event loop (a server's client lives in one loop)."""
+    server = None
+    if cfg.serving.mode == "server":
+        from sparring.serving.game import GameServer
+
+        server = GameServer(cfg, policy, base, served_dir)
+        server.publish({"game": game.name, "seed": cfg.seed})  # version 1: the starting adapters
+    arena = build_arena(cfg, game, policy, server.client if server else None)
     credit = make_credit(cfg.game.credit)
     try:
-        before, _ = evaluate(arena, game, cfg.game.eval_episodes)
-        history = _train(cfg, game, arena, credit, policy, on_step, progress)
-        after, last_eval = evaluate(arena, game, cfg.game.eval_episodes)
+        before, _ = await _evaluate(arena, game, cfg.game.eval_episodes)
+        history = await _train(cfg, game, arena, credit, policy, server, on_step, progress)
+        after, last_eval = await _evaluate(arena, game, cfg.game.eval_episodes)
     finally:
-        sandbox = getattr(game, "sandbox", None)
-        if sandbox is not None:
-            sandbox.close()
-    result = {
+        if game.sandbox is not None:
+            game.sandbox.close()
+        if server is not None:
+            await server.aclose()
+    return {
         "game": game.name,
-        "roles": [{"id": r.id, "trainable": r.trainable} for r in roles],
         "history": history,
         "before": before,
         "after": after,
@@ -119,12 +146,9 @@ def run_game(
         "model_calls": {str(k): v for k, v in arena.calls.items()},
         "examples": [_example(r) for r in last_eval[:3]],
     }
-    if out_dir:
-        _write(out_dir, policy, result, cfg)
-    return result
 
 
-def _train(cfg, game, arena, credit, policy, on_step, progress) -> list[dict[str, float]]:
+async def _train(cfg, game, arena, credit, policy, server, on_step, progress) -> list[dict]:
     from tqdm.auto import tqdm
 
     history: list[dict[str, float]] = []
@@ -132,11 +156,17 @@ def _train(cfg, game, arena, credit, policy, on_step, progress) -> list[dict[str
     for step in bar:
         start = time.perf_counter()
         requests = game.requests(arena, cfg.game.episodes_per_step, cfg.game.group_size)
-        rollouts = asyncio.run(arena.generate_rollouts(requests))
+        rollouts = await arena.generate_rollouts(requests)
         played = time.perf_counter() - start
         credit.assign(rollouts)
         records = arena.records(rollouts)
         metrics: dict[str, float] = {**reward_stats(rollouts, trainable_only=True)}
+        if server is not None:
+            for role in sorted({r.role for r in records}):  # the versions the server answered
+                versions = [r.policy_version for r in records if r.role == role]
+                metrics[f"sampled_version/{role}"] = statistics.fmean(versions)
+            records, stale = server.fresh(records)
+            metrics["stale_dropped"] = float(stale)
         metrics["records"] = float(len(records))
         metrics["nonzero_advantage_share"] = (
             round(sum(1 for r in records if abs(r.advantage) > 1e-9) / len(records), 6)
@@ -145,6 +175,8 @@ def _train(cfg, game, arena, credit, policy, on_step, progress) -> list[dict[str
         )
         if records and not cfg.dry_run:
             metrics.update(policy.train(records))
+            if server is not None:
+                server.publish({"game": game.name, "seed": cfg.seed, "step": step + 1})
         metrics["play_seconds"] = round(played, 3)
         metrics["step_seconds"] = round(time.perf_counter() - start, 3)
         history.append(metrics)

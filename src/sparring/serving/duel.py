@@ -20,11 +20,8 @@ from sparring.serving.client import sample_batch
 from sparring.serving.publisher import Publisher
 
 
-def served_source(cfg: Any, source: str, role: str = "answerer") -> dict[str, Any]:
-    """How to request `source` (an artifact or a name) from `cfg.serving.url`: the keyword
-    arguments of `sample_batch` (model name; for mlx-lm the adapter folder and the base the
-    server loads it on), publishing a LoRA artifact first. A base-model name: the served base."""
-    url = cfg.serving.url
+def require_server(url: str) -> None:
+    """One clear error when nothing serves the OpenAI API at `url` (serving.mode: server)."""
     from sparring.serving.engines import http_get
 
     if http_get(f"{url}/v1/models", timeout=5.0)[0] != 200:
@@ -32,6 +29,14 @@ def served_source(cfg: Any, source: str, role: str = "answerer") -> dict[str, An
             f"serving.url: nothing answers at {url}; start `sparring serve` there or set "
             "serving.mode: in_process"
         )
+
+
+def served_source(cfg: Any, source: str, role: str = "answerer") -> dict[str, Any]:
+    """How to request `source` (an artifact or a name) from `cfg.serving.url`: the keyword
+    arguments of `sample_batch` (model name; for mlx-lm the adapter folder and the base the
+    server loads it on), publishing a LoRA artifact first. A base-model name: the served base."""
+    url = cfg.serving.url
+    require_server(url)
     meta = read_meta(source) if source and os.path.isdir(source) else None
     if meta and meta.get("tuning_mode") == "lora":
         publisher = Publisher(url, cfg.serving.engine, keep=cfg.serving.max_staleness + 1)
