@@ -169,15 +169,17 @@ def resolve_checkpoint(checkpoint: str, tracking_uri: str | None = None) -> str:
     import mlflow
     from mlflow.exceptions import MlflowException
 
-    uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
-    if uri:
-        mlflow.set_tracking_uri(uri)
+    # Passed to the call, never set: mlflow.set_tracking_uri would also rewrite this process's
+    # MLFLOW_TRACKING_URI, redirecting every later run of the caller to the registry's server.
+    uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or None
     safe = re.sub(r"[^A-Za-z0-9_.@-]+", "_", checkpoint[len("models:/") :])
     base = Path(os.environ.get("SPARRING_CACHE", Path.home() / ".cache" / "sparring"))
     dst = base / "registry" / safe
     dst.mkdir(parents=True, exist_ok=True)
     try:
-        got = mlflow.artifacts.download_artifacts(artifact_uri=checkpoint, dst_path=str(dst))
+        got = mlflow.artifacts.download_artifacts(
+            artifact_uri=checkpoint, dst_path=str(dst), tracking_uri=uri, registry_uri=uri
+        )
     except MlflowException as exc:
         first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         raise InferenceError(f"{checkpoint}: cannot download from MLflow ({first})") from None

@@ -67,9 +67,10 @@ def test_game_config_compiles_into_a_game_pipeline(tmp_path, path):
     assert "comp-train-answerer" not in components
 
 
-def test_game_pipeline_runs_through_kfp_local(tmp_path, mlflow_server, s3_server):
+def test_game_pipeline_runs_through_kfp_local(tmp_path, mlflow_server, s3_server, monkeypatch):
     from sparring import local_run
 
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)  # whatever an earlier test left
     cfg = load_config(
         "configs/games/debate.yaml",
         [

@@ -4,6 +4,7 @@ the JSON is what is checked), input errors, and `models:/NAME@ALIAS` checkpoints
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -124,7 +125,7 @@ def test_split_tests_keeps_semicolons_inside_strings():
 
 
 def test_models_uri_resolves_from_the_registry(tmp_path, monkeypatch):
-    pytest.importorskip("mlflow")
+    mlflow = pytest.importorskip("mlflow")
     from mlflow import MlflowClient
 
     monkeypatch.chdir(tmp_path)
@@ -146,7 +147,10 @@ def test_models_uri_resolves_from_the_registry(tmp_path, monkeypatch):
         "sparring-answerer", source=source, run_id=run.info.run_id
     )
     client.set_registered_model_alias("sparring-answerer", "champion", version.version)
+    before = (os.environ.get("MLFLOW_TRACKING_URI"), mlflow.get_tracking_uri())
     folder = inf.resolve_checkpoint("models:/sparring-answerer@champion", tracking_uri=uri)
+    # the caller's own tracking is left alone (its runs must not move to the registry's server)
+    assert (os.environ.get("MLFLOW_TRACKING_URI"), mlflow.get_tracking_uri()) == before
     assert (tmp_path / "cache") in Path(folder).parents
     assert json.loads((Path(folder) / "sparring_model.json").read_text())["tuning_mode"] == "full"
     with pytest.raises(inf.InferenceError, match="cannot download"):

@@ -22,7 +22,8 @@ ARTIFACT_BUCKET = "sparring-test"  # created by the s3_server fixture (tests/con
 pytestmark = pytest.mark.integration
 
 
-def _run_and_check(tmp_path, mlflow_server, s3_server, name, extra, capsys):
+def _run_and_check(tmp_path, mlflow_server, s3_server, name, extra, capsys, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)  # whatever an earlier test left
     bank_uri = f"s3://{ARTIFACT_BUCKET}/bank/{name}.jsonl"
     cfg = load_config(
         "configs/smoke.yaml",
@@ -98,9 +99,11 @@ def _run_and_check(tmp_path, mlflow_server, s3_server, name, extra, capsys):
     return state
 
 
-def test_smoke_dry_run_end_to_end(tmp_path, mlflow_server, s3_server, capsys):
-    _run_and_check(tmp_path, mlflow_server, s3_server, "e2e-dry", ["dry_run=true"], capsys)
+def test_smoke_dry_run_end_to_end(tmp_path, mlflow_server, s3_server, capsys, monkeypatch):
+    _run_and_check(
+        tmp_path, mlflow_server, s3_server, "e2e-dry", ["dry_run=true"], capsys, monkeypatch
+    )
 
 
-def test_smoke_end_to_end(tmp_path, mlflow_server, s3_server, capsys):
-    _run_and_check(tmp_path, mlflow_server, s3_server, "e2e-smoke", [], capsys)
+def test_smoke_end_to_end(tmp_path, mlflow_server, s3_server, capsys, monkeypatch):
+    _run_and_check(tmp_path, mlflow_server, s3_server, "e2e-smoke", [], capsys, monkeypatch)
