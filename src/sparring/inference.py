@@ -177,13 +177,46 @@ def resolve_checkpoint(checkpoint: str, tracking_uri: str | None = None) -> str:
     dst = base / "registry" / safe
     dst.mkdir(parents=True, exist_ok=True)
     try:
+        source = _registry_source(checkpoint, uri)
         got = mlflow.artifacts.download_artifacts(
-            artifact_uri=checkpoint, dst_path=str(dst), tracking_uri=uri, registry_uri=uri
+            artifact_uri=source, dst_path=str(dst), tracking_uri=uri
         )
     except MlflowException as exc:
         first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         raise InferenceError(f"{checkpoint}: cannot download from MLflow ({first})") from None
     return str(_model_folder(Path(got)))
+
+
+def _registry_source(checkpoint: str, uri: str | None) -> str:
+    """The artifact URI a `models:/NAME@ALIAS`, `models:/NAME/VERSION` or `models:/NAME/latest`
+    points to, looked up in the registry at `uri`. Resolved here because MLflow 3's models:/
+    download looks the name up in the process-wide registry, ignoring the registry_uri it is
+    given."""
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    client = MlflowClient(tracking_uri=uri, registry_uri=uri)
+    ref = checkpoint[len("models:/") :].strip("/")
+    if "@" in ref:
+        name, alias = ref.split("@", 1)
+        version = client.get_model_version_by_alias(name, alias).version
+    elif "/" in ref:
+        name, version = ref.rsplit("/", 1)
+        if version == "latest":
+            found = client.search_model_versions(f"name = '{name}'")
+            if not found:
+                raise MlflowException(f"registered model {name} has no versions")
+            version = str(max(int(v.version) for v in found))
+        elif not version.isdigit():
+            raise InferenceError(
+                f"{checkpoint}: expected models:/NAME@ALIAS, models:/NAME/VERSION or "
+                "models:/NAME/latest"
+            )
+    else:
+        raise InferenceError(
+            f"{checkpoint}: name an alias or a version, e.g. models:/{ref}@champion"
+        )
+    return client.get_model_version_download_uri(name, version)
 
 
 def _model_folder(root: Path) -> Path:

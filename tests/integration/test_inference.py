@@ -147,6 +147,9 @@ def test_models_uri_resolves_from_the_registry(tmp_path, monkeypatch):
         "sparring-answerer", source=source, run_id=run.info.run_id
     )
     client.set_registered_model_alias("sparring-answerer", "champion", version.version)
+    # The process's own tracking points elsewhere (as in a pipeline step): the lookup must use the
+    # registry it is given, not the process-wide one.
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'elsewhere.db'}")
     before = (os.environ.get("MLFLOW_TRACKING_URI"), mlflow.get_tracking_uri())
     folder = inf.resolve_checkpoint("models:/sparring-answerer@champion", tracking_uri=uri)
     # the caller's own tracking is left alone (its runs must not move to the registry's server)
@@ -155,3 +158,8 @@ def test_models_uri_resolves_from_the_registry(tmp_path, monkeypatch):
     assert json.loads((Path(folder) / "sparring_model.json").read_text())["tuning_mode"] == "full"
     with pytest.raises(inf.InferenceError, match="cannot download"):
         inf.resolve_checkpoint("models:/sparring-answerer@nope", tracking_uri=uri)
+    for ref in ("sparring-answerer/1", "sparring-answerer/latest"):
+        got = Path(inf.resolve_checkpoint(f"models:/{ref}", tracking_uri=uri))
+        assert (got / "sparring_model.json").read_text() == '{"tuning_mode": "full"}'
+    with pytest.raises(inf.InferenceError, match="name an alias or a version"):
+        inf.resolve_checkpoint("models:/sparring-answerer", tracking_uri=uri)
