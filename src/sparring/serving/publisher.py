@@ -31,7 +31,7 @@ import urllib.request
 from pathlib import Path
 
 from sparring.errors import SparringError
-from sparring.serving.engines import served_models
+from sparring.serving.engines import RUNTIME_LORA, served_models
 from sparring.serving.versions import parse_versioned, versioned_name
 
 
@@ -88,7 +88,7 @@ class Publisher:
             raise PublishError(f"{folder}: not a LoRA adapter folder (no adapter_config.json)")
         version = self.current(name) + 1
         served = versioned_name(name, version)
-        if self.engine in ("vllm", "vllm-cpu"):
+        if self.engine in RUNTIME_LORA:
             status, body = _post(
                 f"{self.base_url}/v1/load_lora_adapter",
                 {"lora_name": served, "lora_path": str(folder)},
@@ -107,7 +107,7 @@ class Publisher:
     def _retire(self, name: str) -> None:
         versions = sorted(self.loaded.get(name, {}))
         for old in versions[: -self.keep]:
-            if self.engine in ("vllm", "vllm-cpu"):
+            if self.engine in RUNTIME_LORA:
                 served = versioned_name(name, old)
                 status, body = _post(
                     f"{self.base_url}/v1/unload_lora_adapter", {"lora_name": served}
