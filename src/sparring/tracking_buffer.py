@@ -77,6 +77,7 @@ class PhaseRun:
         self.run_id = ""
         self.start_ms = int(time.time() * 1000)
         self.pending: list[Any] = []  # mlflow.entities.Metric, in logging order
+        self._last_stamp: dict[tuple[str, int], int] = {}  # (key, step) -> last timestamp
         self.files: list[tuple[str, str | None]] = []
         self.logged = 0  # values handed to log_metrics
         self.sent = 0
@@ -101,7 +102,12 @@ class PhaseRun:
 
         now_ms = int(time.time() * 1000)
         for key, value in numeric(metrics).items():
-            self.pending.append(Metric(key, value, now_ms, int(step or 0)))
+            # A value logged again for the same key and step within the same millisecond gets the
+            # next one: MLflow keeps one value per (key, step, timestamp), so it would be lost.
+            at = (key, int(step or 0))
+            stamp = max(now_ms, self._last_stamp.get(at, -1) + 1)
+            self._last_stamp[at] = stamp
+            self.pending.append(Metric(key, value, stamp, at[1]))
             self.logged += 1
         self.flush()
 
@@ -172,7 +178,7 @@ class PhaseRun:
             run = client.create_run(exp_id, start_time=self.start_ms, tags=tags, run_name=run_name)
             self.run_id = run.info.run_id
         while self.pending:
-            batch = _unique(self.pending[:1000])
+            batch = self.pending[:1000]
             client.log_batch(self.run_id, metrics=batch)
             self.sent += len(batch)
             del self.pending[:1000]
@@ -224,11 +230,3 @@ class PhaseRun:
             f"{self.label}: MLflow at {tracking_uri(self.cfg)} did not take everything: not "
             f"logged: {self.unlogged}; the phase's outputs are intact"
         )
-
-
-def _unique(batch: list[Any]) -> list[Any]:
-    """One value per (key, step, timestamp): MLflow rejects a batch that repeats one."""
-    seen: dict[tuple[str, int, int], Any] = {}
-    for m in batch:
-        seen[(m.key, m.step, m.timestamp)] = m
-    return list(seen.values())

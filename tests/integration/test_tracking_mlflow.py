@@ -8,6 +8,7 @@ import pytest
 
 from sparring import tracking
 from sparring.config import dump_yaml, load_config
+from tests.conftest import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -127,3 +128,28 @@ def test_step_curves_read_every_training_phase_in_order(cfg, mlflow_server):
     assert runs[0]["phase"] == "train-generator" and runs[0]["round"] == 1
     assert runs[0]["curves"] == {"reward": [[1, 0.1], [2, 0.3]], "grad_norm": [[1, 0.5], [2, 0.5]]}
     assert runs[1]["curves"] == {"reward": [[1, 0.4]], "frac_reward_zero_std": [[1, 0.25]]}
+
+
+def test_values_buffered_in_one_millisecond_all_arrive(cfg, mlflow_server, monkeypatch):
+    """While MLflow is down, TRL's last log and the phase summary can name the same key at step 0
+    within one millisecond; sent later in one batch, MLflow kept one value per (key, step,
+    timestamp), so one was lost (the fault tier's `logged 166, sent 165`)."""
+    import time
+
+    from mlflow import MlflowClient
+
+    from sparring.tracking_buffer import PhaseRun
+
+    parent = tracking.start_parent_run(cfg, "kfp-run-same-ms")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{free_port()}")  # down
+    run = PhaseRun(cfg, parent, "train-answerer", 1)
+    assert not run.flush(now=True)  # refused: the next retry waits, values queue in memory
+    with monkeypatch.context() as frozen:
+        frozen.setattr(time, "time", lambda: 1_800_000_000.0)  # one millisecond for all three
+        for value in (0.1, 0.2, 0.3):
+            run.log_metrics({"reward": value})
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)  # back up
+    run.close()
+    history = MlflowClient(mlflow_server).get_metric_history(run.run_id, "reward")
+    assert sorted(m.value for m in history) == [0.1, 0.2, 0.3]
+    assert (run.logged, run.sent, run.unlogged) == (3, 3, "")
