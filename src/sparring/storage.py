@@ -33,11 +33,11 @@ import json
 import logging
 import os
 import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from sparring import retrying
 from sparring.atomic import atomic_dir, sweep_temps, write_file
 from sparring.errors import SparringError
 
@@ -94,13 +94,7 @@ def client():
 
 def retry_seconds() -> float:
     """How long an S3 call keeps retrying transient failures (`SPARRING_S3_RETRY_SECONDS`)."""
-    raw = os.environ.get(RETRY_ENV, "").strip()
-    if not raw:
-        return DEFAULT_RETRY_SECONDS
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        raise SparringError(f"{RETRY_ENV}={raw!r}: not a number of seconds") from None
+    return retrying.seconds_from_env(RETRY_ENV, DEFAULT_RETRY_SECONDS)
 
 
 def _transient(exc: BaseException) -> bool:
@@ -122,11 +116,6 @@ def _transient(exc: BaseException) -> bool:
     return False
 
 
-def _one_line(exc: BaseException, limit: int = 200) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _missing(exc: Exception) -> bool:
     code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
     return code in ("404", "NoSuchKey", "NotFound", "NoSuchBucket")
@@ -135,34 +124,24 @@ def _missing(exc: Exception) -> bool:
 def s3_call(uri: str, what: str, fn: Callable[[], T]) -> T:
     """`fn()`, retried while it fails transiently, for up to `retry_seconds()` from the first
     failure; then a SparringError naming `uri`. Other errors pass through unchanged."""
-    first = 0.0
-    delay = 0.5
-    while True:
-        try:
-            return fn()
-        except Exception as exc:
-            if not _transient(exc):
-                raise
-            now = time.monotonic()
-            if not first:
-                first = now
-                log.warning("%s: S3 failed while %s (%s); retrying", uri, what, _one_line(exc))
-            waited = now - first
-            window = retry_seconds()
-            if waited >= window:
-                raise SparringError(
-                    f"{uri}: S3 endpoint {endpoint() or 'AWS'} unreachable for {waited:.0f}s "
-                    f"while {what} ({_one_line(exc)}); nothing was marked complete, "
-                    f"{RETRY_ENV} sets the wait"
-                ) from None
-            time.sleep(min(delay, window - waited))
-            delay = min(delay * 2, 5.0)
+
+    def first_failure(exc: BaseException) -> None:
+        log.warning("%s: S3 failed while %s (%s); retrying", uri, what, retrying.one_line(exc, 200))
+
+    def give_up(waited: float, exc: BaseException) -> Exception:
+        return SparringError(
+            f"{uri}: S3 endpoint {endpoint() or 'AWS'} unreachable for {waited:.0f}s "
+            f"while {what} ({retrying.one_line(exc, 200)}); nothing was marked complete, "
+            f"{RETRY_ENV} sets the wait"
+        )
+
+    return retrying.with_deadline(fn, _transient, retry_seconds(), first_failure, give_up)
 
 
 def _client_error(uri: str, exc: Exception) -> SparringError:
     if _missing(exc):
         return SparringError(f"{uri}: no such object")
-    return SparringError(f"{uri}: S3 error: {_one_line(exc)}")
+    return SparringError(f"{uri}: S3 error: {retrying.one_line(exc, 200)}")
 
 
 def _local(uri: str) -> Path:

@@ -6,9 +6,10 @@ being done), `wait_seconds` (`SPARRING_MLFLOW_WAIT_SECONDS`, default 60: how lon
 must succeed keeps retrying, and how long a phase waits at its end to send buffered metrics),
 `transient` (connection refused or reset, timeouts, 5xx and 429 answers; not a 4xx such as a
 missing run) and `call` (retry `fn` until it succeeds, fails for another reason, or the wait is
-over). `quick_failures` makes MLflow's client fail fast (MLflow's own default is 7 retries with
-backoff, about four minutes per call), so that Sparring's deadline is the one that counts and a
-metric logged while the server is down costs milliseconds, not minutes.
+over; the loop is sparring.retrying's). `quick_failures` makes MLflow's client fail fast
+(MLflow's own default is 7 retries with backoff, about four minutes per call), so that
+Sparring's deadline is the one that counts and a metric logged while the server is down costs
+milliseconds, not minutes.
 
 Does not cover: buffering metrics during an outage (sparring.tracking.PhaseRun), or a server
 that accepts connections and never answers (each attempt then waits
@@ -19,11 +20,11 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Callable
 from typing import TypeVar
 
 from sparring.errors import SparringError
+from sparring.retrying import one_line, seconds_from_env, with_deadline
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -39,24 +40,13 @@ class TrackingUnavailable(SparringError):
 
 def wait_seconds() -> float:
     """How long Sparring waits for an MLflow server that does not answer."""
-    raw = os.environ.get(WAIT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_WAIT_SECONDS
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        raise SparringError(f"{WAIT_ENV}={raw!r}: not a number of seconds") from None
+    return seconds_from_env(WAIT_ENV, DEFAULT_WAIT_SECONDS)
 
 
 def quick_failures() -> None:
     """Let MLflow's HTTP client give up at once on a dead server (unless the user set
     MLFLOW_HTTP_REQUEST_MAX_RETRIES): Sparring retries with its own deadline."""
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
-
-
-def one_line(exc: BaseException, limit: int = 160) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def transient(exc: BaseException) -> bool:
@@ -90,24 +80,15 @@ def transient(exc: BaseException) -> bool:
 def call(uri: str, what: str, fn: Callable[[], T], wait: float | None = None) -> T:
     """`fn()`, retried while it fails transiently for up to `wait` seconds (default
     `wait_seconds()`) from the first failure; then TrackingUnavailable naming `uri` and `what`."""
-    first = 0.0
-    delay = 0.5
-    while True:
-        try:
-            return fn()
-        except Exception as exc:
-            if not transient(exc):
-                raise
-            now = time.monotonic()
-            if not first:
-                first = now
-                log.warning("MLflow at %s failed while %s (%s); retrying", uri, what, one_line(exc))
-            waited = now - first
-            limit = wait_seconds() if wait is None else wait
-            if waited >= limit:
-                raise TrackingUnavailable(
-                    f"MLflow at {uri} unreachable for {waited:.0f}s while {what} "
-                    f"({one_line(exc)}); {WAIT_ENV} sets the wait"
-                ) from None
-            time.sleep(min(delay, limit - waited))
-            delay = min(delay * 2, 5.0)
+
+    def first_failure(exc: BaseException) -> None:
+        log.warning("MLflow at %s failed while %s (%s); retrying", uri, what, one_line(exc))
+
+    def give_up(waited: float, exc: BaseException) -> Exception:
+        return TrackingUnavailable(
+            f"MLflow at {uri} unreachable for {waited:.0f}s while {what} "
+            f"({one_line(exc)}); {WAIT_ENV} sets the wait"
+        )
+
+    limit = wait_seconds() if wait is None else wait
+    return with_deadline(fn, transient, limit, first_failure, give_up)
