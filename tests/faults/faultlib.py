@@ -15,15 +15,17 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # the fault scripts run as subprocesses import this module too
+    sys.path.insert(0, str(ROOT))
+from tests.conftest import free_port, wait_for  # noqa: E402  (needs ROOT on sys.path)
+
 HERE = Path(__file__).resolve().parent
 SMOKE = ROOT / "configs" / "smoke.yaml"
 # A small dry run: materialize, 2 rounds of generator / validate / answerer, 7 checkpoints.
@@ -57,12 +59,6 @@ class Tally:
 
 
 TALLY = Tally()
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def env(**extra: str) -> dict[str, str]:
@@ -165,22 +161,6 @@ def check_against_reference(state: dict[str, dict], ref: dict, kind: str) -> int
 
 
 # ---------------------------------------------------------------------------- servers
-
-
-def wait_for(url: str, timeout: float, proc: subprocess.Popen | None = None) -> None:
-    deadline = time.monotonic() + timeout
-    last: Exception | None = None
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode} before {url} was up")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as resp:
-                if resp.status < 500:
-                    return
-        except Exception as exc:
-            last = exc
-        time.sleep(0.2)
-    raise RuntimeError(f"{url} not up after {timeout}s: {last}")
 
 
 class Proxy:

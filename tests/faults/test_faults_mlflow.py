@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from faultlib import HERE, ROOT, SMOKE, TALLY, MlflowServer, env, kill_group
@@ -68,6 +69,15 @@ class Lines:
         return "\n".join(self.lines)
 
 
+def _ended(proc: subprocess.Popen, out: Lines, err_file) -> tuple[str, str]:
+    """The spawned command's stdout lines and stderr, once it has ended (killed if it has not)."""
+    if proc.poll() is None:
+        kill_group(proc)
+    text = out.text
+    err_file.close()
+    return text, Path(err_file.name).read_text()
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """One real MLflow server for this module; each test kills it and starts it again."""
@@ -104,11 +114,7 @@ def test_server_killed_mid_training_loses_no_metric(tmp_path, server):
         up_at = time.time()
         proc.wait(timeout=600)
     finally:
-        if proc.poll() is None:
-            kill_group(proc)
-        text = out.text
-        err_file.close()
-        err = (tmp_path / "stderr.txt").read_text()
+        text, err = _ended(proc, out, err_file)
     assert proc.returncode == 0, err[-3000:]
     assert "unreachable" in text and "metrics wait in memory" in text, text[-3000:]
     assert "MLflow answers again" in text, text[-3000:]
@@ -151,11 +157,7 @@ def test_server_down_until_the_end_fails_select_cleanly_and_resume_finishes(tmp_
         TALLY.inject("mlflow_outage")
         proc.wait(timeout=600)
     finally:
-        if proc.poll() is None:
-            kill_group(proc)
-        text = out.text
-        err_file.close()
-        err = (tmp_path / "stderr.txt").read_text()
+        text, err = _ended(proc, out, err_file)
     assert proc.returncode == 2, err[-3000:]
     assert "Traceback" not in err, err[-3000:]
     last = err.strip().splitlines()[-1]
