@@ -26,6 +26,7 @@ from typing import Any
 from sparring.serving.client import OpenAIServerClient
 from sparring.serving.engines import RUNTIME_LORA
 from sparring.serving.publisher import Publisher
+from sparring.serving.versions import staleness
 
 
 class GameServer:
@@ -72,7 +73,7 @@ class GameServer:
     def fresh(self, records: list[Any]) -> tuple[list[Any], int]:
         """(records to train on, how many were dropped as stale), per role's latest version."""
         limit = self.cfg.serving.max_staleness
-        kept = [r for r in records if self.publisher.current(r.role) - r.policy_version <= limit]
+        kept = [r for r in records if staleness(r, self.publisher.current(r.role)) <= limit]
         return kept, len(records) - len(kept)
 
     async def aclose(self) -> None:
