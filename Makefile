@@ -21,7 +21,7 @@ export TOKENIZERS_PARALLELISM ?= false
 
 .PHONY: help install lock install-serve serve bench-serving run learn games smoke test test-slow \
         test-faults test-all lint fmt bench bench-sandbox compile submit schedule images push \
-        deploy-check mlflow-ui clean
+        deploy-check mlflow-ui clean docs docs-serve
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -137,6 +137,13 @@ push:  ## push the images (REGISTRY=...)
 
 deploy-check: install  ## render manifests, validate schemas, lint Dockerfiles, policy tests
 	$(PY) -m pytest -q -p no:cacheprovider -m deploy tests/deploy
+
+# The documentation site (mkdocs.yml): strict, so a broken link or a page missing from nav fails.
+docs: install  ## build the documentation site into site/ (mkdocs build --strict)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+docs-serve: install  ## serve the documentation site on http://127.0.0.1:8001, rebuilt on edit
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --strict --dev-addr 127.0.0.1:8001
 
 mlflow-ui: install  ## open the MLflow UI on the local store (sqlite:///mlflow.db)
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db --port 5000
