@@ -1,5 +1,6 @@
-"""The README's "write a new game" example is real: extracted from the README, saved as a module,
-named as `module:Class`, and played and trained through the engine with a scripted policy."""
+"""The docs' "write a new game" example (docs/engine.md, which the README links to) is real:
+extracted from the page, saved as a module, named as `module:Class`, and played and trained
+through the engine with a scripted policy."""
 
 from __future__ import annotations
 
@@ -14,14 +15,14 @@ from sparring.engine.local import ScriptedPolicy
 from sparring.engine.runner import run_game
 from sparring.games.registry import check
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ENGINE_PAGE = Path(__file__).resolve().parents[2] / "docs" / "engine.md"
 
 
 @pytest.fixture
 def riddles_module(tmp_path, monkeypatch):
-    text = README.read_text()
+    text = ENGINE_PAGE.read_text()
     match = re.search(r"<!-- example: riddles\.py.*?-->\n```python\n(.*?)```", text, re.S)
-    assert match, "the README's riddles example is missing"
+    assert match, "docs/engine.md lost its riddles example"
     code = match.group(1)
     assert len(code.strip().splitlines()) <= 70  # "about 50 lines" of game
     (tmp_path / "riddles_example.py").write_text(code)
