@@ -214,9 +214,11 @@ def _local_root(args, cfg) -> Path:
 
 def _run(args: argparse.Namespace) -> int:
     from sparring import tracking
+    from sparring.phases.sandboxed import require_isolation
 
     cfg = config_from_args(args)
     root = _local_root(args, cfg)
+    require_isolation(cfg)  # fail closed in one line before the run starts; else say which bwrap
     state = local_run.run_local(cfg, root, resume=args.resume)
     print(f"\n== {cfg.name}: done in {state['seconds']:.0f}s (outputs under {root})")
     for c in state["children"]:

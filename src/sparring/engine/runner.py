@@ -68,8 +68,10 @@ def build_arena(cfg: Any, game: Game, policy: Policy, client: Any = None) -> Are
         arena.add_role(role)
     arena.judge_adapter = cfg.game.judge or None
     if game.needs_sandbox:
+        from sparring.phases.sandboxed import require_isolation
         from sparring.sandbox import Sandbox, SandboxLimits
 
+        require_isolation(cfg)  # says which bwrap, or stops in one line before any episode
         game.sandbox = Sandbox(SandboxLimits.from_config(cfg.sandbox))
     game.setup(arena)
     return arena

@@ -89,7 +89,10 @@ def train_answerer(
         return metrics
     check_shared_beta(cfg)
     from sparring.games.code_duel import AnswererRewardFn
+    from sparring.phases.sandboxed import require_isolation
     from sparring.sandbox import Sandbox
+
+    require_isolation(cfg)  # before the model loads: rewards run the answers it writes
 
     backend = backends.get(cfg.backend)
     model, tok, peft_config = backend.load_trainable(cfg, "answerer", init_model)

@@ -37,6 +37,9 @@ def evaluate(
 ) -> dict[str, float]:
     """Evaluate every answerer snapshot; report.json in out_dir; flat metrics for MLflow/KFP.
     With a parent run, the report also holds every phase's per-step curves from MLflow."""
+    from sparring.phases.sandboxed import require_isolation
+
+    require_isolation(cfg)  # before six minutes of sampling, not after
     with tempfile.TemporaryDirectory() as cache:
         entries = resolve_snapshots(manifest_path, cache)
         rounds = [e for e in entries if not e.get("label")]

@@ -131,6 +131,9 @@ def train_generator(
         metrics["generated_tests"] = float(sum(len(r["tests"]) for r in rows))
         return metrics
     check_shared_beta(cfg)
+    from sparring.phases.sandboxed import require_isolation
+
+    require_isolation(cfg)  # before the models load: its tests run against the answers
 
     from sparring.backends.torch.generation import LAST_STATS
     from sparring.games import code_duel

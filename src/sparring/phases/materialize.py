@@ -34,8 +34,10 @@ log = logging.getLogger(__name__)
 
 def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[str, float]:
     """Write train/val/eval datasets, the carried-in bank and a manifest into `out_dir`."""
+    from sparring.phases.sandboxed import require_isolation
     from sparring.sandbox import Sandbox
 
+    require_isolation(cfg)  # the first phase: a machine that cannot isolate stops here
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     problems = load_sources(list(cfg.data.train))

@@ -31,10 +31,12 @@ def validate_tests(
     bank_out: str,
 ) -> dict[str, float]:
     """Validate generated tests in the sandbox; append survivors to the bank (bank_out)."""
+    from sparring.phases.sandboxed import require_isolation
     from sparring.sandbox import Sandbox, normalize
     from sparring.sandbox import validate_tests as sandbox_validate
     from sparring.sandbox.oracle import with_reference_expected
 
+    require_isolation(cfg)
     problems = {p.id: p for p in train_problems(data_dir)}
     bank = read_lines(bank_in)
     existing: dict[str, list[str]] = {}

