@@ -1,8 +1,6 @@
 """Expected values from the reference (sandbox/oracle.py): the pure shape checks, then the rewrite
 and the generator's reward with real sandbox workers."""
 
-import warnings
-
 import pytest
 
 from sparring.games import code_duel
@@ -15,9 +13,9 @@ REF = "def f(xs):\n    return sorted(xs, reverse=True)\n"
 
 @pytest.fixture(scope="module")
 def sb():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        box = Sandbox(SandboxLimits(timeout_s=1.0, workers=2))
+    # isolated (auto no longer runs unisolated), with a wall limit that a loaded machine keeps
+    box = Sandbox(SandboxLimits(timeout_s=5.0, workers=2))
+    assert box.isolation == "bwrap"
     yield box
     box.close()
 
