@@ -5,6 +5,9 @@ prints), `ConsoleFilter` (the local runner's stdout: every byte goes to the run'
 marked lines reach the console), and `step_callback` (a TRL/transformers callback printing one
 line per optimizer step: reward or loss, useful groups, clipped completions, time left).
 
+`Countdown` says a line per part of a long, non-training job (the evaluate phase, `sparring
+eval`, `sparring infer --batch`) with the time left.
+
 `failure_excerpt` picks the failed task and its traceback out of a run's log.
 
 Does not cover: MLflow (every number here is also logged there) or the cluster, where each task
@@ -30,6 +33,30 @@ def say(text: str) -> None:
 def fmt_seconds(seconds: float) -> str:
     seconds = max(0, int(seconds))
     return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+class Countdown:
+    """Progress lines for work of a known size in units of unequal cost (answers to generate,
+    tests to run): `done(text, units)` says `text` with the time left, estimated from the time
+    per unit so far. `label` prefixes every line (default: the phase running, LABEL)."""
+
+    def __init__(self, total: float, label: str = "") -> None:
+        self.total, self.finished = float(total), 0.0
+        self.label = label
+        self.start = time.perf_counter()
+
+    def left(self) -> float:
+        """Seconds left at the pace so far (0 before any unit is done: nothing to go by)."""
+        if self.finished <= 0:
+            return 0.0
+        elapsed = time.perf_counter() - self.start
+        return elapsed / self.finished * max(0.0, self.total - self.finished)
+
+    def done(self, text: str, units: float = 0.0) -> None:
+        """`units` more are finished; say `text` and the time left."""
+        self.finished += units
+        name = self.label or LABEL or "sparring"
+        say(f"{name} {text} left~{fmt_seconds(self.left())}")
 
 
 class ConsoleFilter(io.TextIOBase):

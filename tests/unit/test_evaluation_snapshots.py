@@ -237,3 +237,37 @@ def test_evaluation_budget_is_sized_per_chunk_of_similar_answers(monkeypatch):
     assert out == [[p.id] for p in problems]
     (short, kinds_a), (long, kinds_b) = budgets
     assert kinds_a == {False} and kinds_b == {False, True} and short < long
+
+
+def test_evaluation_prints_a_line_per_snapshot_and_part(
+    data_dir, fake_models, tmp_path, capsys, monkeypatch
+):
+    """Every part of every snapshot (answers, HumanEval, held-out + bank) and the cross-play say
+    a progress line with the time left: the evaluate phase is never silent for a whole model."""
+    from sparring import progress
+
+    monkeypatch.setattr(progress, "LABEL", "")  # no phase runner here: lines say "evaluate"
+    cfg = from_dict({"data": {"humaneval_limit": 2}})
+    evaluate_snapshots(
+        cfg,
+        str(data_dir),
+        ["base", "round1", "round2"],
+        [str(data_dir / "round1.jsonl"), str(data_dir / "round2.jsonl")],
+        str(data_dir / "bank.jsonl"),
+        str(tmp_path / "out"),
+    )
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("[sparring]")]
+    assert all("left~" in ln for ln in lines)
+    for name in ("base", "snapshot 1", "snapshot 2"):
+        mine = [ln for ln in lines if f"evaluate {name}:" in ln]
+        assert any("greedy answers" in ln for ln in mine), lines
+        assert any("HumanEval pass@1=" in ln for ln in mine), lines
+        assert any("held-out" in ln and "bank" in ln for ln in mine), lines
+    done = [ln for ln in lines if " done: " in ln]
+    assert [ln.split("evaluate ")[1].split(" done")[0] for ln in done] == [
+        "snapshot 1/3 base",
+        "snapshot 2/3 snapshot 1",
+        "snapshot 3/3 snapshot 2",
+    ]
+    assert "cross-play 3 answerers x 2 rounds' tests run" in lines[-1]
+    assert lines[-1].endswith("left~0m00s")  # all counted work is done

@@ -70,3 +70,14 @@ def test_failure_excerpt_without_a_failed_task_or_traceback():
     assert progress.failure_excerpt("") == ("", "", [])
     no_trace = RUN_LOG.replace("Traceback (most recent call last):", "oops")
     assert progress.failure_excerpt(no_trace) == ("train-generator", "", [])
+
+
+def test_countdown_estimates_the_time_left_from_the_pace_so_far(capsys, monkeypatch):
+    clock = iter([100.0, 110.0, 130.0])  # start, after 1 of 4 units, after 3 of 4
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
+    c = progress.Countdown(4, label="r2 evaluate")
+    c.done("base: answers 1/4 problems", units=1)
+    c.done("base: answers 3/4 problems", units=2)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("r2 evaluate base: answers 1/4 problems left~0m30s")  # 10 s/unit x 3
+    assert lines[1].endswith("r2 evaluate base: answers 3/4 problems left~0m10s")  # 10 s/unit x 1

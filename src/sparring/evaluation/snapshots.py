@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,12 +69,21 @@ def model_metrics(
     bank: Mapping[str, list[str]],
     limits: Any,
     sampled: bool = True,
+    countdown: progress.Countdown | None = None,
+    name: str = "",
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """HumanEval pass@1, bank pass rate, answerer reward and special-case share of one model,
     and its code per problem (one greedy completion each). With `sampled` and
     `data.val_samples` > 0, also `val_sampled`: per measure (discriminating, strict, raw), per
-    val problem, the mean over that many completions sampled at the training temperature."""
+    val problem, the mean over that many completions sampled at the training temperature.
+    A progress line per part (answers, HumanEval, held-out + bank), on `countdown` (counted in
+    answers generated: `answer_units`) or on one of its own, each line naming `name`."""
     from sparring import backends
+
+    name = name or Path(model_name).name
+    if countdown is None:
+        units = answer_units(cfg, eval_problems, val_problems, solve, sampled)
+        countdown = progress.Countdown(units)
 
     loaded = backends.for_model(model_name).load_for_sampling(
         model_name, device=cfg.model_for("answerer").device
@@ -88,11 +96,15 @@ def model_metrics(
         loaded,
         seed=cfg.seed,
         stages=("code",) if cfg.reasoning.direct else tuple(cfg.reasoning.stages),
+        countdown=countdown,
+        what=f"{name}: greedy answers",
     )
     samples = cfg.data.val_samples if sampled else 0
     val_sampled = None
     if samples and val_problems:
-        val_sampled = _sampled_measures(cfg, model_name, val_problems, samples, loaded, limits)
+        val_sampled = _sampled_measures(
+            cfg, model_name, val_problems, samples, loaded, limits, countdown, name
+        )
     del loaded
     first = [c[0] if c else "" for c in completions]
     he_samples = [
@@ -100,6 +112,9 @@ def model_metrics(
         for p, c in zip(eval_problems, first[: len(eval_problems)], strict=True)
     ]
     he = evaluate_humaneval_samples(he_samples, eval_problems, limits) if he_samples else {}
+    if he_samples:
+        score = he.get("pass@1", 0.0)
+        countdown.done(f"{name}: HumanEval pass@1={score:.3g} ({len(he_samples)} tasks)")
     codes = {
         pid: solution_code(solve[pid], c)
         for pid, c in zip(solve, first[len(eval_problems) :], strict=True)
@@ -109,6 +124,10 @@ def model_metrics(
     val_jobs = [(codes[p.id], [*p.baseline_tests, *bank.get(p.id, [])]) for p in val_problems]
     reports = run_jobs(bank_jobs + val_jobs, limits)
     bank_reports, val_reports = reports[: len(bank_jobs)], reports[len(bank_jobs) :]
+    countdown.done(
+        f"{name}: held-out {len(val_jobs)} problems, bank {len(bank_jobs)} problems "
+        f"({sum(len(ts) for _, ts in bank_jobs)} tests) run"
+    )
     passed = sum(rep.passed for rep in bank_reports)
     total = sum(rep.total for rep in bank_reports)
     credits = [
@@ -148,8 +167,27 @@ def model_metrics(
 SIZED_CHUNK = 8  # problems per budget: the torch sampler's batch
 
 
+def answer_units(
+    cfg: Any,
+    eval_problems: Sequence[Problem],
+    val_problems: Sequence[Problem],
+    solve: Mapping[str, Any],
+    sampled: bool = True,
+) -> int:
+    """Answers one model_metrics call generates (the unit of its progress lines' time left:
+    generation is most of an evaluation's time)."""
+    greedy = len(eval_problems) + len(solve)
+    return greedy + (cfg.data.val_samples * len(val_problems) if sampled else 0)
+
+
 def _generate_sized(
-    cfg: Any, model_name: str, problems: Sequence[Problem], loaded: Any, **kwargs: Any
+    cfg: Any,
+    model_name: str,
+    problems: Sequence[Problem],
+    loaded: Any,
+    countdown: progress.Countdown | None = None,
+    what: str = "answers",
+    **kwargs: Any,
 ) -> list[list[str]]:
     """`generate_solutions` with the training completion budget (grpo.max_completion_length;
     0 = sized from reference solutions, as each training phase sizes its own), so evaluation
@@ -160,9 +198,19 @@ def _generate_sized(
     from sparring.budget import answer_target, completion_tokens
 
     problems = list(problems)
+    per = kwargs.get("num_samples", 1)
+
+    def say(done: int) -> None:
+        if countdown is not None:
+            countdown.done(f"{what} {done}/{len(problems)} problems", units=per * chunk_size)
+
     if cfg.grpo.max_completion_length or not problems:
         n = cfg.grpo.max_completion_length
-        return generate_solutions(model_name, problems, max_new_tokens=n, loaded=loaded, **kwargs)
+        out = generate_solutions(model_name, problems, max_new_tokens=n, loaded=loaded, **kwargs)
+        chunk_size = len(problems)
+        if problems:
+            say(len(problems))
+        return out
     order = sorted(range(len(problems)), key=lambda i: len(answer_target(problems[i])))
     out: list[list[str]] = [[] for _ in problems]
     for start in range(0, len(order), SIZED_CHUNK):
@@ -174,11 +222,20 @@ def _generate_sized(
         )
         for i, completions in zip(index, texts, strict=True):
             out[i] = completions
+        chunk_size = len(index)
+        say(start + len(index))  # a line per chunk: evaluation is never silent for long
     return out
 
 
 def _sampled_measures(
-    cfg: Any, model_name: str, problems: Sequence[Problem], samples: int, loaded: Any, limits: Any
+    cfg: Any,
+    model_name: str,
+    problems: Sequence[Problem],
+    samples: int,
+    loaded: Any,
+    limits: Any,
+    countdown: progress.Countdown | None = None,
+    name: str = "",
 ) -> dict[str, dict[str, float]]:
     """Per measure, per problem: the mean over `samples` sampled completions."""
     from sparring.games import code_duel
@@ -194,6 +251,8 @@ def _sampled_measures(
         top_p=cfg.grpo.top_p,
         seed=cfg.seed + 1,
         stages=("code",) if cfg.reasoning.direct else tuple(cfg.reasoning.stages),
+        countdown=countdown,
+        what=f"{name}: sampled held-out answers",
     )
     flat_problems = [p for p, outs in zip(problems, completions, strict=True) for _ in outs]
     flat_texts = [c for outs in completions for c in outs]
@@ -206,7 +265,10 @@ def _sampled_measures(
         out["discriminating"].setdefault(p.id, []).append(c.discriminating_fraction)
         out["strict"].setdefault(p.id, []).append(float(c.strict))
         out["raw"].setdefault(p.id, []).append(c.raw_fraction)
-    return {m: {pid: sum(v) / len(v) for pid, v in per.items()} for m, per in out.items()}
+    means = {m: {pid: sum(v) / len(v) for pid, v in per.items()} for m, per in out.items()}
+    # pass@n: some sample passes every test (the ceiling that sharpening the policy can reach)
+    means["pass_at_n"] = {pid: max(v) for pid, v in out["strict"].items()}
+    return means
 
 
 def report_credit(problem: Problem, code: str, report: Any, n_banked: int, cfg: Any = None):
@@ -298,21 +360,26 @@ def evaluate_snapshots(
     solve.update({pid: known[pid] for pid in sorted(attacked)})
 
     log.info("evaluating the base model %s", base_name)
-    started, total = time.perf_counter(), 1 + len(models)
+    total = 1 + len(models)
+    # Time left counted in answers to generate (most of the time); base and final sample too.
+    units = sum(
+        answer_units(cfg, eval_problems, val_problems, solve, sampled=i in (0, len(models)))
+        for i in range(total)
+    )
+    countdown = progress.Countdown(units, progress.LABEL or "evaluate")
 
     def announce(done: int, label: str, metrics: dict[str, Any]) -> None:
-        left = (time.perf_counter() - started) / done * (total - done)
         shown = " ".join(
             f"{k}={metrics[k]:.3g}"
             for k in ("humaneval_pass@1", "val_discriminating_fraction", "bank_pass_rate")
             if isinstance(metrics.get(k), (int, float))
         )
-        progress.say(f"{progress.LABEL or 'evaluate'} {done}/{total} {label}: {shown} left~"
-                     f"{progress.fmt_seconds(left)}")  # fmt: skip
+        countdown.done(f"snapshot {done}/{total} {label} done: {shown}")
 
     baseline, base_codes = model_metrics(
-        cfg, base_name, eval_problems, val_problems, solve, bank, limits
-    )
+        cfg, base_name, eval_problems, val_problems, solve, bank, limits,
+        countdown=countdown, name="base",
+    )  # fmt: skip
     announce(1, "base", baseline)
     baseline.update(round=0, base=True)
     snapshots, all_codes = [], [base_codes]
@@ -321,6 +388,7 @@ def evaluate_snapshots(
         metrics, codes = model_metrics(
             cfg, model_name, eval_problems, val_problems, solve, bank, limits,
             sampled=i == len(models) - 1,  # base and final: the learning measures
+            countdown=countdown, name=f"snapshot {i + 1}",
         )  # fmt: skip
         all_codes.append(codes)
         announce(i + 2, f"snapshot {i + 1}", metrics)
@@ -345,6 +413,8 @@ def evaluate_snapshots(
         snapshots.append(metrics)
     columns = [tests for _, tests, _ in rounds]
     matrix = cross_play(all_codes, columns, limits) if columns else []
+    if columns:
+        countdown.done(f"cross-play {len(all_codes)} answerers x {len(columns)} rounds' tests run")
     answerer_elo, generator_elo = elo_ratings(matrix) if matrix else ([], [])
     report: dict[str, Any] = {
         "baseline": baseline,
