@@ -253,6 +253,28 @@ def result_record(
     }
 
 
+FEW = 8  # batches of more problems than this say a progress line per chunk
+CHUNK = 16  # problems per sampling call in a long batch: the torch sampler's rows at once
+
+
+def _sample_with_progress(backend: Any, model: Any, tok: Any, messages: list, **kwargs: Any):
+    """backend.sample over `messages`; more than FEW of them go in chunks of CHUNK, each
+    followed by a progress line with the time left (a long batch is otherwise silent). Chunk k
+    samples with seed + k * CHUNK, so a batch of FEW or fewer gives what it gave before."""
+    from sparring import progress
+
+    if len(messages) <= FEW:
+        return backend.sample(model, tok, messages, **kwargs)
+    seed = kwargs.pop("seed", 0)
+    countdown = progress.Countdown(len(messages), label="infer")
+    out: list = []
+    for start in range(0, len(messages), CHUNK):
+        part = messages[start : start + CHUNK]
+        out.extend(backend.sample(model, tok, part, seed=seed + start, **kwargs))
+        countdown.done(f"answers {len(out)}/{len(messages)} problems", units=len(part))
+    return out
+
+
 def solve(
     checkpoint: str,
     problems: Sequence[Problem],
@@ -276,7 +298,8 @@ def solve(
     source = resolve_checkpoint(checkpoint, tracking_uri)
     backend = backends.for_model(source)
     model, tokenizer = backend.load_for_sampling(source, device=device)
-    completions = backend.sample(
+    completions = _sample_with_progress(
+        backend,
         model,
         tokenizer,
         [_messages(p, stages) for p in problems],
@@ -296,6 +319,11 @@ def solve(
 
         jobs = [(code, list(p.baseline_tests)) for p, code in zip(problems, codes, strict=True)]
         reports = run_jobs(jobs, limits or sandbox_limits())
+        if len(problems) > FEW:
+            from sparring import progress
+
+            passed = sum(r.passed == r.total > 0 for r in reports)
+            progress.say(f"infer tests run: {passed}/{len(problems)} problems pass all")
     return [
         result_record(p, text, code, report)
         for p, text, code, report in zip(problems, texts, codes, reports, strict=True)

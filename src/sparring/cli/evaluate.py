@@ -136,10 +136,14 @@ def _eval_humaneval(args: argparse.Namespace) -> int:
         if temperature is None:
             temperature = 0.0 if args.samples_per_task == 1 else 0.8
         from sparring.inference import resolve_checkpoint
+        from sparring.sandbox.isolation import check
 
-        samples = humaneval_samples_from_model(
+        check(limits.isolation)  # fail closed before the model loads, not after generating
+        samples = _samples_with_progress(
+            humaneval_samples_from_model,
             resolve_checkpoint(args.checkpoint),  # also models:/NAME@ALIAS from the registry
             targets,
+            quiet=args.json,
             num_samples=args.samples_per_task,
             max_new_tokens=args.max_tokens,
             temperature=temperature,
@@ -151,6 +155,10 @@ def _eval_humaneval(args: argparse.Namespace) -> int:
             Path(args.output).write_text("".join(json.dumps(s) + "\n" for s in samples))
     generated = time.perf_counter()
     result = evaluate_humaneval_samples(samples, problems, limits, cfg.data.pass_k)
+    if not args.json and len(samples) > FEW:
+        from sparring import progress
+
+        progress.say(f"eval: {len(samples)} samples run in {time.perf_counter() - generated:.0f}s")
     result["seconds"] = {
         "generation": round(generated - started, 1),
         "execution": round(time.perf_counter() - generated, 1),
@@ -164,6 +172,29 @@ def _eval_humaneval(args: argparse.Namespace) -> int:
     metrics = "  ".join(f"{k}={v:.4f}" for k, v in result.items() if k.startswith("pass@"))
     print(f"{result['tasks']} tasks, {result['samples']} samples: {metrics}")
     return 0
+
+
+FEW = 8  # more tasks than this: a progress line per chunk of CHUNK tasks
+CHUNK = 16
+
+
+def _samples_with_progress(sample_fn, model: str, targets: list, quiet: bool, **kwargs):
+    """`sample_fn(model, targets, **kwargs)` (humaneval_samples_from_model), in chunks of CHUNK
+    tasks with a progress line each when there are more than FEW (the model loads once). Chunk
+    k samples with seed + k * CHUNK: greedy answers are unchanged, sampled ones reproducible."""
+    if len(targets) <= FEW or quiet:
+        return sample_fn(model, targets, **kwargs)
+    from sparring import backends, progress
+
+    loaded = backends.for_model(model).load_for_sampling(model, device=kwargs.pop("device"))
+    seed = kwargs.pop("seed", 0)
+    countdown = progress.Countdown(len(targets), label="eval")
+    out: list = []
+    for start in range(0, len(targets), CHUNK):
+        part = targets[start : start + CHUNK]
+        out.extend(sample_fn(model, part, seed=seed + start, loaded=loaded, **kwargs))
+        countdown.done(f"answers {start + len(part)}/{len(targets)} tasks", units=len(part))
+    return out
 
 
 def _eval_snapshots(args: argparse.Namespace) -> int:
