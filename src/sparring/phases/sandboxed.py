@@ -3,11 +3,13 @@
 Covers: `require_isolation`, called at the start of such a phase (materialize, validate, the
 answerer and generator phases, evaluate, the game phases) and of `sparring eval`: it fails closed
 (sparring.sandbox.isolation.IsolationUnavailable, one line with the fixes) before any model code
-runs when `sandbox.isolation` is auto/bwrap and no bubblewrap works here; it says once per process
+runs when `sandbox.isolation` is auto/bwrap and no bubblewrap works here; it says once per run
 in the progress output which bwrap it uses (path, version, system or bundled), or that isolation
-is off; and it records the same on the phase's MLflow run, when one is active: params
-`sandbox.isolation_used`, `sandbox.bwrap`, `sandbox.bwrap_source`, `sandbox.bwrap_version`, the
-tag `sparring.sandbox.isolation` (bwrap or none), and the metric `sandbox_isolated` (1 or 0).
+is off (`sparring run` says it before the pipeline starts; its task processes inherit
+SPARRING_SANDBOX_SAID and stay quiet); and it records the same on the phase's MLflow run, when
+one is active: params `sandbox.isolation_used`, `sandbox.bwrap`, `sandbox.bwrap_source`,
+`sandbox.bwrap_version`, the tag `sparring.sandbox.isolation` (bwrap or none), and the metric
+`sandbox_isolated` (1 or 0).
 
 The metric goes through the phase run's buffer (it survives an MLflow outage); params and tags
 are sent once, best effort (a phase never stops for them). Does not cover: choosing and probing
