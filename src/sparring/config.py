@@ -79,6 +79,12 @@ class LoraConfig:
     )
     bias: Literal["none", "all", "lora_only"] = _f("none", "which biases are trained")
     task_type: Literal["CAUSAL_LM"] = _f("CAUSAL_LM", "PEFT task type")
+    top_layers: int = _f(
+        0,
+        "adapt only the top N decoder layers (0 = all): the backward pass stops at the lowest "
+        "adapted layer, so fewer layers train faster",
+        ge=0,
+    )
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,15 @@ class GrpoConfig:
     )
     temperature: float = _f(0.9, "sampling temperature during training", gt=0.0, le=5.0)
     top_p: float = _f(1.0, "nucleus sampling during training", gt=0.0, le=1.0)
+    sampler: Literal["refill", "generate"] = _f(
+        "refill",
+        "how training completions are sampled (torch backend, no vLLM): refill = Sparring's "
+        "decoder that gives a finished row's slot to the next one (needs stop_at_fence and a "
+        "plain KV cache, else generate is used); generate = HF generate per batch",
+    )
+    rollout_batch_size: int = _f(
+        16, "rows the refill sampler decodes at once (training and evaluation)", ge=1
+    )
     per_device_batch_size: int = _f(4, "completions per device per step", ge=1)
     gradient_accumulation_steps: int = _f(1, "micro-batches per optimizer step", ge=1)
     use_vllm: bool = _f(False, "generate with vLLM through TRL (weight sync needs a CUDA GPU)")

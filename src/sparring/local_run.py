@@ -213,9 +213,16 @@ def learn_lines(cfg, parent_run_id: str) -> list[str]:
     from sparring.evaluation import learning
 
     runs = tracking.child_runs(cfg, parent_run_id)
-    summary, breaks, useful = learning.from_phase_runs(
+    summary, breaks, useful, trained = learning.from_phase_runs(
         [(r.info.run_name, r.data.metrics) for r in runs]
     )
-    lines = learning.learn_lines(summary, breaks, useful)
+    step_rewards = [  # every answerer optimizer step of the run, in run order
+        value
+        for curve in tracking.step_curves(cfg, parent_run_id, keys=("reward",))
+        if curve["phase"].startswith("train-answerer") or "answerer" in curve["run"]
+        for _, value in curve["curves"].get("reward", [])
+    ]
+    change = learning.train_reward_change(step_rewards, seed=cfg.seed)
+    lines = learning.learn_lines(summary, breaks, useful, trained, change)
     mlflow.MlflowClient().log_text(parent_run_id, "\n".join(lines) + "\n", "learn.txt")
     return lines

@@ -49,7 +49,41 @@ def paired_delta(
     }
 
 
-MEASURES = ("discriminating", "strict", "raw")
+MEASURES = ("discriminating", "strict", "raw", "pass_at_n")
+
+
+def train_reward_change(
+    step_rewards: Sequence[float], n_boot: int = 2000, seed: int = 0
+) -> dict[str, float] | None:
+    """Mean training reward of the first quarter of optimizer steps against the last quarter
+    (the run's own training problems), with a 95% bootstrap interval of last - first
+    (resampling steps within each quarter: different steps draw different problems, so the
+    step is the unit). None with fewer than 4 steps.
+
+    >>> d = train_reward_change([0.1, 0.1, 0.3, 0.3, 0.5, 0.5, 0.5, 0.5])
+    >>> d["first"], d["last"], round(d["delta"], 3), d["lo"] > 0, d["steps"]
+    (0.1, 0.5, 0.4, True, 8.0)
+    >>> train_reward_change([0.2, 0.3, 0.4]) is None
+    True
+    """
+    n = len(step_rewards)
+    if n < 4:
+        return None
+    q = n // 4
+    first, last = list(step_rewards[:q]), list(step_rewards[-q:])
+    rng = random.Random(seed)
+    deltas = sorted(
+        sum(rng.choices(last, k=q)) / q - sum(rng.choices(first, k=q)) / q for _ in range(n_boot)
+    )
+    mean_first, mean_last = sum(first) / q, sum(last) / q
+    return {
+        "steps": float(n),
+        "first": mean_first,
+        "last": mean_last,
+        "delta": mean_last - mean_first,
+        "lo": deltas[int(0.025 * (n_boot - 1))],
+        "hi": deltas[int(0.975 * (n_boot - 1))],
+    }
 
 
 def _per_problem(snapshot: Mapping[str, Any], measure: str) -> dict[str, float]:
@@ -122,6 +156,8 @@ def learn_lines(
     summary: Mapping[str, Any],
     break_rates: Sequence[float],
     useful_group_share: float | None,
+    completions_trained: float | None = None,
+    train_reward: Mapping[str, float] | None = None,
 ) -> list[str]:
     """The lines `make learn` ends with (format fixed by the learning issue)."""
     gains = summary.get("gains") or {}
@@ -129,6 +165,7 @@ def learn_lines(
     for name, measure in (
         ("validation_pass_rate", "discriminating"),
         ("strict_pass_rate", "strict"),
+        ("pass_at_n", "pass_at_n"),
     ):
         d = (gains.get("base_to_final") or {}).get(measure)
         if d:
@@ -154,6 +191,16 @@ def learn_lines(
     he = summary.get("humaneval_pass_at_1") or {}
     lines.append(f"LEARN humaneval_pass_at_1 base={_f(he.get('base'))} final={_f(he.get('final'))}")
     lines.append(f"LEARN useful_group_share {_f(useful_group_share)}")
+    trained = "n/a" if completions_trained is None else f"{completions_trained:.0f}"
+    lines.append(f"LEARN completions_trained {trained}")
+    if train_reward:
+        lines.append(
+            f"LEARN train_reward first={train_reward['first']:.3f} "
+            f"last={train_reward['last']:.3f} "
+            f"ci95_delta={train_reward['lo']:.3f},{train_reward['hi']:.3f}"
+        )
+    else:
+        lines.append("LEARN train_reward first=n/a last=n/a ci95_delta=n/a")
     return lines
 
 
@@ -180,13 +227,15 @@ def summary_from_metrics(flat: Mapping[str, float]) -> dict[str, Any]:
 
 def from_phase_runs(
     runs: Sequence[tuple[str, Mapping[str, float]]],
-) -> tuple[dict[str, Any], list[float], float | None]:
-    """(learning summary, generator break rate per round, useful group share) from the phases'
-    MLflow runs, given as (run name `r{round}-{phase}`, latest metrics)."""
+) -> tuple[dict[str, Any], list[float], float | None, float | None]:
+    """(learning summary, generator break rate per round, useful group share, answerer
+    completions trained) from the phases' MLflow runs, given as (run name `r{round}-{phase}`,
+    latest metrics)."""
     import re
 
     breaks: list[tuple[int, float]] = []
     useful: list[float] = []
+    trained: list[float] = []
     flat: dict[str, float] = {}
     for name, metrics in runs:
         match = re.match(r"r(\d+)-(.*)", name)
@@ -197,7 +246,10 @@ def from_phase_runs(
             breaks.append((round_index, float(metrics["break_rate"])))
         elif phase.startswith("train-") and "useful_group_share" in metrics:
             useful.append(float(metrics["useful_group_share"]))
+            if phase.startswith("train-answerer") and "completions_trained" in metrics:
+                trained.append(float(metrics["completions_trained"]))
         elif phase == "evaluate":
             flat.update({k: float(v) for k, v in metrics.items() if k.startswith("learn.")})
     share = sum(useful) / len(useful) if useful else None
-    return summary_from_metrics(flat), [b for _, b in sorted(breaks)], share
+    total = sum(trained) if trained else None
+    return summary_from_metrics(flat), [b for _, b in sorted(breaks)], share, total

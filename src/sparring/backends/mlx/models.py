@@ -143,7 +143,8 @@ def _lora_keys(model: Any, target_modules: Sequence[str]) -> list[str]:
 
 
 def add_lora(model: Any, lora: dict[str, Any], *, seed: int = 0) -> None:
-    """Freeze the model and wrap the target linears of every block in LoRA layers (once);
+    """Freeze the model and wrap the target linears of every block (or the top
+    `lora["top_layers"]` blocks) in LoRA layers (once);
     afterwards only `lora_a`/`lora_b` are trainable. PEFT's alpha/r becomes mlx_lm's scale."""
     import mlx.core as mx
     from mlx_lm.tuner.utils import linear_to_lora_layers
@@ -158,8 +159,10 @@ def add_lora(model: Any, lora: dict[str, Any], *, seed: int = 0) -> None:
             "keys": _lora_keys(model, lora.get("target_modules", ["q_proj", "v_proj"])),
         }
         mx.random.seed(seed)
-        linear_to_lora_layers(model, len(model.layers), config)
-        record = {"fine_tune_type": "lora", "num_layers": len(model.layers)}
+        top = int(lora.get("top_layers", 0) or 0)
+        layers = min(top, len(model.layers)) if top > 0 else len(model.layers)
+        linear_to_lora_layers(model, layers, config)  # mlx_lm adapts the last `layers` blocks
+        record = {"fine_tune_type": "lora", "num_layers": layers}
         model._sparring_lora = json.dumps({**record, "lora_parameters": config})
     model.freeze()
     model.unfreeze(keys=list(LORA_LEAVES), strict=False)

@@ -38,7 +38,7 @@ class TorchBackend:
                 )
                 return model, tok, None
             model, tok = models.load_model(source, device=mc.device, dtype=mc.dtype)
-            return model, tok, models.peft_lora_config(cfg.lora)
+            return model, tok, models.peft_lora_config(cfg.lora, models.num_layers(model))
         model, tok = models.load_model(source, device=mc.device, dtype=mc.dtype)
         return model, tok, None
 

@@ -261,7 +261,9 @@ def _generate_refill(
         for r, (i, token) in enumerate(zip(rows, tokens.tolist(), strict=True)):
             out_ids = results[i]
             finished = token in stop.eos_token_ids
-            if not finished:
+            if finished:
+                stop.ended[i] = True
+            else:
                 out_ids.append(token)
                 finished = stop.add(i, token, len(out_ids)) or len(out_ids) >= max_new_tokens
             if finished:

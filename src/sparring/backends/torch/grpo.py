@@ -264,7 +264,13 @@ def _trainer_class() -> type:
     import torch
     from trl import GRPOTrainer
 
-    from sparring.backends.torch.generation import FenceStop, _as_stopping_criteria
+    from sparring.backends.torch.generation import (
+        FenceStop,
+        _as_stopping_criteria,
+        _generate_refill,
+        _pick,
+        _refill_supported,
+    )
 
     class SparringGRPOTrainer(GRPOTrainer):
         """GRPOTrainer + stop at the closing code fence + DAPO-style dropping of flat groups
@@ -276,9 +282,15 @@ def _trainer_class() -> type:
             stop_at_fence: bool = True,
             drop_flat_groups: bool = True,
             refill_flat_batches: int = 0,
+            sampler: str = "refill",
+            rollout_batch_size: int = 16,
             **kw: Any,
         ) -> None:
             self.stop_at_fence = stop_at_fence
+            self.sampler = sampler
+            self.rollout_batch_size = rollout_batch_size
+            self.generation_seconds = 0.0
+            self.reward_seconds = 0.0
             self.drop_flat_groups = drop_flat_groups
             self.refill_flat_batches = refill_flat_batches
             self.batches_refilled = 0
@@ -287,6 +299,7 @@ def _trainer_class() -> type:
             self.groups_useful = 0
             self.batches_skipped = 0
             self.completions_total = 0
+            self.completions_trained = 0  # in groups with an advantage, in steps that trained
             self.fence_stops = 0
             self._fence_stopped: list[bool] | None = None
             self._rewards_per_func: Any = None
@@ -296,12 +309,25 @@ def _trainer_class() -> type:
         def _generate_single_turn(
             self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False
         ):
+            start = time.perf_counter()
+            try:
+                return self._generate_fenced(
+                    prompt_ids, images, multimodal_fields, num_generations, has_tool_images
+                )
+            finally:
+                self.generation_seconds += time.perf_counter() - start
+
+        def _generate_fenced(
+            self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images
+        ):
             self._fence_stopped = None
             args = (prompt_ids, images, multimodal_fields, num_generations, has_tool_images)
             if not self.stop_at_fence or self.use_vllm or self.use_transformers_continuous_batching:
                 return super()._generate_single_turn(*args)
             stop = FenceStop(self._tokenizer, eos_token_ids=self.eos_token_ids)
             model = self.accelerator.unwrap_model(self.model_wrapped)  # what TRL generates with
+            if self.sampler == "refill" and not images and _refill_supported(model):
+                return self._generate_refilled(model, prompt_ids, stop)
             with _generate_with(model, stopping_criteria=_as_stopping_criteria(stop)):
                 completion_ids, logprobs = super()._generate_single_turn(*args)
             eos = self._tokenizer.eos_token_id
@@ -315,9 +341,42 @@ def _trainer_class() -> type:
             self._fence_stopped = stopped
             return completion_ids, logprobs
 
+        def _generate_refilled(self, model, prompt_ids, stop):
+            """Completions from Sparring's refill decoder (a finished row's slot goes to the
+            next prompt at once): ids up to the closing fence or EOS, each finished one ending
+            in EOS (after a fence: appended, masked out of the loss in `_score_batch`), a row
+            cut at max_completion_length without one (TRL calls it truncated)."""
+            stop.start(len(prompt_ids))
+            was_training = model.training
+            model.eval()
+            try:
+                with torch.inference_mode():
+                    rows = _generate_refill(
+                        model,
+                        [list(p) for p in prompt_ids],
+                        max_new_tokens=self.max_completion_length,
+                        batch_size=self.rollout_batch_size,
+                        pick=lambda logits: _pick(logits, False, self.temperature, self.top_p),
+                        stop=stop,
+                        pad_token_id=self._tokenizer.pad_token_id,
+                    )
+            finally:
+                model.train(was_training)
+            eos = self._tokenizer.eos_token_id
+            eos = self.eos_token_ids[0] if eos is None else eos
+            stopped = [s is not None for s in stop.stopped_at]
+            completion_ids = [
+                [*ids, eos] if fenced or ended else ids
+                for ids, fenced, ended in zip(rows, stopped, stop.ended, strict=True)
+            ]
+            self._fence_stopped = stopped
+            return completion_ids, None
+
         # -- dynamic sampling --------------------------------------------------------------
         def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+            start = time.perf_counter()
             rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+            self.reward_seconds += time.perf_counter() - start
             self._rewards_per_func = rewards  # gathered over processes; groups are row blocks
             return rewards
 
@@ -357,6 +416,9 @@ def _trainer_class() -> type:
                 out = self._keep_rows(out, keep.to(out["advantages"].device))
             if "sparring_skip" in out:
                 self.batches_skipped += 1
+            else:  # the completions whose tokens enter this step's loss
+                kept = int(useful.sum()) * g if self.drop_flat_groups else int(useful.numel()) * g
+                self.completions_trained += kept // self.accelerator.num_processes
             return out
 
         def _score_batch(self, inputs):
@@ -470,6 +532,8 @@ def run_grpo(
         stop_at_fence=cfg.grpo.stop_at_fence,
         drop_flat_groups=cfg.grpo.drop_flat_groups,
         refill_flat_batches=cfg.grpo.refill_flat_batches,
+        sampler=cfg.grpo.sampler,
+        rollout_batch_size=cfg.grpo.rollout_batch_size,
         callbacks=[progress.step_callback(steps), *tracking.trainer_callbacks()],
     )
     start = time.perf_counter()
@@ -500,6 +564,12 @@ def run_grpo(
             "batches_skipped": float(trainer.batches_skipped),
             "batches_refilled": float(trainer.batches_refilled),
             "fence_stop_ratio": trainer.fence_stops / max(1, trainer.completions_total),
+            "completions_sampled": float(trainer.completions_total),
+            "completions_trained": float(trainer.completions_trained),
+            "train_seconds": elapsed,
+            "generation_seconds": trainer.generation_seconds,
+            "reward_seconds": trainer.reward_seconds,
+            "seconds_per_trained_completion": elapsed / max(1, trainer.completions_trained),
         }
     )
     del trainer

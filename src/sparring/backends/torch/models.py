@@ -291,8 +291,10 @@ def shared_peft_model(base_name: str, lora_cfg: Any, *, device: str = "auto", dt
     key = (base_name, dev, str(dtype))
     if key not in _SHARED:
         base, tok = _load_plain(base_name, dev, resolve_dtype(dtype, dev))
-        model = get_peft_model(base, peft_lora_config(lora_cfg), adapter_name="answerer")
-        model.add_adapter("generator", peft_lora_config(lora_cfg))
+        model = get_peft_model(
+            base, peft_lora_config(lora_cfg, num_layers(base)), adapter_name="answerer"
+        )
+        model.add_adapter("generator", peft_lora_config(lora_cfg, num_layers(base)))
         model.sparring_sources = {"answerer": None, "generator": None}
         _SHARED[key] = (model, tok)
     return _SHARED[key]
@@ -311,7 +313,7 @@ def ensure_adapter(model: Any, role: str, source: str | None, lora_cfg: Any) -> 
             model.set_adapter(other)
         model.delete_adapter(role)
     if source is None:
-        model.add_adapter(role, peft_lora_config(lora_cfg))
+        model.add_adapter(role, peft_lora_config(lora_cfg, num_layers(model)))
     else:
         model.load_adapter(source, adapter_name=role, is_trainable=True)
     sources[role] = source
@@ -323,8 +325,28 @@ def clear_shared() -> None:
     _SHARED.clear()
 
 
-def peft_lora_config(lora_cfg: Any):
-    """A PEFT LoraConfig from Sparring's `cfg.lora` section."""
+def num_layers(model: Any) -> int | None:
+    """Decoder layers of `model` (a plain or PEFT-wrapped HF model), or None when unknown."""
+    config = getattr(model, "config", None)
+    return getattr(config, "num_hidden_layers", None)
+
+
+def adapted_layers(top: int, layers: int | None) -> list[int] | None:
+    """Indices of the top `top` of `layers` decoder layers, or None (every layer) for top 0.
+
+    >>> adapted_layers(2, 30), adapted_layers(0, 30), adapted_layers(40, 30)
+    ([28, 29], None, None)
+    """
+    if top <= 0 or (layers is not None and top >= layers):
+        return None
+    if layers is None:
+        raise SparringError("lora.top_layers needs a model whose config names num_hidden_layers")
+    return list(range(layers - top, layers))
+
+
+def peft_lora_config(lora_cfg: Any, layers: int | None = None):
+    """A PEFT LoraConfig from Sparring's `cfg.lora` section (`layers`: the model's decoder
+    layer count, needed when `lora.top_layers` is set)."""
     from peft import LoraConfig
 
     return LoraConfig(
@@ -332,6 +354,7 @@ def peft_lora_config(lora_cfg: Any):
         lora_alpha=lora_cfg.alpha,
         lora_dropout=lora_cfg.dropout,
         target_modules=list(lora_cfg.target_modules),
+        layers_to_transform=adapted_layers(lora_cfg.top_layers, layers),
         bias=lora_cfg.bias,
         task_type=lora_cfg.task_type,
     )

@@ -150,13 +150,17 @@ class TorchPolicy:
                 )
             else:
                 self.model = get_peft_model(
-                    model, models.peft_lora_config(cfg.lora), adapter_name=first
+                    model,
+                    models.peft_lora_config(cfg.lora, models.num_layers(model)),
+                    adapter_name=first,
                 )
             for role in self.roles[1:]:
                 if role in saved:
                     self.model.load_adapter(saved[role], adapter_name=role, is_trainable=True)
                 else:
-                    self.model.add_adapter(role, models.peft_lora_config(cfg.lora))
+                    self.model.add_adapter(
+                        role, models.peft_lora_config(cfg.lora, models.num_layers(self.model))
+                    )
         torch.manual_seed(cfg.seed)
         self._params = {
             role: [p for n, p in self.model.named_parameters() if f".{role}." in n and "lora_" in n]
