@@ -17,8 +17,10 @@ the parent run also ends its child runs still marked RUNNING (killed tasks, or o
 while MLflow was down) as FAILED, tagged `sparring.error`.
 
 MLflow 3: `register_model("runs:/…")` fails for plain artifact folders, so registration logs the
-folder as run artifacts and calls `create_registered_model` + `create_model_version(source=…)` +
-`set_registered_model_alias`.
+folder as a logged model of the run (`create_logged_model` + `log_model_artifacts` +
+`finalize_logged_model`, and `log_outputs` on the run) and registers that:
+`create_model_version(source="models:/<model id>", run_id=…, model_id=…)` +
+`set_registered_model_alias`, so the registry version links to the logged model and its run.
 
 Does not cover: the retry rules (sparring.tracking_retry); metrics lost when the process itself
 dies while the server is down (the buffer lives in memory); a child run created twice when the
@@ -37,7 +39,14 @@ from typing import Any, TypeVar
 
 from sparring import tracking_retry as retry
 from sparring.errors import SparringError
-from sparring.tracking_buffer import PhaseRun, connect, metric_name, numeric, tracking_uri
+from sparring.tracking_buffer import (
+    PhaseRun,
+    connect,
+    ensure_experiment,
+    metric_name,
+    numeric,
+    tracking_uri,
+)
 from sparring.tracking_retry import TrackingUnavailable
 
 # re-exported: callers know them as sparring.tracking.*
@@ -77,13 +86,40 @@ def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
 
 
 def _experiment_id(mlflow, cfg) -> str:
-    def lookup() -> str:
-        exp = mlflow.get_experiment_by_name(cfg.tracking.experiment)
-        if exp is not None:
-            return exp.experiment_id
-        return mlflow.create_experiment(cfg.tracking.experiment)
+    """The config's experiment (created and tagged as fine-tuning if needed), retried."""
+    from mlflow import MlflowClient
 
-    return _call(cfg, "looking up the experiment", lookup)
+    return _call(
+        cfg,
+        "looking up the experiment",
+        lambda: ensure_experiment(MlflowClient(), cfg.tracking.experiment),
+    )
+
+
+# The libraries whose versions change what a run trains and measures; `python` is the
+# interpreter. A package that is not installed (torch under MLX) is simply not logged.
+VERSIONED = ("torch", "transformers", "trl", "peft", "accelerate", "mlflow", "kfp", "sparring")
+
+
+def library_versions() -> dict[str, str]:
+    """`version.<package>` params: the versions this process runs with (python included)."""
+    import importlib.metadata
+    import platform
+
+    out = {"version.python": platform.python_version()}
+    for package in VERSIONED:
+        try:
+            out[f"version.{package}"] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def parent_run_name(cfg, when: float | None = None) -> str:
+    """`<config name> <UTC time>`: what a person reads in the runs table. The KFP run id (a
+    long generated id that repeated the config name) is the tag `sparring.kfp_run_id`."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(time.time() if when is None else when))
+    return f"{cfg.name} {stamp}"[:250]
 
 
 def start_parent_run(cfg, kfp_run_id: str) -> str:
@@ -100,7 +136,7 @@ def start_parent_run(cfg, kfp_run_id: str) -> str:
         "creating the parent run",
         lambda: client.create_run(
             exp_id,
-            run_name=f"{cfg.name}-{kfp_run_id}"[:250],
+            run_name=parent_run_name(cfg),
             tags={
                 PARENT_TAG: kfp_run_id,
                 "sparring.name": cfg.name,
@@ -109,7 +145,7 @@ def start_parent_run(cfg, kfp_run_id: str) -> str:
         ),
     )
     run_id = run.info.run_id
-    params = flatten(to_dict(cfg))
+    params = {**flatten(to_dict(cfg)), **library_versions()}
     items = sorted(params.items())
     from mlflow.entities import Param
 
@@ -382,24 +418,109 @@ def step_curves(cfg, parent_run_id: str, keys: tuple[str, ...] = STEP_KEYS) -> l
     return out
 
 
+def log_headline(
+    cfg, run: PhaseRun, parent_run_id: str, points: list[tuple[str, float, int]]
+) -> int:
+    """Queue the run's headline metrics (sparring.headline) for the parent run through `run`'s
+    buffer: `points` (what the calling phase knows: the report, its decision) plus those read
+    from the parent's child runs (per round, per phase kind, wall times). Returns how many were
+    queued. When MLflow cannot list the child runs (after the usual wait), only `points` go, and
+    one line says so: the headline never fails a phase."""
+    from mlflow.entities import Metric
+
+    from sparring import headline, progress
+
+    now = time.time()
+    points = list(points)
+    try:
+        from mlflow import MlflowClient
+
+        parent = _call(cfg, "reading the parent run", lambda: MlflowClient().get_run(parent_run_id))
+        children = [
+            (c.info.run_name, c.data.metrics, c.info.start_time / 1000.0,
+             (c.info.end_time or 0) / 1000.0)
+            for c in child_runs(cfg, parent_run_id)
+        ]  # fmt: skip
+        points += headline.from_phase_runs(children, now, parent.info.start_time / 1000.0)
+    except TrackingUnavailable as exc:
+        progress.say(f"headline: per-round and per-phase numbers not copied to the parent ({exc})")
+    stamp = int(now * 1000)
+    metrics = [Metric(metric_name(k), float(v), stamp, int(step)) for k, v, step in points]
+    run.log_to(parent_run_id, metrics)
+    return len(metrics)
+
+
 def register_champion(cfg, model_dir: str, run_id: str, score: float) -> str:
-    """Log a model folder as artifacts of `run_id`, register it, point the alias at it. Each
-    call is retried through an outage for `SPARRING_MLFLOW_WAIT_SECONDS`, then fails in one
-    line: a champion that was not registered is not reported as registered."""
+    """Log a model folder as an MLflow 3 logged model of `run_id` (the run that produced it: its
+    output, so the runs table's Model column shows it), register a version of it, point the
+    alias at it; returns the version. Each call is retried through an outage for
+    `SPARRING_MLFLOW_WAIT_SECONDS`, then fails in one line: a champion that was not registered
+    is not reported as registered."""
     if not Path(model_dir).is_dir():
         raise SparringError(f"{model_dir}: champion model folder does not exist")
     connect(cfg)
     from mlflow import MlflowClient
-    from mlflow.exceptions import MlflowException
 
     client = MlflowClient()
+    model_id = log_champion_model(cfg, client, model_dir, run_id, score)
+    version = _register_version(cfg, client, model_id, run_id, score)
+    _call(
+        cfg,
+        "setting the champion alias",
+        lambda: client.set_registered_model_alias(
+            cfg.selection.registered_model, cfg.selection.alias, version
+        ),
+    )
+    log.info(
+        "registered %s version %s as @%s (logged model %s)",
+        cfg.selection.registered_model, version, cfg.selection.alias, model_id,
+    )  # fmt: skip
+    return version
+
+
+def log_champion_model(cfg, client, model_dir: str, run_id: str, score: float) -> str:
+    """The champion folder as a READY logged model whose source run is `run_id`, logged as that
+    run's output; returns its id. A plain folder (weights, tokenizer, Sparring's meta), not a
+    flavor: `models:/<id>` downloads it as it is, which is all `download_champion` and
+    `sparring.inference.resolve_checkpoint` need."""
+    from mlflow.entities import LoggedModelOutput
+
+    run = _call(cfg, "reading the parent run", lambda: client.get_run(run_id))
+    model = _call(
+        cfg,
+        "creating the champion's logged model",
+        lambda: client.create_logged_model(
+            run.info.experiment_id,
+            name=MODEL_SUBDIR,
+            source_run_id=run_id,
+            tags={"sparring.score": f"{score:.6f}", "sparring.name": cfg.name},
+            model_type="answerer",
+        ),
+    )
+    model_id = model.model_id
     _call(
         cfg,
         "uploading the champion",
-        lambda: client.log_artifacts(run_id, model_dir, MODEL_SUBDIR),
+        lambda: client.log_model_artifacts(model_id, model_dir),
     )
-    run = _call(cfg, "reading the parent run", lambda: client.get_run(run_id))
-    source = f"{run.info.artifact_uri.rstrip('/')}/{MODEL_SUBDIR}"
+    _call(cfg, "finalizing the champion", lambda: client.finalize_logged_model(model_id, "READY"))
+    _call(
+        cfg,
+        "linking the champion to its run",
+        lambda: client.log_outputs(run_id, [LoggedModelOutput(model_id, step=0)]),
+    )
+    return model_id
+
+
+def _register_version(cfg, client, model_id: str, run_id: str, score: float) -> str:
+    """A registry version of the logged model (source `models:/<id>`, its run and model id),
+    and the logged model's `mlflow.modelVersions` tag naming it, as `mlflow.register_model`
+    does (the logged model's page then links to the registry)."""
+    import json
+
+    from mlflow.exceptions import MlflowException
+    from mlflow.utils.mlflow_tags import MLFLOW_MODEL_VERSIONS
+
     name = cfg.selection.registered_model
 
     def ensure_model() -> None:
@@ -415,15 +536,19 @@ def register_champion(cfg, model_dir: str, run_id: str, score: float) -> str:
         cfg,
         "registering the champion",
         lambda: client.create_model_version(
-            name, source=source, run_id=run_id, tags={"sparring.score": f"{score:.6f}"}
+            name,
+            source=f"models:/{model_id}",
+            run_id=run_id,
+            model_id=model_id,
+            tags={"sparring.score": f"{score:.6f}"},
         ),
     )
+    link = json.dumps([{"name": name, "version": str(version.version)}])
     _call(
         cfg,
-        "setting the champion alias",
-        lambda: client.set_registered_model_alias(name, cfg.selection.alias, version.version),
+        "linking the champion to its version",
+        lambda: client.set_logged_model_tags(model_id, {MLFLOW_MODEL_VERSIONS: link}),
     )
-    log.info("registered %s version %s as @%s", name, version.version, cfg.selection.alias)
     return str(version.version)
 
 

@@ -45,6 +45,24 @@ def connect(cfg):
     return mlflow
 
 
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+# Sparring fine-tunes pretrained code LLMs (GRPO, LoRA or full): "finetuning" names that. Any
+# training kind makes MLflow 3.17's UI open the experiment on its runs table instead of the
+# GenAI tracing overview it shows an experiment without the tag.
+EXPERIMENT_KIND = "finetuning"
+
+
+def ensure_experiment(client: Any, name: str) -> str:
+    """The id of the experiment `name`, created if missing, tagged as a fine-tuning experiment
+    (also when an older Sparring created it untagged). One attempt: callers retry."""
+    exp = client.get_experiment_by_name(name)
+    if exp is None:
+        return client.create_experiment(name, tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
+    if not exp.tags.get(EXPERIMENT_KIND_TAG):  # a user's own choice of kind is kept
+        client.set_experiment_tag(exp.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+    return exp.experiment_id
+
+
 def metric_name(key: str) -> str:
     """An MLflow-legal metric name: `pass@1` -> `pass_at_1`; other odd characters -> `_`."""
     key = str(key).replace("@", "_at_")
@@ -79,6 +97,9 @@ class PhaseRun:
         self.pending: list[Any] = []  # mlflow.entities.Metric, in logging order
         self._last_stamp: dict[tuple[str, int], int] = {}  # (key, step) -> last timestamp
         self.files: list[tuple[str, str | None]] = []
+        # (kind, target run id or "" for this run, payload): dataset inputs, and metrics for
+        # another run (the parent's headline numbers), sent through the same buffer
+        self.extra: list[tuple[str, str, Any]] = []
         self.logged = 0  # values handed to log_metrics
         self.sent = 0
         self.dropped = 0
@@ -115,12 +136,25 @@ class PhaseRun:
         self.files.append((str(path), artifact_path))
         self.flush()
 
+    def log_inputs(self, datasets: list[Any], run_id: str = "") -> None:
+        """Queue MLflow `DatasetInput`s for this run, or for `run_id` (the parent run)."""
+        if datasets:
+            self.extra.append(("inputs", run_id, list(datasets)))
+            self.flush()
+
+    def log_to(self, run_id: str, metrics: list[Any]) -> None:
+        """Queue `mlflow.entities.Metric`s for another run (the parent run's headline metrics):
+        the parent run has no buffer of its own, and these are logged from inside a phase."""
+        if metrics:
+            self.extra.append(("metrics", run_id, list(metrics)))
+            self.flush()
+
     def flush(self, now: bool = False) -> bool:
         """Send what is queued if MLflow answers (at once with `now`, else not before the
         backoff allows); True when nothing is left to send."""
         if self._given_up:
             return False
-        if self.run_id and not self.pending and not self.files:
+        if self.run_id and not self.pending and not self.files and not self.extra:
             return True
         clock = time.monotonic()
         if not now and clock < self._retry_at:
@@ -132,9 +166,10 @@ class PhaseRun:
         except Exception as exc:
             if not retry.transient(exc):
                 # refused for good (a bad value, a deleted parent): drop it, keep training
-                self.dropped += len(self.pending) + len(self.files)
+                self.dropped += len(self.pending) + len(self.files) + len(self.extra)
                 self.pending.clear()
                 self.files.clear()
+                self.extra.clear()
                 self._given_up = not self.run_id
                 log.warning("MLflow refused the values of %s: %s", self.label, retry.one_line(exc))
                 return False
@@ -165,12 +200,7 @@ class PhaseRun:
             if self.parent_run_id:
                 exp_id = client.get_run(self.parent_run_id).info.experiment_id
             else:
-                import mlflow
-
-                exp = mlflow.get_experiment_by_name(self.cfg.tracking.experiment)
-                exp_id = exp.experiment_id if exp else mlflow.create_experiment(
-                    self.cfg.tracking.experiment
-                )  # fmt: skip
+                exp_id = ensure_experiment(client, self.cfg.tracking.experiment)
             tags = {"sparring.round": str(self.round_index), "sparring.phase": self.name}
             if self.parent_run_id:
                 tags["mlflow.parentRunId"] = self.parent_run_id
@@ -186,6 +216,13 @@ class PhaseRun:
             path, artifact_path = self.files[0]
             client.log_artifact(self.run_id, path, artifact_path)
             self.files.pop(0)
+        while self.extra:
+            kind, target, payload = self.extra[0]
+            if kind == "inputs":
+                client.log_inputs(target or self.run_id, datasets=payload)
+            else:
+                client.log_batch(target or self.run_id, metrics=payload)
+            self.extra.pop(0)
 
     def close(self, status: str = "FINISHED") -> None:
         """Send what is left (waiting up to `wait_seconds()` for MLflow) and end the run; else
@@ -221,6 +258,8 @@ class PhaseRun:
             )
         if self.files:
             missing.append(f"{len(self.files)} files")
+        if self.extra:
+            missing.append(f"{len(self.extra)} batches of dataset inputs or parent-run metrics")
         if self.dropped:
             missing.append(f"{self.dropped} values MLflow refused")
         if not ended:

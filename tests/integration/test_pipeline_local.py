@@ -85,7 +85,9 @@ def _run_and_check(tmp_path, mlflow_server, s3_server, name, extra, capsys, monk
     if select.data.metrics["promoted"] == 1.0:
         version = client.get_model_version_by_alias(cfg.selection.registered_model, "champion")
         assert version.run_id == parent.info.run_id
-        assert any(k.endswith("champion/sparring_model.json") for k in keys), keys
+        assert version.source.startswith("models:/m-")  # a logged model of the parent run
+        logged = f"/models/{version.source.removeprefix('models:/')}/artifacts/sparring_model.json"
+        assert any(logged in k for k in keys), keys
     else:  # the selection refused every snapshot: the reason is on record, nothing registered
         pytest.fail(f"nothing promoted: {select.data.params or select.data.tags}")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -38,9 +39,10 @@ def test_uri_env_wins(monkeypatch, tmp_path):
     assert tracking.ui_hint(cfg) == "http://elsewhere:5000"
 
 
-def test_parent_child_register_download(cfg, mlflow_server, s3_server, tmp_path):
+def test_parent_child_register_download(cfg, mlflow_server, s3_server, tmp_path, monkeypatch):
     import boto3
     import mlflow
+    from mlflow.entities import LoggedModelStatus
 
     parent = tracking.start_parent_run(cfg, "kfp-run-42")
     with tracking.child_run(cfg, parent, "train-answerer", 1) as child:
@@ -69,10 +71,31 @@ def test_parent_child_register_download(cfg, mlflow_server, s3_server, tmp_path)
     client = mlflow.MlflowClient()
     v = client.get_model_version_by_alias(cfg.selection.registered_model, "champion")
     assert v.version == "2" and v.run_id == parent
+    # the version is a logged model of the parent run (MLflow 3), which names it back (the
+    # open-source registry keeps the link as the source `models:/<model id>`, not `model_id`)
+    assert v.source.startswith("models:/m-")
+    logged = client.get_logged_model(v.source.removeprefix("models:/"))
+    assert logged.source_run_id == parent
+    assert logged.status == LoggedModelStatus.READY
+    assert json.loads(logged.tags["mlflow.modelVersions"])[0]["version"] == "2"
+    assert logged.model_id in {o.model_id for o in client.get_run(parent).outputs.model_outputs}
+    exp = client.get_experiment(p.info.experiment_id)
+    assert exp.tags["mlflow.experimentKind"] == "finetuning"
+    assert (
+        p.data.params["version.mlflow"] == mlflow.__version__ and "version.python" in p.data.params
+    )
+    assert p.info.run_name.startswith("smoke 20") and "kfp-run-42" not in p.info.run_name
 
     out = tmp_path / "downloaded"
     assert tracking.download_champion(cfg, str(out))
     assert (out / "adapter.bin").read_bytes() == b"\x00" * 100
+    from sparring import inference
+
+    monkeypatch.setenv("SPARRING_CACHE", str(tmp_path / "cache"))
+    got = inference.resolve_checkpoint(
+        f"models:/{cfg.selection.registered_model}@champion", tracking_uri=mlflow_server
+    )
+    assert json.loads((Path(got) / "sparring_model.json").read_text()) == {"base": "tiny-random"}
 
     keys = [
         o["Key"]
@@ -80,7 +103,8 @@ def test_parent_child_register_download(cfg, mlflow_server, s3_server, tmp_path)
         .list_objects_v2(Bucket="sparring-test", Prefix="mlflow/")
         .get("Contents", [])
     ]
-    assert any(k.endswith("champion/adapter.bin") for k in keys), keys
+    # a logged model's files live under the experiment's models/<model id>/artifacts
+    assert any(f"/models/{logged.model_id}/artifacts/adapter.bin" in k for k in keys), keys
     tracking.finish_parent_run(cfg, parent)
     assert mlflow.get_run(parent).info.status == "FINISHED"
 
