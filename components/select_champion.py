@@ -1,5 +1,5 @@
-"""select: choose the best snapshot, register it as the champion, persist the test bank, and
-finish the MLflow parent run."""
+"""select: choose the best snapshot, register it as the champion, persist the test bank, copy
+the run's headline metrics onto the MLflow parent run (sparring.headline), and finish it."""
 
 from kfp.dsl import Artifact, Dataset, Input, Metrics, Model, Output
 
@@ -27,6 +27,8 @@ def select(
                 parent_run_id,
             )
         )  # fmt: skip
+        if parent_run_id:  # the last phase: the run's headline numbers onto the parent run
+            tracking.log_headline(cfg, run, parent_run_id, phase.headline(cfg, report.path, result))
     if parent_run_id:
         tracking.finish_parent_run(cfg, parent_run_id)  # the pipeline run is complete
     kfp_io.to_kfp_metrics(metrics, result)

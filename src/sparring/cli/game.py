@@ -87,7 +87,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.no_tracking:
         result = run_game(cfg, str(out))
     else:
-        from sparring import tracking
+        from sparring import headline, tracking
 
         parent = tracking.start_parent_run(cfg, f"game-{args.name}-{stamp}")
         status = "FAILED"
@@ -95,6 +95,8 @@ def _run(args: argparse.Namespace) -> int:
             with tracking.phase_run(cfg, parent, f"train-{args.name}", 1) as run:
                 result = run_game(cfg, str(out))
                 run.log({f"after/{k}": v for k, v in result["after"].items()})
+                report = {"base": result["before"], "trained": result["after"]}
+                tracking.log_headline(cfg, run, parent, headline.from_game_report(report, {}))
             status = "FINISHED"
         finally:
             tracking.finish_parent_run(cfg, parent, status)

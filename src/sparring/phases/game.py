@@ -151,3 +151,12 @@ def select_game(
     if parent_run_id:
         version = tracking.register_champion(named, str(out), parent_run_id, score)
     return {"promoted": 1.0, "score": score, "version": version, "reason": "no role got worse"}
+
+
+def game_headline(report_dir: str, result: dict[str, Any]) -> list[tuple[str, float, int]]:
+    """The headline metrics of a game run the report and select's decision give
+    (sparring.headline.from_game_report)."""
+    from sparring import headline
+
+    report = json.loads((Path(report_dir) / "report.json").read_text())
+    return headline.from_game_report(report, result)

@@ -2,7 +2,8 @@
 
 Covers: `select_and_register` (choose by sparring.evaluation.snapshots.choose_best, copy the
 champion, register it under the alias, and with `serving.deploy_champion` create or update its
-KServe InferenceService) and `save_bank`. Does not cover: the selection rule.
+KServe InferenceService), `save_bank` and `headline` (the report's base-vs-champion numbers for
+the parent run). Does not cover: the selection rule, the headline's names (sparring.headline).
 """
 
 from __future__ import annotations
@@ -65,3 +66,11 @@ def save_bank(cfg: Config, bank_path: str) -> bool:
         p = p / "bank.jsonl"
     storage.write_text(cfg.storage.bank_uri, p.read_text() if p.is_file() else "")
     return True
+
+
+def headline(cfg: Config, report_dir: str, result: dict[str, Any]) -> list[tuple[str, float, int]]:
+    """The headline metrics the report and the decision give (sparring.headline.from_report)."""
+    from sparring import headline as headline_mod
+
+    report = json.loads((Path(report_dir) / "report.json").read_text())
+    return headline_mod.from_report(report, result, cfg.seed)
