@@ -12,13 +12,14 @@ def evaluate(
     report: Output[Artifact],
     metrics: Output[Metrics],
 ):
-    from sparring import tracking
+    from sparring import datasets, tracking
     from sparring.phases import evaluate as phase
     from sparring.phases import kfp_io
     from sparring.phases.validate import bank_file
 
     cfg = kfp_io.config_from_yaml(config_yaml)
     with tracking.phase_run(cfg, parent_run_id, "evaluate", kfp_io.final_round(cfg)) as run:
+        kfp_io.log_problem_sets(run, cfg, data.path, datasets.EVALUATION)
         result = run.log(
             phase.evaluate(
                 cfg, data.path, snapshots.path, bank_file(bank.path), report.path, parent_run_id

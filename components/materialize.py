@@ -11,7 +11,7 @@ def materialize(
     metrics: Output[Metrics],
 ) -> str:
     """Returns the MLflow parent run id (the given one, or a new one tagged with kfp_run_id)."""
-    from sparring import tracking
+    from sparring import datasets, tracking
     from sparring.phases import kfp_io
     from sparring.phases.materialize import materialize_carrying_bank
 
@@ -19,5 +19,6 @@ def materialize(
     run_id = kfp_io.ensure_parent_run(cfg, parent_run_id, kfp_run_id)
     with tracking.phase_run(cfg, run_id, "materialize", kfp_io.SETUP_ROUND) as run:
         result = run.log(materialize_carrying_bank(cfg, data.path))
+        kfp_io.log_problem_sets(run, cfg, data.path, datasets.SETS_ALL, parent_run_id=run_id)
     kfp_io.to_kfp_metrics(metrics, result)
     return run_id

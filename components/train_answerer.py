@@ -19,7 +19,7 @@ def train_answerer(
     metrics: Output[Metrics],
     launcher: str = "task",
 ):
-    from sparring import tracking
+    from sparring import datasets, tracking
     from sparring.phases import answerer, kfp_io
     from sparring.phases.validate import bank_file, validation_metrics
 
@@ -29,6 +29,7 @@ def train_answerer(
         with tracking.phase_run(cfg, parent_run_id, "validate-tests", round_index) as run:
             run.log(validation)
     with tracking.phase_run(cfg, parent_run_id, f"train-{phase}", round_index) as run:
+        kfp_io.log_problem_sets(run, cfg, data.path, datasets.TRAINING)
         if launcher == "trainjob":  # kubernetes.trainer.nodes > 1: a Kubeflow Trainer TrainJob
             from sparring.cluster import launch
 

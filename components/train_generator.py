@@ -20,11 +20,12 @@ def train_generator(
     metrics: Output[Metrics],
     launcher: str = "task",
 ):
-    from sparring import tracking
+    from sparring import datasets, tracking
     from sparring.phases import generator, kfp_io
 
     cfg = kfp_io.config_from_yaml(config_yaml)
     with tracking.phase_run(cfg, parent_run_id, "train-generator", round_index) as run:
+        kfp_io.log_problem_sets(run, cfg, data.path, datasets.TRAINING)
         if launcher == "trainjob":  # kubernetes.trainer.nodes > 1: a Kubeflow Trainer TrainJob
             from sparring.cluster import launch
 

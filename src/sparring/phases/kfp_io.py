@@ -2,19 +2,25 @@
 
 Covers: `config_from_yaml` (the config a component receives as a YAML string; storage set up
 from it), `ensure_parent_run`, the round numbers setup and final phases log under, and
-`to_kfp_metrics`. The MLflow child run of a phase is `sparring.tracking.phase_run`.
+`to_kfp_metrics` and `log_problem_sets` (the problem sets a phase used, as MLflow dataset
+inputs of its run and, from materialize, of the parent run). The MLflow child run of a phase
+is `sparring.tracking.phase_run`.
 Does not cover: any phase's work (the modules beside this one).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from sparring import storage, tracking
 from sparring.config import Config, from_dict
+
+log = logging.getLogger(__name__)
 
 
 def config_from_yaml(text: str) -> Config:
@@ -53,3 +59,22 @@ def to_kfp_metrics(artifact, result: dict) -> None:
         artifact.log_metric(key, value)
     Path(artifact.path).parent.mkdir(parents=True, exist_ok=True)
     Path(artifact.path).write_text(json.dumps(numeric, indent=1, sort_keys=True))
+
+
+def log_problem_sets(
+    run: Any, cfg: Config, data_dir: str, keys: tuple[str, ...], parent_run_id: str = ""
+) -> None:
+    """Queue the `keys` problem sets of the materialized `data_dir` (sparring.datasets) as
+    dataset inputs of the phase's run `run` (a PhaseRun, so an outage only delays them), and of
+    `parent_run_id` when given. A dataset that cannot be described is a warning, never a
+    failed phase."""
+    from sparring import datasets
+
+    try:
+        found = datasets.inputs(cfg, data_dir, keys)
+    except Exception as exc:  # the phase's work matters more than its Dataset column
+        log.warning("problem sets not logged as MLflow datasets: %s", exc)
+        return
+    run.log_inputs(found)
+    if parent_run_id:
+        run.log_inputs(found, run_id=parent_run_id)
