@@ -119,6 +119,11 @@ class GrpoConfig:
     rollout_batch_size: int = _f(
         16, "rows the refill sampler decodes at once (training and evaluation)", ge=1
     )
+    share_prompt_forward: bool = _f(
+        True,
+        "in the loss, run each distinct prompt once per batch and share its KV cache with "
+        "the group's rows (same log-probs as TRL's per-row forward, fewer tokens)",
+    )
     per_device_batch_size: int = _f(4, "completions per device per step", ge=1)
     gradient_accumulation_steps: int = _f(1, "micro-batches per optimizer step", ge=1)
     use_vllm: bool = _f(False, "generate with vLLM through TRL (weight sync needs a CUDA GPU)")

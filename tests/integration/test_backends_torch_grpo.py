@@ -7,7 +7,6 @@ the loss (`grpo.mask_truncated_completions=false`); the fence test makes rows en
 from __future__ import annotations
 
 import os
-import tempfile
 
 import pytest
 import torch
@@ -139,7 +138,12 @@ def test_generate_is_seeded_and_greedy():
     assert g1[0] == g2[0]  # left padding: batching does not change greedy output
     # no fence here: the refilling sampler and plain HF generate agree token for token
     assert generate(model, tok, msgs, max_new_tokens=6, batch_size=1, stop_at_fence=False) == g1
-    assert tempfile.gettempdir()
+    # a repeated prompt is prefilled once and its KV cache copied to every row of it: greedy
+    # samples of one prompt equal the lone greedy answer, beside another prompt in the batch
+    shared = generate(model, tok, msgs, max_new_tokens=6, num_samples=3, batch_size=6)
+    assert shared == [[g1[0][0]] * 3, [g1[1][0]] * 3]
+    hf = generate(model, tok, msgs, max_new_tokens=6, num_samples=3, stop_at_fence=False)
+    assert hf == shared
 
 
 def test_grpo_completions_stop_at_the_fence(tmp_path, monkeypatch):
@@ -185,3 +189,59 @@ def test_grpo_completions_stop_at_the_fence(tmp_path, monkeypatch):
     assert metrics["fence_stop_ratio"] == 0.5 and metrics["trl/sparring_fence_stop_ratio"] == 0.5
     lora_b = [v for k, v in trained.state_dict().items() if "lora_B" in k]
     assert any(v.abs().sum() > 0 for v in lora_b), "the fenced rows did not train"
+
+
+def test_shared_prompt_forward_equals_trls_per_row_forward(tmp_path, monkeypatch):
+    """The loss's log-probs with each distinct prompt run once (its KV cache shared by the
+    group) equal TRL's per-row forward, values and LoRA gradients, on left-padded prompts of
+    different lengths and right-padded completions."""
+    from sparring.backends.torch import grpo
+    from sparring.backends.torch.grpo import _trainer_class, grpo_args
+
+    calls = []
+    real = grpo._shared_prompt_logps
+    monkeypatch.setattr(grpo, "_shared_prompt_logps", lambda *a: calls.append(1) or real(*a))
+    cfg = cfg_for(**{"grpo.num_generations": 2, "grpo.per_device_batch_size": 4})
+    model, tok = models.load_model("tiny-random")
+    trainer = _trainer_class()(
+        model=model,
+        reward_funcs=[LengthReward()],
+        args=grpo_args(cfg, str(tmp_path), 1, 0, "cpu", 16),
+        train_dataset=dataset(),
+        processing_class=tok,
+        peft_config=models.peft_lora_config(cfg.lora),
+    )
+    trained = trainer.model
+    for name, p in trained.named_parameters():  # non-zero B so gradients reach lora_A too
+        if "lora_B" in name:
+            torch.nn.init.normal_(p, std=0.02)
+    pad = tok.pad_token_id
+    prompts = [[5, 6, 7, 8, 9], [pad, pad, 11, 12, 13]]  # left-padded, as TRL batches them
+    ids, mask = [], []
+    for i, completion_len in enumerate((4, 2, 3, 4)):  # rows 0-1: prompt 0, rows 2-3: prompt 1
+        p = prompts[i // 2]
+        done = [20 + i + t for t in range(completion_len)] + [pad] * (4 - completion_len)
+        ids.append(p + done)
+        mask.append([int(t != pad) for t in p] + [1] * completion_len + [0] * (4 - completion_len))
+    ids, mask = torch.tensor(ids), torch.tensor(mask)
+
+    def logps_and_grads(shared: bool):
+        trainer.share_prompt_forward = shared
+        trained.zero_grad()
+        logps, entropies, _ = trainer._get_per_token_logps_and_entropies(
+            trained, ids, mask, 4, compute_entropy=True
+        )
+        (logps * mask[:, -4:]).sum().backward()
+        grads = {n: p.grad.clone() for n, p in trained.named_parameters() if p.grad is not None}
+        return logps.detach(), entropies.detach(), grads
+
+    per_row, per_row_entropy, per_row_grads = logps_and_grads(False)
+    assert not calls
+    shared, shared_entropy, shared_grads = logps_and_grads(True)
+    assert calls == [1]  # the shared path ran (two distinct prompts among four rows)
+    keep = mask[:, -4:].bool()
+    assert torch.allclose(per_row[keep], shared[keep], atol=1e-5)
+    assert torch.allclose(per_row_entropy[keep], shared_entropy[keep], atol=1e-4)
+    assert per_row_grads.keys() == shared_grads.keys() and per_row_grads
+    for name, grad in per_row_grads.items():
+        assert torch.allclose(grad, shared_grads[name], atol=1e-5), name

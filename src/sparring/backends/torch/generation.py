@@ -214,12 +214,17 @@ def _generate_refill(
         free = batch_size - len(rows)
         if pending and free > 0:
             new = [pending.pop() for _ in range(min(free, len(pending)))]
-            width = max(len(prompts[i]) for i in new)
-            ids = torch.full((len(new), width), pad_token_id, dtype=torch.long)
-            new_mask = torch.zeros((len(new), width), dtype=torch.long)
-            for r, i in enumerate(new):
-                ids[r, width - len(prompts[i]) :] = torch.tensor(prompts[i])
-                new_mask[r, width - len(prompts[i]) :] = 1
+            # A GRPO group (or num_samples > 1) repeats one prompt: prefill each distinct prompt
+            # once and give every row of it a copy of that KV cache.
+            distinct: dict[tuple[int, ...], int] = {}
+            slot = [distinct.setdefault(tuple(prompts[i]), len(distinct)) for i in new]
+            unique = list(distinct)
+            width = max(len(p) for p in unique)
+            ids = torch.full((len(unique), width), pad_token_id, dtype=torch.long)
+            new_mask = torch.zeros((len(unique), width), dtype=torch.long)
+            for r, p in enumerate(unique):
+                ids[r, width - len(p) :] = torch.tensor(p)
+                new_mask[r, width - len(p) :] = 1
             ids, new_mask = ids.to(device), new_mask.to(device)
             new_pos = (new_mask.cumsum(-1) - 1).clamp(min=0)
             new_cache = DynamicCache(config=model.config)
@@ -232,6 +237,13 @@ def _generate_refill(
                 **keep_one,
             )
             new_logits = out.logits[:, -1].float()
+            if len(unique) < len(new):
+                expand = torch.tensor(slot, device=device)
+                for layer in new_cache.layers:
+                    layer.keys = layer.keys.index_select(0, expand)
+                    layer.values = layer.values.index_select(0, expand)
+                new_mask, new_pos = new_mask[expand], new_pos[expand]
+                new_logits = new_logits[expand]
             if cache is None:
                 cache, mask, positions, logits = new_cache, new_mask, new_pos[:, -1] + 1, new_logits
             else:

@@ -284,8 +284,10 @@ def _trainer_class() -> type:
             refill_flat_batches: int = 0,
             sampler: str = "refill",
             rollout_batch_size: int = 16,
+            share_prompt_forward: bool = True,
             **kw: Any,
         ) -> None:
+            self.share_prompt_forward = share_prompt_forward
             self.stop_at_fence = stop_at_fence
             self.sampler = sampler
             self.rollout_batch_size = rollout_batch_size
@@ -484,12 +486,90 @@ def _trainer_class() -> type:
                 out["sparring_skip"] = torch.tensor(True)
             return out
 
+        # -- one prompt forward per group ---------------------------------------------------
+        def _get_per_token_logps_and_entropies(
+            self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
+            compute_entropy=False, compute_aux_loss=False, **extra,
+        ):  # fmt: skip
+            """TRL's per-token log-probs of the completions, with each distinct prompt run once
+            (its KV cache shared by the group's rows) instead of once per row: a GRPO group's
+            rows repeat one prompt, and the prompt is most of each row's tokens. Same values
+            as TRL's (tests/integration/test_backends_torch_grpo.py); TRL's own path for
+            multimodal inputs, MoE aux losses, sharded models, or when no prompt repeats."""
+            plain = not compute_aux_loss and all(v is None for v in extra.values())
+            prompt_len = input_ids.size(1) - logits_to_keep
+            if not (self.share_prompt_forward and plain and prompt_len > 1) or (
+                self.is_fsdp_enabled or self.is_deepspeed_enabled
+            ):
+                return super()._get_per_token_logps_and_entropies(
+                    model, input_ids, attention_mask, logits_to_keep, batch_size,
+                    compute_entropy, compute_aux_loss, **extra,
+                )  # fmt: skip
+            prompts = torch.cat([input_ids[:, :prompt_len], attention_mask[:, :prompt_len]], 1)
+            unique, slot = torch.unique(prompts, dim=0, return_inverse=True)
+            if unique.size(0) == input_ids.size(0):
+                return super()._get_per_token_logps_and_entropies(
+                    model, input_ids, attention_mask, logits_to_keep, batch_size,
+                    compute_entropy, compute_aux_loss, **extra,
+                )  # fmt: skip
+            return _shared_prompt_logps(
+                model, self.accelerator, input_ids, attention_mask, logits_to_keep, unique,
+                slot, prompt_len, compute_entropy,
+            )  # fmt: skip
+
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             if "sparring_skip" in inputs:  # no signal: no forward/backward, grads stay None
                 return torch.zeros((), device=self.accelerator.device, requires_grad=True)
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
 
     return SparringGRPOTrainer
+
+
+def _shared_prompt_logps(
+    model: Any,
+    accelerator: Any,
+    input_ids: Any,
+    attention_mask: Any,
+    logits_to_keep: int,
+    unique: Any,
+    slot: Any,
+    prompt_len: int,
+    compute_entropy: bool,
+) -> tuple[Any, Any, None]:
+    """Per-token log-probs (and entropies) of the last `logits_to_keep` tokens of each row, the
+    prompt part (all but its last token) run once per distinct prompt (`unique`, rows mapped to
+    it by `slot`) with gradients, its KV cache copied to the rows; then each row runs its last
+    prompt token and its completion on that cache through TRL's fused LM head, as TRL does."""
+    from transformers import DynamicCache
+
+    head = prompt_len - 1
+    cache = DynamicCache(config=accelerator.unwrap_model(model).config)
+    with accelerator.autocast():
+        model(
+            input_ids=unique[:, :head],
+            attention_mask=unique[:, prompt_len : prompt_len + head],
+            cache=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+    for layer in cache.layers:  # index_select keeps the graph: each row's grads reach the prompt
+        layer.keys = layer.keys.index_select(0, slot)
+        layer.values = layer.values.index_select(0, slot)
+    tail = input_ids[:, head:]
+    labels = tail.masked_fill(attention_mask[:, head:] == 0, -100)
+    labels[:, 0] = -100  # the last prompt token is context, not scored
+    with accelerator.autocast():
+        out = model(
+            input_ids=tail,
+            attention_mask=attention_mask,
+            cache=cache,
+            use_cache=True,
+            labels=labels,
+            fused_lm_head=True,
+        )
+    logps = out.log_probs[:, -logits_to_keep:]
+    entropies = out.entropy[:, -logits_to_keep:] if compute_entropy else None
+    return logps, entropies, None
 
 
 def run_grpo(
@@ -534,6 +614,7 @@ def run_grpo(
         refill_flat_batches=cfg.grpo.refill_flat_batches,
         sampler=cfg.grpo.sampler,
         rollout_batch_size=cfg.grpo.rollout_batch_size,
+        share_prompt_forward=cfg.grpo.share_prompt_forward,
         callbacks=[progress.step_callback(steps), *tracking.trainer_callbacks()],
     )
     start = time.perf_counter()
