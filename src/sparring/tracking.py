@@ -1,10 +1,13 @@
 """MLflow tracking: one parent run per pipeline run, a child run per phase and round, the registry.
 
-Covers: the parent run (tagged with the KFP run id, the resolved config as `config.yaml` plus
-flattened params), child runs created in whichever process a component runs (`phase_run`),
-metric logging (and `trainer_callbacks`, through which TRL's and Transformers' per-step logs
-arrive), reading a run's phases back, registering the champion and downloading it for recurring
-training. The tracking URI and the buffer are in sparring.tracking_buffer.
+Covers: the parent run (named `<config name> <UTC time>`, tagged with the KFP run id, the
+resolved config as `config.yaml` plus flattened params and the library versions as `version.*`
+params, in an experiment tagged `mlflow.experimentKind=finetuning` so MLflow's UI opens on its
+runs), child runs created in whichever process a component runs (`phase_run`), metric logging
+(and `trainer_callbacks`, through which TRL's and Transformers' per-step logs arrive), reading a
+run's phases back, the headline metrics copied onto the parent run (`log_headline`; the names are
+sparring.headline's), registering the champion and downloading it for recurring training. The
+tracking URI and the buffer are in sparring.tracking_buffer.
 
 An MLflow outage does not stop training. A phase's child run (`phase_run`, `PhaseRun`) is fed
 from a buffer: metric values and files wait in memory while the server does not answer and are

@@ -4,9 +4,11 @@ child run fed from a buffer.
 Covers: `tracking_uri` (`MLFLOW_TRACKING_URI` wins over `tracking.mlflow_uri`; relative
 `sqlite:///` paths are made absolute so every KFP task process sees the same database),
 `connect` (MLflow pointed at it, failing fast so Sparring's own deadline counts), `metric_name`,
-and `PhaseRun`: metric values and files queued in memory and sent, with the time they were
-logged, whenever MLflow answers (the run is created then if it could not be at the start); at
-the phase's end it waits up to `SPARRING_MLFLOW_WAIT_SECONDS` and names what was not logged.
+`ensure_experiment` (get or create, tagged as a fine-tuning experiment), and `PhaseRun`: metric
+values, files, dataset inputs and metrics for the parent run queued in memory and sent, with the
+time they were logged, whenever MLflow answers (the run is created then if it could not be at
+the start); at the phase's end it waits up to `SPARRING_MLFLOW_WAIT_SECONDS` and names what was
+not logged.
 
 Does not cover: opening and closing phases (sparring.tracking.phase_run), the parent run and the
 registry (sparring.tracking), the retry rules (sparring.tracking_retry); values lost when the
@@ -81,7 +83,8 @@ class PhaseRun:
     """The child run `r{round}-{name}` of one phase, fed from a buffer.
 
     `log(metrics)` logs the numeric entries and keeps them for the line printed when the phase
-    is done; `log_metrics` and `log_artifact` queue values and files. Each call tries to send
+    is done; `log_metrics` and `log_artifact` queue values and files, `log_inputs` dataset
+    inputs (of this run or the parent), `log_to` metrics of another run. Each call tries to send
     what is queued (creating the run first if MLflow did not answer at the start); while the
     server is down it retries no more often than every 1, 2, 4 ... 30 s, so training is not
     slowed, and says once that it is buffering. `close` waits up to `wait_seconds()` for the
