@@ -201,6 +201,7 @@ def test_shared_prompt_forward_equals_trls_per_row_forward(tmp_path, monkeypatch
     calls = []
     real = grpo._shared_prompt_logps
     monkeypatch.setattr(grpo, "_shared_prompt_logps", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(grpo, "SHARED_CHUNK_ROWS", 3)  # rows by length 2,3,4 | 4: two chunks
     cfg = cfg_for(**{"grpo.num_generations": 2, "grpo.per_device_batch_size": 4})
     model, tok = models.load_model("tiny-random")
     trainer = _trainer_class()(

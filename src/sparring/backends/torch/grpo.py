@@ -525,6 +525,11 @@ def _trainer_class() -> type:
     return SparringGRPOTrainer
 
 
+# Rows per completion pass of the shared-prompt loss: few enough that each chunk's longest
+# completion is close to its others (less padding), enough to keep the matmuls wide.
+SHARED_CHUNK_ROWS = 8
+
+
 def _shared_prompt_logps(
     model: Any,
     accelerator: Any,
@@ -535,40 +540,60 @@ def _shared_prompt_logps(
     slot: Any,
     prompt_len: int,
     compute_entropy: bool,
+    chunk_rows: int | None = None,
 ) -> tuple[Any, Any, None]:
     """Per-token log-probs (and entropies) of the last `logits_to_keep` tokens of each row, the
     prompt part (all but its last token) run once per distinct prompt (`unique`, rows mapped to
-    it by `slot`) with gradients, its KV cache copied to the rows; then each row runs its last
-    prompt token and its completion on that cache through TRL's fused LM head, as TRL does."""
+    it by `slot`) with gradients; then rows, sorted by completion length and taken `chunk_rows`
+    at a time, each run its last prompt token and its completion, cut to the chunk's longest
+    (one clipped completion would otherwise pad every row to the cap), on a copy of their
+    prompts' KV cache, through TRL's fused LM head as TRL does. Positions past a row's end
+    get 0 (TRL masks them)."""
+    import torch
     from transformers import DynamicCache
 
+    config = accelerator.unwrap_model(model).config
     head = prompt_len - 1
-    cache = DynamicCache(config=accelerator.unwrap_model(model).config)
+    shared = DynamicCache(config=config)
     with accelerator.autocast():
         model(
             input_ids=unique[:, :head],
             attention_mask=unique[:, prompt_len : prompt_len + head],
-            cache=cache,
+            cache=shared,
             use_cache=True,
             logits_to_keep=1,
         )
-    for layer in cache.layers:  # index_select keeps the graph: each row's grads reach the prompt
-        layer.keys = layer.keys.index_select(0, slot)
-        layer.values = layer.values.index_select(0, slot)
-    tail = input_ids[:, head:]
-    labels = tail.masked_fill(attention_mask[:, head:] == 0, -100)
-    labels[:, 0] = -100  # the last prompt token is context, not scored
-    with accelerator.autocast():
-        out = model(
-            input_ids=tail,
-            attention_mask=attention_mask,
-            cache=cache,
-            use_cache=True,
-            labels=labels,
-            fused_lm_head=True,
-        )
-    logps = out.log_probs[:, -logits_to_keep:]
-    entropies = out.entropy[:, -logits_to_keep:] if compute_entropy else None
+    lengths = attention_mask[:, prompt_len:].sum(dim=1)
+    logps = input_ids.new_zeros((input_ids.size(0), logits_to_keep), dtype=torch.float32)
+    entropies = torch.zeros_like(logps) if compute_entropy else None
+    pieces, entropy_pieces, rows_done = [], [], []
+    for rows in torch.argsort(lengths).split(chunk_rows or SHARED_CHUNK_ROWS):
+        width = max(1, int(lengths[rows].max()))
+        cache = DynamicCache(config=config)
+        for i, layer in enumerate(shared.layers):  # index_select keeps the graph to the prompt
+            cache.update(layer.keys.index_select(0, slot[rows]),
+                         layer.values.index_select(0, slot[rows]), i)  # fmt: skip
+        tail = input_ids[rows, head : prompt_len + width]
+        labels = tail.masked_fill(attention_mask[rows, head : prompt_len + width] == 0, -100)
+        labels[:, 0] = -100  # the last prompt token is context, not scored
+        with accelerator.autocast():
+            out = model(
+                input_ids=tail,
+                attention_mask=attention_mask[rows, : prompt_len + width],
+                cache=cache,
+                use_cache=True,
+                labels=labels,
+                fused_lm_head=True,
+            )
+        pad = (0, logits_to_keep - width)
+        pieces.append(torch.nn.functional.pad(out.log_probs[:, -width:].float(), pad))
+        if compute_entropy:
+            entropy_pieces.append(torch.nn.functional.pad(out.entropy[:, -width:].float(), pad))
+        rows_done.append(rows)
+    order = torch.cat(rows_done)
+    logps = logps.index_copy(0, order, torch.cat(pieces))
+    if compute_entropy:
+        entropies = entropies.index_copy(0, order, torch.cat(entropy_pieces))
     return logps, entropies, None
 
 
