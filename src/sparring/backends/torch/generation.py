@@ -328,7 +328,7 @@ def generate(
     top_p: float = 1.0,
     num_samples: int = 1,
     seed: int = 0,
-    batch_size: int = 8,
+    batch_size: int = 32,
     progress: bool = False,
     stop_at_fence: bool = True,
 ) -> list[list[str]]:
