@@ -27,28 +27,63 @@ def test_every_registered_game_ships_a_config():
     assert {p.stem for p in CONFIGS} == set(GAMES)
 
 
+class ScriptedJudge:
+    """The backend's real policy (the roles sample and train on the tiny model) with a scripted
+    judge: the random model never writes the verdict a judge prompt asks for, so without a
+    script a judged game gets no signal and trains nothing. The judge is the oracle call with no
+    adapter (`cfg.game.judge` unset); its answers cycle through votes "1"/"2", which are also
+    scores in 1..10, so pairwise games (debate, elo_arena) get graded preferences and
+    refine_loop gets differing scores."""
+
+    VERDICTS = ("1", "2", "2", "1", "2", "1", "1")
+
+    def __init__(self, policy) -> None:
+        self.policy = policy
+        self.judge_calls = 0
+
+    @property
+    def version(self) -> int:
+        return self.policy.version
+
+    def __getattr__(self, name):  # train, save, ...: the real policy's
+        return getattr(self.policy, name)
+
+    def sample(self, prompts, *, adapter, **kw):
+        if adapter is not None:
+            return self.policy.sample(prompts, adapter=adapter, **kw)
+        out = [
+            self.VERDICTS[(self.judge_calls + i) % len(self.VERDICTS)] for i in range(len(prompts))
+        ]
+        self.judge_calls += len(prompts)
+        return out
+
+
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
 def test_game_config_trains_its_roles_on_the_tiny_model(tmp_path, path):
+    from sparring import backends
+    from sparring.engine.game import configured_roles
     from sparring.engine.runner import run_game
     from sparring.games.registry import check
 
     cfg = load_config(path)
     assert cfg.models.answerer.name == "tiny-random" and not cfg.game.model
-    result = run_game(cfg, str(tmp_path / "out"), progress=False)
+    game = check(cfg)
+    role_ids = [r.id for r in configured_roles(game, cfg.game)]
+    real = backends.get(cfg.backend).load_policy(cfg, cfg.models.answerer.name, role_ids, None)
+    policy = ScriptedJudge(real) if game.uses_judge else real
+    result = run_game(cfg, str(tmp_path / "out"), policy=policy, progress=False)
     assert len(result["history"]) == cfg.game.steps >= 1
     trainable = [r["id"] for r in result["roles"] if r["trainable"]]
-    judged = check(cfg).uses_judge
+    if game.uses_judge:  # the script judged (no adapter: never a role), every call counted
+        assert policy.judge_calls == result["model_calls"]["None"] > 0
     for step in result["history"]:
-        if not step["records"]:
-            # the random model never writes a score the judge prompt asks for: no signal, so
-            # no record (never a made-up reward); games without a judge always train
-            assert judged and result["model_calls"].get("None", 0) > 0
-            continue
+        # every step of every game trains: a judge that scores gives judged games a signal
+        assert step["records"] > 0
         # only trainable roles were updated
         updated = {k.split("/", 1)[1] for k in step if k.startswith("grad_norm/")}
         assert updated and updated <= set(trainable)
-    trained_steps = sum(1 for step in result["history"] if step["records"])
-    assert result["policy_version"] == trained_steps
+    # one policy update per step, each one counted: the roles were trained, not skipped
+    assert result["policy_version"] == cfg.game.steps
     for role in result["roles"]:
         folder = tmp_path / "out/adapters" / role["id"]
         meta = json.loads((folder / "sparring_model.json").read_text())
