@@ -104,13 +104,17 @@ def test_evaluate_snapshots_writes_report(data_dir, fake_models, tmp_path):
     assert report["cross_play"] == [[1.0, 0.5], [1.0, 1.0], [1.0, 1.0]]
     assert report["cross_play_rows"] == ["base", "round 1", "round 2"]
     assert len(report["elo"]["answerer"]) == 3 and len(report["elo"]["generator"]) == 2
-    assert report["selection"]["index"] == 0
     saved = json.loads((out / "report.json").read_text())
     assert saved["snapshots"][0]["model"] == "round1"
     for name in ("report.md", "curves.png", "humaneval.png", "cross_play.png"):
         assert (out / name).is_file()
-    index, score, _ = choose_best(cfg, report)
-    assert index == report["selection"]["index"] and score > 0
+    # by hand: round 1 answers neg (all pass) and both of its tests hold on the reference;
+    # round 2 is refused (hacking), so round 1 wins with 0.7 * 1.0 + 0.3 * 1.0
+    assert r1["answerer_reward"] == 1.0 and r1["test_validity"] == 1.0
+    assert report["selection"]["index"] == 0 and report["selection"]["score"] == 1.0
+    index, score, reason = choose_best(cfg, report)
+    assert (index, score) == (0, 1.0)
+    assert reason.startswith("round 1 scores 1.0000") and "refused: round 2" in reason
 
 
 def test_rounds_from_the_bank_when_no_round_files(data_dir, fake_models, tmp_path):

@@ -48,6 +48,9 @@ def test_generator_and_proposer_prompts_name_the_function():
     assert "reference_solution" in proposer
 
 
+CUT = "def square(x):\n    return x*x\n"
+
+
 def test_extract_code_prefers_the_last_block_that_defines_the_function():
     text = (
         "First try:\n```python\ndef helper():\n    pass\n```\n"
@@ -56,9 +59,9 @@ def test_extract_code_prefers_the_last_block_that_defines_the_function():
     assert extract_code(text, "square") == "def square(x):\n    return x * x\n"
     assert extract_code("```python\ndef square(x)\n    return\n```", "square") is None
     # an unterminated fence (generation cut off) still yields the code
-    assert extract_code("```python\ndef square(x):\n    return x*x\n", "square") is not None
+    assert extract_code("```python\ndef square(x):\n    return x*x\n", "square") == CUT
     # bare code without a fence
-    assert extract_code("def square(x):\n    return x*x\n", "square") is not None
+    assert extract_code(CUT, "square") == CUT
 
 
 def test_extract_tests_keeps_only_asserts_calling_the_function():
@@ -92,7 +95,9 @@ def test_complete_humaneval_accepts_a_body_or_a_whole_function():
 
 def test_every_bundled_reference_solution_parses_and_defines_its_function():
     for p in load_bundled():
-        assert extract_code(p.reference_solution, p.function_name) is not None, p.id
+        # the whole solution comes back (helpers and imports included), not merely something
+        code = extract_code(p.reference_solution, p.function_name)
+        assert code is not None and code.strip() == p.reference_solution.strip(), p.id
 
 
 garbage = st.one_of(
