@@ -71,25 +71,30 @@ def test_empty_report_still_renders(tmp_path):
 
 
 def test_log_to_mlflow(tmp_path, monkeypatch):
-    """Logs every PNG and report.md into the active run (a stand-in mlflow module: the real
-    client is exercised by the pipeline's integration tests)."""
-    import sys
-    import types
+    """Logs every PNG and report.md into MLflow's active run: the real MLflow client, on a
+    sqlite store and an artifact folder in tmp_path (no server: seconds)."""
+    import mlflow
+    from mlflow import MlflowClient
 
-    logged: list[tuple[str, str]] = []
-    fake = types.SimpleNamespace(
-        active_run=lambda: None,
-        log_artifact=lambda path, artifact_path=None: logged.append((path, artifact_path)),
-    )
-    monkeypatch.setitem(sys.modules, "mlflow", fake)
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)  # read by mlflow and sparring.tracking
+    assert mlflow.get_tracking_uri() == uri
     out = tmp_path / "out"
     reports.write_report(REPORT, out)
-    assert reports.log_to_mlflow(out) == 0 and logged == []  # no active run: nothing logged
-    fake.active_run = lambda: object()
-    assert reports.log_to_mlflow(out) == 4
-    names = sorted(Path(path).name for path, _ in logged)
-    assert names == ["cross_play.png", "curves.png", "humaneval.png", "report.md"]
-    assert {where for _, where in logged} == {"report"}
+    assert mlflow.active_run() is None
+    assert reports.log_to_mlflow(out) == 0  # no active run: nothing logged
+    client = MlflowClient(uri)
+    experiment = client.create_experiment("report", artifact_location=str(tmp_path / "artifacts"))
+    with mlflow.start_run(experiment_id=experiment) as run:
+        assert reports.log_to_mlflow(out) == 4
+    listed = client.list_artifacts(run.info.run_id, "report")
+    assert sorted(Path(a.path).name for a in listed) == [
+        "cross_play.png", "curves.png", "humaneval.png", "report.md"
+    ]  # fmt: skip
+    assert {str(Path(a.path).parent) for a in listed} == {"report"}
+    stored = Path(client.download_artifacts(run.info.run_id, "report/report.md", str(tmp_path)))
+    assert stored.read_text() == (out / "report.md").read_text()
+    assert [r.info.run_id for r in client.search_runs([experiment])] == [run.info.run_id]
 
 
 def test_report_shows_the_learning_section_with_intervals():
