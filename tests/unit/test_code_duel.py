@@ -1,21 +1,48 @@
-"""Reward assembly of the code duel from fake RunReports (pure; no sandbox, no model)."""
+"""Reward assembly of the code duel: the real sandbox pool runs the code (bubblewrap, 2 workers:
+seconds); no model. One stand-in remains, for the one branch the real pool does not reach on a
+healthy machine (an infrastructure error)."""
 
 import pytest
 
 from sparring.games import code_duel
-from sparring.sandbox.limits import FAILED, INFRA_ERROR, PASSED, RunReport, TestResult
+from sparring.sandbox import Sandbox, SandboxLimits
+from sparring.sandbox.limits import INFRA_ERROR, RunReport, TestResult
+
+ROOMY_S = 5.0  # wall limit per test: every run here must finish, on a machine shared with others
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with Sandbox(SandboxLimits(timeout_s=ROOMY_S, workers=2)) as box:
+        assert box.isolation == "bwrap"
+        yield box
+
+
+class Counted:
+    """The real pool, counting the (solution, test) pairs it is asked to run."""
+
+    def __init__(self, pool):
+        self.pool = pool
+        self.calls = 0
+
+    def run_many(self, jobs):
+        self.calls += sum(len(tests) for _, tests in jobs)
+        return self.pool.run_many(jobs)
+
+    def __getattr__(self, name):
+        return getattr(self.pool, name)
 
 
 def report(*outcomes, infra=None):
     return RunReport([TestResult(f"t{i}", o) for i, o in enumerate(outcomes)], infra_error=infra)
 
 
-def test_answerer_rewards_count_discriminating_tests_only():
+def test_answerer_rewards_count_discriminating_tests_only(pool):
     """Test 0 is passed by a trivial solution: only tests 1 and 2 earn, and code whose results
     equal the trivial solution's earns nothing although it passes a test."""
     tests = ["assert f(0) == 0", "assert f(1) == 1", "assert f(2) == 2"]
     good, half, trivial = REF, "def f(x):\n    return min(x, 1)\n", BAD
-    sb = FakeSandbox({good: set(tests), half: set(tests[:2]), trivial: {tests[0]}})
+    sb = pool  # good passes all 3, half the first 2 (f(2) is 1), trivial only f(0) == 0
     mask, vectors = code_duel.rewards.credit_view(3, {"const_0": [0]})
     fenced = [f"```python\n{c}```" for c in (good, half, trivial)] + ["no code"]
     out, metrics = code_duel.answerer_rewards(
@@ -43,25 +70,13 @@ def test_generator_break_credit_needs_trivial_code_to_fail():
     assert s.hardness == pytest.approx(0.5)  # only the second test breaks with credit
 
 
-class FakeSandbox:
-    """Records what it is asked to run; a solution passes a test when the test's text is in
-    its `passes` set. `calls` counts (solution, test) pairs actually run."""
-
-    def __init__(self, passes, infra=False):
-        self.passes = passes
-        self.infra = infra
-        self.calls = 0
+class DownSandbox:
+    """A pool whose every run is an infrastructure error. A stand-in because it is the only way
+    to reach the infra-error branch: the real pool reports one only when its workers cannot
+    start, which this machine's sandbox does not do on demand."""
 
     def run_many(self, jobs):
-        out = []
-        for code, tests in jobs:
-            self.calls += len(tests)
-            if self.infra:
-                out.append(RunReport([TestResult(t, INFRA_ERROR) for t in tests], "down"))
-                continue
-            ok = self.passes.get(code, set())
-            out.append(RunReport([TestResult(t, PASSED if t in ok else FAILED) for t in tests]))
-        return out
+        return [RunReport([TestResult(t, INFRA_ERROR) for t in tests], "down") for _, tests in jobs]
 
 
 REF = "def f(x):\n    return x\n"
@@ -91,9 +106,8 @@ def test_generator_score_no_tests_and_infra():
     assert code_duel.generator_score(["assert f(1) == 1"], "f", [None], [], []).reward is None
 
 
-def test_scorer_caches_results_and_penalises_repeats():
-    passes = {REF: {"assert f(2) == 2", "assert f(0) == 0"}, BAD: {"assert f(0) == 0"}}
-    sb = FakeSandbox(passes)
+def test_scorer_caches_results_and_penalises_repeats(pool):
+    sb = Counted(pool)
     scorer = code_duel.GeneratorScorer(info(), sb)
     text = "```python\nassert f(2) == 2\nassert f(0) == 0\n```"
     first = scorer.score([text, text], ["p", "p"])
@@ -107,16 +121,15 @@ def test_scorer_caches_results_and_penalises_repeats():
 
 
 def test_scorer_infra_error_is_no_signal():
-    scorer = code_duel.GeneratorScorer(info(), FakeSandbox({}, infra=True))
+    scorer = code_duel.GeneratorScorer(info(), DownSandbox())
     assert scorer.score(["assert f(2) == 2"], ["p"])[0].reward is None
     assert len(scorer.cache) == 0  # failures are not cached
 
 
-def test_answerer_reward_fn_trl_columns():
+def test_answerer_reward_fn_trl_columns(pool):
     from sparring.config import from_dict
 
-    sb = FakeSandbox({REF: {"assert f(1) == 1"}})
-    fn = code_duel.AnswererRewardFn(sb, from_dict({}).rewards)
+    fn = code_duel.AnswererRewardFn(pool, from_dict({}).rewards)
     logged = {}
     comps = [
         [{"role": "assistant", "content": f"```python\n{REF}```"}],
@@ -143,10 +156,10 @@ def proposal(body: str, tests: list[str]) -> str:
     }) + "\n```"  # fmt: skip
 
 
-def test_proposer_goldilocks_gate():
+def test_proposer_goldilocks_gate(pool):
     tests = ["assert g(1) == 3", "assert g(2) == 5"]
     ref = "def g(x):\n    return 2 * x + 1\n"
-    sb = FakeSandbox({ref: set(tests)})
+    sb = pool
 
     def solve(problems):
         return [[f"```python\n{ref}```", "nothing"] for _ in problems]
@@ -158,7 +171,7 @@ def test_proposer_goldilocks_gate():
     assert valid[0] and valid[1] is None
 
 
-def test_proposer_earns_nothing_for_problems_trivial_code_solves():
+def test_proposer_earns_nothing_for_problems_trivial_code_solves(pool):
     """Identity: echoing the argument passes every test, so the proposal is no problem; and a
     solver that answers like trivial code earns the proposer no pass rate."""
     from sparring.trivial import trivial_family
@@ -169,9 +182,13 @@ def test_proposer_earns_nothing_for_problems_trivial_code_solves():
     ref = "def g(x):\n    return x\n"
     half = "def g(x):\n    return 2 * x + 1 if x else 0\n"
     const0 = trivial_family("g", 1)["const_0"]
-    sb = FakeSandbox({ref: set(ident), echo: set(ident), half: set(mixed), const0: {mixed[0]}})
     zero = "def g(x):\n    return 0\n"
-    sb.passes[zero] = {mixed[0]}
+    # what the pool will find: echo and ref pass ident; half passes mixed; const_0 and zero
+    # pass only mixed[0]
+    cases = [(ref, ident, 2), (echo, ident, 2), (half, mixed, 2), (const0, mixed, 1)]
+    for code, tests, passed in [*cases, (zero, mixed, 1)]:
+        assert pool.run(code, tests).passed == passed, code
+    sb = pool
 
     def solve(problems):
         return [[f"```python\n{zero}```", f"```python\n{half}```"] for _ in problems]
