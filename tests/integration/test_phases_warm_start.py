@@ -181,9 +181,19 @@ def test_component_snapshot_and_report(data_dir, tmp_path, monkeypatch):
     assert second["round"] == 1 and "label" not in second
     # the warm start is judged like a round: its trivial share against the base model's
     assert first["hacking"]["latest"]["trivial_share"] == first["trivial_share"] is not None
-    rose = first["trivial_share"] > report["baseline"]["trivial_share"]
-    assert any("trivial share rose" in r for r in first["hacking"]["reasons"]) == rose
-    assert "warm-start.answerer_reward" in metrics and "r1.answerer_reward" in metrics
-    assert report["selection"]["index"] in (0, 1, None)
+    facts = {
+        k: (report["baseline"].get(k), first.get(k), second.get(k))
+        for k in ("answerer_reward", "test_validity", "trivial_share", "promotable")
+    }
+    # by hand: the random model writes no code, so no snapshot earns a reward or writes trivial
+    # code; the warm start's trivial share did not rise, so nothing refuses it
+    assert facts["answerer_reward"] == (0.0, 0.0, 0.0), facts
+    assert facts["trivial_share"] == (0.0, 0.0, 0.0), facts
+    assert first["hacking"]["reasons"] == [] and first["promotable"], first["hacking"]
+    assert metrics["warm-start.answerer_reward"] == metrics["r1.answerer_reward"] == 0.0
+    # score = 0.7 * 0.0 + 0.3 * (test validity, missing = 0): round 1's tests are empty, so it
+    # cannot score above the warm start's 0.0, and the earlier of equal scores wins: index 0
+    assert not second.get("test_validity"), facts
+    assert (report["selection"]["index"], report["selection"]["score"]) == (0, 0.0), facts
     md = (out / "report.md").read_text()
     assert md.count(f"`{model.path}`") == 2  # the warm start and round 1 rows
