@@ -1,7 +1,19 @@
 """Pure schedule logic: phase order, staged steps, alternating pairs, reasoning curriculum."""
 
+import pytest
+
 from sparring.config import from_dict
-from sparring.training.schedule import plan_phases, reasoning_stages, round_phases, total_steps
+from sparring.errors import SparringError
+from sparring.phases.common import derived_seed, planned_steps
+from sparring.training.schedule import (
+    label_of,
+    phase_label,
+    plan_phases,
+    planned_phase,
+    reasoning_stages,
+    round_phases,
+    total_steps,
+)
 
 
 def kinds(cfg):
@@ -78,3 +90,62 @@ def test_warm_start_phase_after_materialize_only_when_on():
     assert phases[1].name == "r00-p01-warm_start"
     assert [p.index for p in phases] == list(range(len(phases)))
     assert total_steps(phases) == {"answerer": cfg.steps.answerer, "generator": cfg.steps.generator}
+
+
+AGA_ALT = {
+    "rounds": 2,
+    "phase_schedule": "answerer_generator_answerer",
+    "steps": {"answerer": 3, "generator": 5, "alternating": 2},
+}
+
+
+def test_a_phase_name_finds_its_planned_phase_and_steps():
+    cfg = from_dict(AGA_ALT)
+    for p in plan_phases(cfg):
+        assert planned_phase(cfg, p.name, p.kind, p.round) == p
+    # r01: p01 answerer, p02 generator, p03 validate, p04 answerer, p05-p07 the first pair
+    assert planned_steps(cfg, "r01-p04-answerer", "answerer", 1) == 3
+    assert planned_steps(cfg, "r01-p05-answerer", "answerer", 1) == 1  # alternating: one step
+    assert planned_steps(cfg, "r01-p06-generator", "generator", 1) == 1
+    assert planned_steps(cfg, "answerer", "answerer", 1) == 3  # a free label: the config's
+
+
+@pytest.mark.parametrize(
+    "label, kind, round_index",
+    [("r01-p99-answerer", "answerer", 1), ("r01-p02-generator", "answerer", 1),
+     ("r01-p02-generator", "generator", 2)],
+)  # fmt: skip
+def test_a_name_from_another_plan_is_refused(label, kind, round_index):
+    with pytest.raises(SparringError, match="compiled from another config"):
+        planned_phase(from_dict(AGA_ALT), label, kind, round_index)
+
+
+def test_every_phase_draws_with_its_own_seed():
+    cfg = from_dict(AGA_ALT)
+    plan = plan_phases(cfg)
+    assert len({derived_seed(cfg, p.round, p.name) for p in plan}) == len(plan)
+
+
+def test_labels_people_read():
+    cfg = from_dict(AGA_ALT)
+    labels = [(p.name, phase_label(cfg, p)) for p in plan_phases(cfg) if p.round == 1]
+    assert labels == [
+        ("r01-p01-answerer", "answerer"),
+        ("r01-p02-generator", "generator"),
+        ("r01-p03-validate", "validate"),
+        ("r01-p04-answerer", "answerer_final"),
+        ("r01-p05-answerer", "answerer-alt"),
+        ("r01-p06-generator", "generator-alt"),
+        ("r01-p07-validate", "validate-alt"),
+        ("r01-p08-answerer", "answerer-alt"),
+        ("r01-p09-generator", "generator-alt"),
+        ("r01-p10-validate", "validate-alt"),
+    ]
+    assert label_of(cfg, "r02-p14-answerer", "answerer", 2) == "answerer_final"
+    assert label_of(cfg, "answerer_final", "answerer", 1) == "answerer_final"  # free: as given
+    ga = from_dict({"rounds": 1})
+    assert [phase_label(ga, p) for p in plan_phases(ga)][1:] == [
+        "generator",
+        "validate",
+        "answerer",
+    ]

@@ -16,6 +16,8 @@ from sparring.phases.common import (
     bank_tests,
     check_shared_beta,
     derived_seed,
+    drawn_digest,
+    planned_steps,
     reward_metrics,
     sandbox_limits,
     train_problems,
@@ -64,16 +66,19 @@ def train_answerer(
     out_model: str,
     phase: str = "answerer",
 ) -> dict[str, float]:
-    """GRPO of the answerer for `cfg.steps.answerer` steps; writes the model artifact."""
+    """GRPO of the answerer for the planned steps of `phase` (the phase's `Phase.name`, which
+    also seeds its draws; a free label runs `cfg.steps.answerer` steps); writes the model."""
     from sparring.training.schedule import reasoning_stages
 
     init_model = init_model or None  # "" from a pipeline means "the base model"
+    steps = planned_steps(cfg, phase, "answerer", round_index)
     zone = read_zone(bank_path)
     problems = draw_in_zone(cfg, train_problems(data_dir), zone, round_index, phase)
     bank = bank_tests(bank_path)
     stages = reasoning_stages(cfg, round_index)
     base = backends.base_name(cfg, "answerer", init_model)
-    meta = {"round": round_index, "phase": phase, "stages": stages}
+    meta = {"round": round_index, "phase": phase, "stages": stages,
+            "problems_drawn": drawn_digest(problems)}  # fmt: skip
     n_bank = sum(len(bank.get(p.id, [])) for p in problems)
     metrics: dict[str, float] = {
         "problems": float(len(problems)),
@@ -82,7 +87,7 @@ def train_answerer(
         "stages": float(len(stages)),
         "dry_run": float(cfg.dry_run),
     }
-    if cfg.dry_run or cfg.steps.answerer == 0:
+    if cfg.dry_run or steps == 0:
         from sparring.backends.base import copy_model
 
         copy_model(init_model or base, out_model, {**meta, "role": "answerer"})
@@ -101,7 +106,7 @@ def train_answerer(
     with Sandbox(sandbox_limits(cfg)) as sb, tempfile.TemporaryDirectory() as tmp:
         reward_fn = AnswererRewardFn(sb, cfg.rewards)
         model, trl_metrics = backend.train(
-            cfg, model, tok, dataset, reward_fn, cfg.steps.answerer, tmp, seed, peft_config,
+            cfg, model, tok, dataset, reward_fn, steps, tmp, seed, peft_config,
             problems, "answerer",
         )  # fmt: skip
     metrics.update(trl_metrics)

@@ -1,9 +1,11 @@
 """What the phases share: seeds, datasets on disk, problem draws, the bank, reward metrics.
 
-Covers: `derived_seed` (per round and phase, stable across processes), JSONL lines read and
-written atomically, the training problems of a materialized dataset, seeded problem draws, the
-bank's tests per problem, the reward metrics every training phase logs, the record a trained
-model artifact carries. Does not cover: any phase (one module each beside this one).
+Covers: `derived_seed` (per round and phase, stable across processes), a phase's planned step
+count (`planned_steps`), JSONL lines read and written atomically, the training problems of a
+materialized dataset, seeded problem draws and their digest (`drawn_digest`, recorded with the
+model so runners can be compared), the bank's tests per problem, the reward metrics every
+training phase logs, the record a trained model artifact carries.
+Does not cover: any phase (one module each beside this one).
 """
 
 from __future__ import annotations
@@ -23,9 +25,26 @@ from sparring.problems import Problem, read_jsonl
 
 
 def derived_seed(cfg: Config, round_index: int, phase: str) -> int:
-    """A seed for one phase of one round, stable across processes."""
+    """A seed for one phase of one round, stable across processes. Runners pass the phase's
+    identity (`Phase.name`, e.g. `r01-p03-answerer`) as `phase`, the same in every runner."""
     text = f"{cfg.seed}:{round_index}:{phase}"
     return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+
+
+def planned_steps(cfg: Config, phase: str, kind: str, round_index: int) -> int:
+    """GRPO steps of the `kind` phase labelled `phase`: its count in the plan (1 for an
+    alternating pair's), or `steps.<kind>` for a free label (a phase run by hand)."""
+    from sparring.training.schedule import planned_phase
+
+    planned = planned_phase(cfg, phase, kind, round_index)
+    return planned.steps if planned is not None else int(getattr(cfg.steps, kind))
+
+
+def drawn_digest(problems: list[Problem]) -> str:
+    """A short digest of the problems a phase drew, in draw order (kept in the model's record:
+    two runners of one config must draw the same problems in every phase)."""
+    text = "\n".join(p.id for p in problems)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def sandbox_limits(cfg: Config) -> Any:

@@ -21,6 +21,8 @@ from sparring.config import Config
 from sparring.phases.common import (
     check_shared_beta,
     derived_seed,
+    drawn_digest,
+    planned_steps,
     reward_metrics,
     sandbox_limits,
     train_problems,
@@ -72,9 +74,11 @@ def sample_frozen_solutions(
     round_index: int,
     progress=True,
     source: str = "",
+    seed_label: str = "frozen",
 ) -> list[dict[str, Any]]:
     """`steps.frozen_samples` solutions per problem, sampled once ("" when unparseable); with
-    `serving.mode: server`, through the server (the frozen answerer `source` published to it)."""
+    `serving.mode: server`, through the server (the frozen answerer `source` published to it).
+    `seed_label` seeds the sampling (the generator phase passes its own label)."""
     from sparring.training.schedule import reasoning_stages
 
     stages = reasoning_stages(cfg, round_index)
@@ -91,7 +95,7 @@ def sample_frozen_solutions(
         texts = backends.get(cfg.backend).sample(
             model, tok, messages, max_new_tokens=budget, temperature=cfg.grpo.temperature,
             top_p=cfg.grpo.top_p, num_samples=cfg.steps.frozen_samples,
-            seed=derived_seed(cfg, round_index, "frozen"), progress=progress,
+            seed=derived_seed(cfg, round_index, seed_label), progress=progress,
         )  # fmt: skip
     return [
         {
@@ -111,15 +115,23 @@ def train_generator(
     out_model: str,
     out_tests: str,
     out_frozen_solutions: str,
+    phase: str = "generator",
 ) -> dict[str, float]:
-    """GRPO of the generator against a frozen answerer snapshot (sampled once)."""
+    """GRPO of the generator against a frozen answerer snapshot (sampled once), for the planned
+    steps of `phase` (the phase's `Phase.name`, which also seeds its draws and the frozen
+    sampling; a free label runs `cfg.steps.generator` steps)."""
     init_model = init_model or None
     frozen_answerer = frozen_answerer or cfg.model_for("answerer").name
-    problems = draw_in_zone(cfg, train_problems(data_dir), {}, round_index, "generator")
+    steps = planned_steps(cfg, phase, "generator", round_index)
+    # each planned phase samples its frozen answerer with its own seed; the default label keeps
+    # the seed it always had (pipelines compiled before labels were phase names pass none)
+    frozen_label = "frozen" if phase == "generator" else f"{phase}-frozen"
+    problems = draw_in_zone(cfg, train_problems(data_dir), {}, round_index, phase)
     base = backends.base_name(cfg, "generator", init_model)
-    meta = {"round": round_index, "phase": "generator", "mode": cfg.generator_mode}
+    meta = {"round": round_index, "phase": phase, "mode": cfg.generator_mode,
+            "problems_drawn": drawn_digest(problems)}  # fmt: skip
     metrics: dict[str, float] = {"problems": float(len(problems)), "dry_run": float(cfg.dry_run)}
-    if cfg.dry_run or cfg.steps.generator == 0:
+    if cfg.dry_run or steps == 0:
         from sparring.backends.base import copy_model
 
         write_lines(out_frozen_solutions, [{"problem_id": p.id, "solutions": []} for p in problems])
@@ -146,9 +158,10 @@ def train_generator(
     frozen_rows = ranks.shard_and_gather(
         problems,
         lambda part: sample_frozen_solutions(
-            cfg, frozen, ftok, part, round_index, source=frozen_answerer
+            cfg, frozen, ftok, part, round_index, source=frozen_answerer,
+            seed_label=frozen_label,
         ),
-    )
+    )  # fmt: skip
     metrics["frozen_sampling_s"] = time.perf_counter() - start
     metrics["frozen_tokens_per_s"] = LAST_STATS["tokens"] / max(LAST_STATS["seconds"], 1e-9)
     write_lines(out_frozen_solutions, frozen_rows)
@@ -161,7 +174,7 @@ def train_generator(
         del frozen  # the cached solutions are all the phase needs from the snapshot
         gc.collect()
     model, tok, peft_config = backend.load_trainable(cfg, "generator", init_model)
-    seed = derived_seed(cfg, round_index, "generator")
+    seed = derived_seed(cfg, round_index, phase)
     w = cfg.rewards
     weights = {
         "validity": w.validity,
@@ -193,7 +206,7 @@ def train_generator(
             tok,
             Dataset.from_list(rows),
             reward_fn,
-            cfg.steps.generator,
+            steps,
             tmp,
             seed,
             peft_config,

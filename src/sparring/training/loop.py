@@ -1,5 +1,8 @@
 """The plain-Python runner: every phase of a self-play run in schedule order, with checkpoints.
 
+It walks `plan_phases(cfg)` (the plan the KFP DAG is unrolled from) and passes each training
+phase its `Phase.name`, which fixes its step count and seeds its draws as in the DAG.
+
 Workdir layout (`run_selfplay(cfg, workdir)`):
   data/                      materialize output (train/val/eval.jsonl, bank.jsonl, manifest.json)
   r00-p01-warm_start/        with warm_start.steps > 0: the SFT-warm-started answerer (model/)
@@ -77,7 +80,7 @@ def run_phase(cfg: Config, phase: Phase, workdir: Path, state: dict[str, Any]) -
             state["bank"],
             state["answerer"],
             str(out / "model"),
-            phase="answerer-alt" if phase.alternating else f"answerer-p{phase.index}",
+            phase=phase.name,  # its identity seeds its draws, as in the KFP DAG
         )
         state["answerer"] = str(out / "model")
         state["answerer_reward"] = metrics.get("reward", state.get("answerer_reward"))
@@ -92,6 +95,7 @@ def run_phase(cfg: Config, phase: Phase, workdir: Path, state: dict[str, Any]) -
             str(out / "model"),
             str(out / "tests.jsonl"),
             str(out / "frozen_solutions.jsonl"),
+            phase=phase.name,
         )
         state["generator"] = str(out / "model")
         state["last_generator_out"] = str(out)

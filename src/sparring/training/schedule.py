@@ -8,20 +8,29 @@ Covers:
   GRPO step count and the answerer's reasoning stages;
 - `reasoning_stages(cfg, round)`: with `reasoning.curriculum`, the five-stage curriculum grows by
   one stage per round (round 1: code only; round 2: informal, code; ... round 5+: informal,
-  structured, pseudocode, constraints, code); without it, `reasoning.stages` as configured.
+  structured, pseudocode, constraints, code); without it, `reasoning.stages` as configured;
+- a phase's identity: `Phase.name` (round, index, kind) is the label every runner (the plain
+  runner, the KFP DAG unrolled from this plan, a TrainJob) passes to the phase functions, which
+  seed their draws with it (`sparring.phases.common.derived_seed`); `planned_phase(cfg, name,
+  ...)` finds it back in the plan (its step count included); `phase_label` is how task and MLflow
+  run names show it to people.
 
-Does not cover: running phases (training.loop) or what a phase does (sparring.phases).
+Does not cover: running phases (training.loop, pipelines.selfplay) or what a phase does
+(sparring.phases).
 No I/O, no heavy imports: unit-tested in milliseconds.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sparring.config import REASONING_STAGES, Config
+from sparring.errors import SparringError
 
 KINDS = ("materialize", "warm_start", "answerer", "generator", "validate")
+PLANNED_NAME = re.compile(r"r(\d+)-p(\d+)-([a-z_]+)")  # `Phase.name`; any other label is free
 
 
 @dataclass(frozen=True)
@@ -37,7 +46,8 @@ class Phase:
 
     @property
     def name(self) -> str:
-        """Stable folder and checkpoint name, e.g. `r01-p03-generator`."""
+        """Stable folder and checkpoint name, e.g. `r01-p03-generator`; also the phase label that
+        seeds its draws in every runner, so no two phases of a run share a seed."""
         return f"r{self.round:02d}-p{self.index:02d}-{self.kind}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -95,3 +105,42 @@ def total_steps(phases: list[Phase]) -> dict[str, int]:
         if p.kind in out:
             out[p.kind] += p.steps
     return out
+
+
+def planned_phase(cfg: Config, label: str, kind: str, round_index: int) -> Phase | None:
+    """The phase of `cfg`'s plan that `label` names (a `Phase.name`), checked to be a `kind` phase
+    of round `round_index`; None for a free label (a phase run by hand, `sparring phase`, tests),
+    which runs with the config's step count. A planned-looking label that this plan lacks is an
+    error: the task or checkpoint that passed it was built from another config."""
+    if not PLANNED_NAME.fullmatch(label):
+        return None
+    found = next((p for p in plan_phases(cfg) if p.name == label), None)
+    if found is None or found.kind != kind or found.round != round_index:
+        raise SparringError(
+            f"phase {label}: not a {kind} phase of round {round_index} in the plan of config "
+            f"{cfg.name} ({len(plan_phases(cfg))} phases); was the pipeline compiled from "
+            "another config (rounds, phase_schedule, steps.alternating, warm_start.steps)?"
+        )
+    return found
+
+
+def phase_label(cfg: Config, phase: Phase) -> str:
+    """How task and MLflow run names show a phase: its kind; `answerer_final` for the second
+    answerer of an answerer_generator_answerer round; `<kind>-alt` for the alternating pairs."""
+    if phase.alternating:
+        return f"{phase.kind}-alt"
+    if phase.kind == "answerer" and cfg.phase_schedule == "answerer_generator_answerer":
+        main = [
+            p.index
+            for p in plan_phases(cfg)
+            if p.round == phase.round and p.kind == "answerer" and not p.alternating
+        ]
+        if len(main) > 1 and phase.index == main[-1]:
+            return "answerer_final"
+    return phase.kind
+
+
+def label_of(cfg: Config, label: str, kind: str, round_index: int) -> str:
+    """`phase_label` of the planned phase that `label` names; a free label as it is."""
+    planned = planned_phase(cfg, label, kind, round_index)
+    return phase_label(cfg, planned) if planned is not None else label
