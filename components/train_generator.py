@@ -1,5 +1,7 @@
 """train_generator: one GRPO phase of the test generator against a frozen answerer snapshot.
 
+`phase`: the phase's name in `plan_phases` (e.g. `r01-p01-generator`): it fixes the step count
+and seeds the draws, as in the plain runner; the MLflow child run shows its `phase_label`.
 `launcher`: "task" trains in this task's pod; "trainjob" (the cluster pipeline when
 `kubernetes.trainer.nodes > 1`) runs the phase as a Kubeflow Trainer TrainJob and waits for it.
 """
@@ -11,6 +13,7 @@ def train_generator(
     config_yaml: str,
     parent_run_id: str,
     round_index: int,
+    phase: str,
     data: Input[Dataset],
     frozen_answerer: Input[Model],
     init_model: Input[Model],
@@ -22,16 +25,18 @@ def train_generator(
 ):
     from sparring import datasets, tracking
     from sparring.phases import generator, kfp_io
+    from sparring.training.schedule import label_of
 
     cfg = kfp_io.config_from_yaml(config_yaml)
-    with tracking.phase_run(cfg, parent_run_id, "train-generator", round_index) as run:
+    label = label_of(cfg, phase, "generator", round_index)
+    with tracking.phase_run(cfg, parent_run_id, f"train-{label}", round_index) as run:
         kfp_io.log_problem_sets(run, cfg, data.path, datasets.TRAINING)
         if launcher == "trainjob":  # kubernetes.trainer.nodes > 1: a Kubeflow Trainer TrainJob
             from sparring.cluster import launch
 
             result = run.log(
                 launch.run_phase(
-                    cfg, "train-generator", round_index,
+                    cfg, "train-generator", round_index, phase_name=phase,
                     inputs={"data": data.uri, "frozen_answerer": frozen_answerer.uri,
                             "init_model": init_model.uri},
                     outputs={"model": model.path, "tests.jsonl": tests.path,
@@ -43,7 +48,7 @@ def train_generator(
             result = run.log(
                 generator.train_generator(
                     cfg, round_index, data.path, frozen_answerer.path, init_model.path,
-                    model.path, tests.path, frozen_solutions.path,
+                    model.path, tests.path, frozen_solutions.path, phase=phase,
                 )
             )  # fmt: skip
     kfp_io.to_kfp_metrics(metrics, result)

@@ -4,19 +4,25 @@
 `build_pipeline(cfg)` returns the @dsl.pipeline function for one config; `compile_pipeline(cfg,
 path)` writes deterministic KFP IR YAML (same config -> same bytes).
 
-Within a round (`phase_schedule`):
+The DAG is unrolled from `sparring.training.schedule.plan_phases(cfg)`, the one order of phases
+that the plain runner walks too: one task per planned phase, in the plan's order, each training
+task given its phase's name (`phase`), which fixes its step count and seeds its draws the same way
+in both runners. Within a round (`phase_schedule`):
 - generator_answerer: train generator against the frozen answerer of the previous round (round 1:
   the initial answerer) -> validate tests (sandbox image) -> train answerer on the updated bank;
 - answerer_generator_answerer: train answerer -> train generator against that frozen answerer ->
-  validate -> train answerer again.
+  validate -> train answerer again;
+then `steps.alternating` pairs (train answerer 1 step -> train generator 1 step against it ->
+validate), named `round R · alt K · ...`.
 With `warm_start.steps > 0`, a warm_start task (SFT of the answerer on the training split's
 reference solutions; a training task like the GRPO phases) sits between init_models and round 1:
 round 1 starts from (and its generator attacks) the warm-started answerer. It also starts the
 snapshot manifest with that model (round 0, label "warm-start"); the baseline of evaluation stays
 the untrained base model, so the report reads base -> warm start -> rounds.
-After each round a tiny `snapshot` task appends the round's answerer and tests (artifact URIs) to a
-manifest; evaluate reads all snapshots from it (a compile-time list of artifacts cannot be passed
-to one task in KFP v2; dsl.Collected only gathers ParallelFor outputs).
+After each round's last phase a tiny `snapshot` task appends the round's latest answerer and
+tests (artifact URIs) to a manifest; evaluate reads all snapshots from it (a compile-time list
+of artifacts cannot be passed to one task in KFP v2; dsl.Collected only gathers ParallelFor
+outputs).
 
 Cluster settings (ignored silently by kfp.local): GPU type/count and memory on training tasks,
 CPU/memory elsewhere, retries on idempotent tasks (materialize, validate, snapshot, evaluate),
@@ -47,6 +53,7 @@ from kfp import compiler, dsl, kubernetes
 
 from components import make_components
 from sparring.config import Config, processes_per_node, to_dict
+from sparring.training.schedule import Phase, phase_label, plan_phases
 
 S3_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL")
 MLFLOW_ENV = ("MLFLOW_TRACKING_URI", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")
@@ -150,6 +157,21 @@ class _Tasks:
         return task
 
 
+def _task_name(cfg: Config, plan: list[Phase], phase: Phase, what: str) -> str:
+    """A phase task's display name: `round 2 · train answerer`, with ` (final)` for the second
+    answerer of an answerer_generator_answerer round, `alt 3 · ` in the third alternating pair."""
+    if phase.alternating:
+        pair = sum(
+            1
+            for p in plan
+            if p.round == phase.round and p.alternating and p.kind == "answerer"
+            and p.index <= phase.index
+        )  # fmt: skip
+        return f"round {phase.round} · alt {pair} · {what}"
+    final = " (final)" if phase_label(cfg, phase) == "answerer_final" else ""
+    return f"round {phase.round} · {what}{final}"
+
+
 def build_pipeline(cfg: Config, local: bool = False):
     """The @dsl.pipeline function of a config (rounds and phase order fixed at compile time).
 
@@ -176,107 +198,118 @@ def build_pipeline(cfg: Config, local: bool = False):
     config_text = config_line(cfg)
     use_champion_default = not cfg.storage.start_fresh
 
+    plan = plan_phases(cfg)
+    round_end = {p.round: p.index for p in plan}  # a snapshot follows each round's last phase
+
     def _body(config_yaml, parent_run_id, run_key, use_champion):
-        """Every task but the exit task: materialize, init, the rounds, evaluate, select."""
-        mat = c.materialize(
-            config_yaml=config_yaml,
-            parent_run_id=parent_run_id,
-            kfp_run_id=run_key,
-        )
-        t.light(mat, "materialize", retry=True, cache=local)
-        run_id = mat.outputs["Output"]
-        data = mat.outputs["data"]
+        """Every task but the exit task: one per phase of `plan`, in its order (init_models
+        right after materialize, a snapshot after each round's last phase), then evaluate and
+        select. `s` holds what the next task reads: the latest model of each role, the bank,
+        the latest generator's outputs and the snapshot manifest."""
+        s: dict = {"manifest": None}
 
-        init = c.init_models(
-            config_yaml=config_yaml, parent_run_id=run_id, use_champion=use_champion
-        )
-        t.light(init, "init models", cache=local)
+        def materialize(p):
+            mat = c.materialize(
+                config_yaml=config_yaml,
+                parent_run_id=parent_run_id,
+                kfp_run_id=run_key,
+            )
+            t.light(mat, "materialize", retry=True, cache=local)
+            s["run_id"] = mat.outputs["Output"]
+            s["data"] = mat.outputs["data"]
+            init = c.init_models(
+                config_yaml=config_yaml, parent_run_id=s["run_id"], use_champion=use_champion
+            )
+            t.light(init, "init models", cache=local)
+            s["answerer"] = init.outputs["answerer"]
+            s["generator"] = init.outputs["generator"]
+            s["bank"] = s["data"]  # the materialized folder holds bank.jsonl
 
-        answerer = init.outputs["answerer"]
-        generator = init.outputs["generator"]
-        bank = data  # the materialized folder holds bank.jsonl
-        manifest = None
-
-        if cfg.warm_start.steps > 0:
+        def warm_start(p):
             warm = c.warm_start(
-                config_yaml=config_yaml, parent_run_id=run_id, data=data, init_model=answerer
+                config_yaml=config_yaml,
+                parent_run_id=s["run_id"],
+                data=s["data"],
+                init_model=s["answerer"],
             )
             t.training(warm, "warm start (SFT answerer)")
-            answerer = warm.outputs["model"]
-            manifest = warm.outputs["snapshots"]  # starts with the warm-started answerer
+            s["answerer"] = warm.outputs["model"]
+            s["manifest"] = warm.outputs["snapshots"]  # starts with the warm-started answerer
 
-        def train_answerer(r: int, phase: str, label: str):
+        def answerer(p):
             task = c.train_answerer(
                 config_yaml=config_yaml,
-                parent_run_id=run_id,
-                round_index=r,
-                phase=phase,
-                data=data,
-                bank=bank,
-                init_model=answerer,
+                parent_run_id=s["run_id"],
+                round_index=p.round,
+                phase=p.name,
+                data=s["data"],
+                bank=s["bank"],
+                init_model=s["answerer"],
                 launcher=launcher,
             )
-            return place(task, f"round {r} · {label}")
+            place(task, _task_name(cfg, plan, p, "train answerer"))
+            s["answerer"] = task.outputs["model"]
 
-        for r in range(1, cfg.rounds + 1):
-            if cfg.phase_schedule == "answerer_generator_answerer":
-                first = train_answerer(r, "answerer", "train answerer")
-                answerer = first.outputs["model"]
+        def generator(p):
             gen = c.train_generator(
                 config_yaml=config_yaml,
-                parent_run_id=run_id,
-                round_index=r,
-                data=data,
-                frozen_answerer=answerer,
-                init_model=generator,
+                parent_run_id=s["run_id"],
+                round_index=p.round,
+                phase=p.name,
+                data=s["data"],
+                frozen_answerer=s["answerer"],
+                init_model=s["generator"],
                 launcher=launcher,
             )
-            place(gen, f"round {r} · train generator")
-            generator = gen.outputs["model"]
-            tests = gen.outputs["tests"]
+            place(gen, _task_name(cfg, plan, p, "train generator"))
+            s["generator"] = gen.outputs["model"]
+            s["tests"] = gen.outputs["tests"]
+            s["frozen_solutions"] = gen.outputs["frozen_solutions"]
 
+        def validate(p):
             val = c.validate_tests(
                 config_yaml=config_yaml,
-                round_index=r,
-                data=data,
-                tests=tests,
-                frozen_solutions=gen.outputs["frozen_solutions"],
-                bank_in=bank,
+                round_index=p.round,
+                data=s["data"],
+                tests=s["tests"],
+                frozen_solutions=s["frozen_solutions"],
+                bank_in=s["bank"],
             )
-            t.sandbox(val, f"round {r} · validate tests")
-            bank = val.outputs["bank"]
+            t.sandbox(val, _task_name(cfg, plan, p, "validate tests"))
+            s["bank"] = val.outputs["bank"]
 
-            last = cfg.phase_schedule == "answerer_generator_answerer"
-            ans = train_answerer(
-                r, "answerer_final" if last else "answerer", "train answerer (final)" if last
-                else "train answerer",
-            )  # fmt: skip
-            answerer = ans.outputs["model"]
-
-            if manifest is None:
-                snap = c.snapshot_first(round_index=r, answerer=answerer, tests=tests)
+        def snapshot(r: int):
+            if s["manifest"] is None:
+                snap = c.snapshot_first(round_index=r, answerer=s["answerer"], tests=s["tests"])
             else:
                 snap = c.snapshot_next(
-                    round_index=r, previous=manifest, answerer=answerer, tests=tests
+                    round_index=r, previous=s["manifest"], answerer=s["answerer"], tests=s["tests"]
                 )
             t.light(snap, f"round {r} · snapshot", retry=True)
-            manifest = snap.outputs["snapshots"]
+            s["manifest"] = snap.outputs["snapshots"]
+
+        tasks = {"materialize": materialize, "warm_start": warm_start, "answerer": answerer,
+                 "generator": generator, "validate": validate}  # fmt: skip
+        for p in plan:
+            tasks[p.kind](p)
+            if p.round and round_end[p.round] == p.index:
+                snapshot(p.round)
 
         ev = c.evaluate(
             config_yaml=config_yaml,
-            parent_run_id=run_id,
-            data=data,
-            snapshots=manifest,
-            bank=bank,
+            parent_run_id=s["run_id"],
+            data=s["data"],
+            snapshots=s["manifest"],
+            bank=s["bank"],
         )
         t.light(ev, "evaluate", retry=True)
 
         sel = c.select(
             config_yaml=config_yaml,
-            parent_run_id=run_id,
+            parent_run_id=s["run_id"],
             report=ev.outputs["report"],
-            snapshots=manifest,
-            bank=bank,
+            snapshots=s["manifest"],
+            bank=s["bank"],
         )
         t.light(sel, "select & register")
 

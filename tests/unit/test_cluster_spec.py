@@ -58,15 +58,14 @@ def test_timeout_defaults_below_the_task_timeout():
 def test_entry_args_are_what_the_entry_point_parses(phase):
     inputs = {k: f"s3://b/{k}" for k in trainjob.PHASE_INPUTS[phase]}
     args = trainjob.entry_args(phase, config_uri="s3://b/c.yaml", round_index=3, inputs=inputs,
-                               out_uri="s3://b/out", answerer_phase="answerer_final",
+                               out_uri="s3://b/out", phase_name="r01-p04-answerer",
                                mlflow_run_id="r1")  # fmt: skip
     parsed = build_parser().parse_args(args)
     assert parsed.phase == phase and parsed.round == 3 and parsed.config == "s3://b/c.yaml"
     assert parsed.out == "s3://b/out" and parsed.mlflow_run_id == "r1"
     for key, uri in inputs.items():
         assert getattr(parsed, key) == uri
-    if phase == "train-answerer":
-        assert parsed.answerer_phase == "answerer_final"
+    assert parsed.phase_name == "r01-p04-answerer"  # both kinds: the plan's name seeds it
     with pytest.raises(SparringError, match="missing inputs data"):
         trainjob.entry_args(phase, config_uri="c", round_index=1, inputs={}, out_uri="o")
 

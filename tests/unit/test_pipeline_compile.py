@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 import yaml
 
 from pipelines.selfplay import MLFLOW_ENV, S3_ENV, compile_pipeline
 from sparring.config import load_config
+from sparring.training.schedule import plan_phases
 
 TRAINING = ("train-answerer", "train-generator")
+# The DAG's tasks that are phases of `plan_phases`, by component name (init_models, the
+# snapshots, evaluate and select are pipeline plumbing outside the plan).
+PLANNED = {
+    "materialize": "materialize",
+    "warm-start": "warm_start",
+    "train-answerer": "answerer",
+    "train-generator": "generator",
+    "validate-tests": "validate",
+}
+SELFPLAY_CONFIGS = sorted(
+    str(p) for p in Path("configs").glob("*.yaml") if not load_config(str(p)).game.name
+)
 
 
 def _compile(tmp_path, config, overrides=()):
@@ -43,13 +57,26 @@ def _kind(task_key: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    return _compile(tmp_path_factory.mktemp("c"), "configs/cluster-qwen7b.yaml")
+def compiled(tmp_path_factory):
+    """Compile a shipped config once per module (the cluster configs unroll hundreds of tasks)."""
+    cache = {}
+
+    def get(config):
+        if config not in cache:
+            cache[config] = _compile(tmp_path_factory.mktemp("ir"), config)
+        return cache[config]
+
+    return get
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    return _compile(tmp_path_factory.mktemp("s"), "configs/smoke.yaml")
+def cluster(compiled):
+    return compiled("configs/cluster-qwen7b.yaml")
+
+
+@pytest.fixture(scope="module")
+def smoke(compiled):
+    return compiled("configs/smoke.yaml")
 
 
 def _display_names(ir):
@@ -82,13 +109,64 @@ def test_exit_task_closes_the_mlflow_run_whatever_happens(smoke):
     assert set(ir["root"]["dag"]["tasks"]) == {"exit-handler-1", "finalize"}
 
 
+def _param(task, name: str):
+    """A task's constant parameter, or None when the task has no such input."""
+    param = task["inputs"].get("parameters", {}).get(name)
+    return param["runtimeValue"]["constant"] if param else None
+
+
+def _phase_tasks(ir) -> list[tuple[int, str, str | None, str]]:
+    """The DAG's planned tasks round by round, each as (round, kind, the phase label it seeds
+    its draws with, task key). Asserts the order is the only one KFP can run them in: within a
+    round each task depends on every one before it (a chain), and no task depends on a later
+    round's. (Across rounds the next generator need not wait for the previous validation when
+    it reads no bank; the plain runner's order is still a valid order of the DAG.)"""
+    tasks = {k: t for k, t in _tasks(ir).items() if _kind(k) in PLANNED}
+    before = {k: _upstream(ir, k) & set(tasks) for k in tasks}
+    rounds = {k: int(_param(t, "round_index") or 0) for k, t in tasks.items()}
+    order = sorted(tasks, key=lambda k: (rounds[k], len(before[k])))
+    for i, k in enumerate(order):
+        same_round = [j for j in order[:i] if rounds[j] == rounds[k]]
+        assert set(same_round) <= before[k], f"{k}: not chained to {same_round}"
+        assert before[k] <= set(order[:i]), f"{k}: depends on a later task"
+    return [(rounds[k], PLANNED[_kind(k)], _param(tasks[k], "phase"), k) for k in order]
+
+
+def _assert_dag_is_the_plan(cfg, ir) -> None:
+    """The compiled DAG runs `plan_phases(cfg)`: the same phases in the same order, each
+    training task seeded by its phase's identity (the label the plain runner passes too)."""
+    plan = plan_phases(cfg)
+    dag = _phase_tasks(ir)
+    assert [(r, kind) for r, kind, _, _ in dag] == [(p.round, p.kind) for p in plan]
+    labels = [(label, p.name) for (_, kind, label, _), p in zip(dag, plan, strict=True)]
+    assert all(label == name for label, name in labels if label is not None), labels
+    trained = [label for _, kind, label, _ in dag if kind in ("answerer", "generator")]
+    assert None not in trained, "every training task gets its phase label"
+
+
+@pytest.mark.parametrize("config", SELFPLAY_CONFIGS)
+def test_compiled_dag_is_plan_phases_for_every_shipped_config(compiled, config):
+    cfg, _, ir, _ = compiled(config)
+    _assert_dag_is_the_plan(cfg, ir)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["steps.alternating=2"],
+        ["steps.alternating=2", "phase_schedule=answerer_generator_answerer"],
+        ["steps.alternating=1", "warm_start.steps=3", "rounds=3"],
+    ],
+)
+def test_compiled_dag_is_plan_phases_with_alternating_pairs(tmp_path, overrides):
+    cfg, _, ir, _ = _compile(tmp_path, "configs/smoke.yaml", overrides)
+    _assert_dag_is_the_plan(cfg, ir)
+
+
 def test_cluster_schedule_has_three_training_phases_per_round(cluster):
     cfg, _, ir, _ = cluster
-    kinds = [_kind(k) for k in _tasks(ir)]
-    assert cfg.phase_schedule == "answerer_generator_answerer"
-    assert kinds.count("train-answerer") == 2 * cfg.rounds
-    assert kinds.count("train-generator") == cfg.rounds
-    assert kinds.count("validate-tests") == cfg.rounds
+    assert cfg.phase_schedule == "answerer_generator_answerer" and cfg.steps.alternating == 20
+    _assert_dag_is_the_plan(cfg, ir)
     names = _display_names(ir)
     assert f"round {cfg.rounds} · train answerer (final)" in names
     assert f"round {cfg.rounds + 1} · train answerer" not in names
@@ -100,11 +178,9 @@ def test_round_count_matches_config(tmp_path, rounds, schedule):
     _, _, ir, _ = _compile(
         tmp_path, "configs/smoke.yaml", [f"rounds={rounds}", f"phase_schedule={schedule}"]
     )
+    cfg = load_config("configs/smoke.yaml", [f"rounds={rounds}", f"phase_schedule={schedule}"])
+    _assert_dag_is_the_plan(cfg, ir)
     kinds = [_kind(k) for k in _tasks(ir)]
-    per_round = 2 if schedule == "answerer_generator_answerer" else 1
-    assert kinds.count("train-generator") == rounds
-    assert kinds.count("validate-tests") == rounds
-    assert kinds.count("train-answerer") == per_round * rounds
     assert kinds.count("snapshot-first") == 1
     assert kinds.count("snapshot-next") == rounds - 1
 
@@ -215,12 +291,14 @@ def test_config_is_one_line_default(cluster):
 
 
 def test_same_config_same_bytes(tmp_path):
-    cfg = load_config("configs/cluster-qwen7b.yaml")
+    # one alternating pair per round instead of 20 keeps the three compiles cheap
+    cfg = load_config("configs/cluster-qwen7b.yaml", ["steps.alternating=1"])
     a = compile_pipeline(cfg, tmp_path / "a.yaml").read_bytes()
     b = compile_pipeline(cfg, tmp_path / "b.yaml").read_bytes()
     assert a == b
     other = compile_pipeline(
-        load_config("configs/cluster-qwen7b.yaml", ["seed=1"]), tmp_path / "c.yaml"
+        load_config("configs/cluster-qwen7b.yaml", ["steps.alternating=1", "seed=1"]),
+        tmp_path / "c.yaml",
     )
     assert other.read_bytes() != a
 
@@ -243,7 +321,7 @@ def test_warm_start_task_feeds_round_one(tmp_path, schedule):
     cfg, _, ir, platform = _compile(
         tmp_path,
         "configs/cluster-qwen7b.yaml",
-        ["warm_start.steps=60", f"phase_schedule={schedule}"],
+        ["warm_start.steps=60", f"phase_schedule={schedule}", "steps.alternating=1"],
     )
     tasks = _tasks(ir)
     assert "warm-start" in tasks
@@ -290,8 +368,8 @@ def test_warm_start_with_mlx_is_refused_at_compile_time(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def multinode(tmp_path_factory):
-    return _compile(tmp_path_factory.mktemp("mn"), "configs/cluster-multinode.yaml")
+def multinode(compiled):
+    return compiled("configs/cluster-multinode.yaml")
 
 
 def _launcher(task) -> str | None:
@@ -304,7 +382,9 @@ def test_multinode_training_tasks_create_trainjobs_and_hold_no_gpu(multinode):
     assert cfg.kubernetes.trainer.nodes == 2
     execs = ir["deploymentSpec"]["executors"]
     training = {k: t for k, t in _tasks(ir).items() if _kind(k) in TRAINING}
-    assert len(training) == 3 * cfg.rounds
+    _assert_dag_is_the_plan(cfg, ir)
+    planned = [p for p in plan_phases(cfg) if p.kind in ("answerer", "generator")]
+    assert len(training) == len(planned)
     for key, task in _tasks(ir).items():
         if _kind(key) in TRAINING:
             assert _launcher(task) == "trainjob", key

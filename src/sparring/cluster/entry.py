@@ -64,8 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--frozen-answerer", default="", help="train-generator: the frozen answerer")
     p.add_argument("--init-model", default="", help="model to start from (empty: the base)")
     p.add_argument(
-        "--phase", dest="answerer_phase", default="answerer",
-        choices=("answerer", "answerer_final"), help="train-answerer: which answerer phase",
+        "--phase", dest="phase_name", default="",
+        help="the phase's name in the config's plan (e.g. r01-p03-answerer): its steps and seeds",
     )  # fmt: skip
     p.add_argument("--mlflow-run-id", default="", help="rank 0 logs into this MLflow run")
     p.add_argument("--workdir", default="", help="node-local scratch folder (default: a temp)")
@@ -119,13 +119,14 @@ def run_phase(cfg: Config, args: argparse.Namespace, inputs: dict[str, str], out
 
         return train_answerer(
             cfg, args.round, inputs["data"], bank_file(inputs["bank"]), init, str(out / "model"),
-            phase=args.answerer_phase,
+            phase=args.phase_name or "answerer",
         )  # fmt: skip
     from sparring.phases.generator import train_generator
 
     return train_generator(
         cfg, args.round, inputs["data"], inputs["frozen_answerer"], init, str(out / "model"),
         str(out / "tests.jsonl"), str(out / "frozen_solutions.jsonl"),
+        phase=args.phase_name or "generator",
     )  # fmt: skip
 
 

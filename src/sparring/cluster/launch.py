@@ -94,7 +94,7 @@ def run_phase(
     inputs: dict[str, str],
     outputs: dict[str, str],
     output_uri: str,
-    answerer_phase: str = "answerer",
+    phase_name: str = "",
     client: KubeClient | None = None,
     namespace: str = "",
     say: Callable[[str], Any] = print,
@@ -102,7 +102,8 @@ def run_phase(
     """Run `phase` of round `round_index` as a TrainJob; returns its metrics (see module doc).
 
     `inputs`: artifact URIs by input name; `outputs`: local paths by output name
-    (`PHASE_OUTPUTS`); `output_uri`: the URI of the task's first output artifact."""
+    (`PHASE_OUTPUTS`); `output_uri`: the URI of the task's first output artifact; `phase_name`:
+    the phase's `Phase.name` (its steps and seeds), "" for the phase function's default."""
     staging = staging_uri(output_uri)
     config_uri, out_uri = f"{staging}/config.yaml", f"{staging}/out"
     storage.write_text(config_uri, dump_yaml(cfg))
@@ -111,7 +112,7 @@ def run_phase(
     namespace = namespace or pod_namespace(cfg.kubernetes.namespace)
     args = entry_args(
         phase, config_uri=config_uri, round_index=round_index, inputs=inputs, out_uri=out_uri,
-        answerer_phase=answerer_phase, mlflow_run_id=_active_run_id(),
+        phase_name=phase_name, mlflow_run_id=_active_run_id(),
     )  # fmt: skip
     obj = trainjob_spec(
         cfg, name=name, namespace=namespace, phase=phase, round_index=round_index, args=args,

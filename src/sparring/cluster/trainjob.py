@@ -101,7 +101,7 @@ def entry_args(
     round_index: int,
     inputs: dict[str, str],
     out_uri: str,
-    answerer_phase: str = "answerer",
+    phase_name: str = "",
     mlflow_run_id: str = "",
 ) -> list[str]:
     """Arguments of `sparring.cluster.entry` for one phase (after `-m sparring.cluster.entry`)."""
@@ -111,8 +111,8 @@ def entry_args(
     args = [phase, "--config", config_uri, "--round", str(round_index), "--out", out_uri]
     for key in PHASE_INPUTS[phase]:
         args += [f"--{key.replace('_', '-')}", inputs[key]]
-    if phase == "train-answerer":
-        args += ["--phase", answerer_phase]
+    if phase_name:  # the phase's identity in the plan: its step count and seeds
+        args += ["--phase", phase_name]
     if mlflow_run_id:
         args += ["--mlflow-run-id", mlflow_run_id]
     return args
