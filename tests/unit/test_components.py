@@ -1,8 +1,9 @@
-"""Component bodies (`.python_func`) and the phases' edges, with fake phases and a file MLflow.
+"""Component bodies (`.python_func`) and the phases' edges, on the real phases and a real MLflow.
 
-The phase and evaluation functions are replaced by fakes that write the files their real
-counterparts write; MLflow is a sqlite store in tmp_path. Real phases run in
-tests/integration/test_pipeline_local.py.
+Every phase is the real one, in a dry run on tiny-random (materialize a few bundled problems and
+one HumanEval task, training phases copy their model and write the generator's fallback tests,
+validation runs them in the real sandbox, evaluation samples the tiny model); MLflow is a sqlite
+store in tmp_path. Real training phases run in tests/integration/test_pipeline_local.py.
 """
 
 from __future__ import annotations
@@ -18,10 +19,16 @@ from pipelines.selfplay import config_line
 from sparring import tracking
 from sparring.config import load_config
 from sparring.errors import SparringError
-from sparring.evaluation import snapshots as evaluation
-from sparring.phases import answerer, generator, init_models, select, snapshot, validate
-from sparring.phases import evaluate as evaluate_phase
+from sparring.phases import init_models, select, snapshot
 from sparring.phases import materialize as materialize_phase
+
+DRY = [
+    "dry_run=true",
+    "data.max_problems=6",
+    "data.humaneval_limit=1",
+    "steps.problems_per_phase=5",  # every train problem: both roles draw the same ones
+    "sandbox.workers=2",
+]
 
 
 class Art(SimpleNamespace):
@@ -38,68 +45,23 @@ class Art(SimpleNamespace):
 def env(tmp_path, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
     bank_uri = tmp_path / "persist" / "bank.jsonl"
-    cfg = load_config("configs/smoke.yaml", [f"storage.bank_uri={bank_uri}"])
-    calls = []
-
-    def materialize(cfg, out_dir, bank_in=None):
-        calls.append(("materialize", bank_in))
-        Path(out_dir).mkdir(parents=True)
-        for name in ("train", "val", "eval", "bank"):
-            (Path(out_dir) / f"{name}.jsonl").write_text("")
-        return {"problems": 3.0}
-
-    def train_answerer(cfg, r, data_dir, bank_path, init_model, out_model, phase="answerer"):
-        calls.append(("answerer", r, phase, Path(bank_path).name, init_model))
-        Path(out_model).mkdir(parents=True)
-        (Path(out_model) / "sparring_model.json").write_text(json.dumps({"round": r}))
-        return {"reward": 0.5 + r / 10}
-
-    def train_generator(cfg, r, data_dir, frozen, init_model, out_model, out_tests, out_sol):
-        calls.append(("generator", r, frozen))
-        Path(out_model).mkdir(parents=True)
-        Path(out_tests).write_text('{"test": "assert f(1) == 1"}\n')
-        Path(out_sol).write_text("")
-        return {"reward": 0.1}
-
-    def validate_tests(cfg, r, data_dir, tests, sols, bank_in, bank_out):
-        calls.append(("validate", r, bank_in))
-        Path(bank_out).write_text('{"problem_id": "p", "test": "assert True"}\n')
-        return {"validity": 0.75, "kept": 1}
-
-    def evaluate_snapshots(cfg, data_dir, models, tests, bank, out_dir):
-        calls.append(("evaluate", models, tests))
-        snaps = [
-            {"model": m, "round": i + 1, "answerer_reward": 0.2 * (i + 1), "promotable": True}
-            for i, m in enumerate(models)
-        ]
-        report = {"snapshots": snaps, "cross_play": [], "elo": {}}
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        (Path(out_dir) / "report.json").write_text(json.dumps(report))
-        return report
-
-    def choose_best(cfg, report):
-        return len(report["snapshots"]) - 1, 0.9, "best score"
-
-    for module, name, fn in [
-        (materialize_phase, "materialize", materialize),
-        (answerer, "train_answerer", train_answerer),
-        (generator, "train_generator", train_generator),
-        (validate, "validate_tests", validate_tests),
-        (evaluate_phase, "evaluate_snapshots", evaluate_snapshots),
-        (evaluate_phase, "choose_best", choose_best),
-        (evaluation, "choose_best", choose_best),
-    ]:
-        monkeypatch.setattr(module, name, fn)
-    return SimpleNamespace(cfg=cfg, calls=calls, text=config_line(cfg), tmp=tmp_path)
+    cfg = load_config("configs/smoke.yaml", [f"storage.bank_uri={bank_uri}", *DRY])
+    return SimpleNamespace(cfg=cfg, text=config_line(cfg), tmp=tmp_path)
 
 
-def test_components_end_to_end_with_fakes(env):
+def _lines(path) -> list[dict]:
+    return [json.loads(x) for x in Path(path).read_text().splitlines() if x.strip()]
+
+
+def test_components_end_to_end_in_a_dry_run(env):
     c = make_components(env.cfg)
     t = env.tmp
     parent = tracking.start_parent_run(env.cfg, "kfp-1")
     data, m = Art(t / "data"), Art(t / "m0")
     assert c.materialize.python_func(env.text, parent, "kfp-1", data, m) == parent
-    assert m.metadata["problems"] == 3.0 and m.metadata["bank_loaded"] == 0.0
+    train = _lines(t / "data" / "train.jsonl")
+    assert m.metadata["bank_loaded"] == 0.0 and len(_lines(t / "data" / "eval.jsonl")) == 1
+    assert m.metadata["problems_train"] == float(len(train)) == 5.0  # 6, one held out
 
     ans0, gen0 = Art(t / "a0"), Art(t / "g0")
     c.init_models.python_func(env.text, parent, True, ans0, gen0, Art(t / "m1"))
@@ -107,37 +69,54 @@ def test_components_end_to_end_with_fakes(env):
     assert pointer == {"base": "tiny-random", "pointer": True, "role": "answerer",
                        "tuning_mode": "base", "run_tuning_mode": "lora"}  # fmt: skip
 
-    gen, tests, sols = Art(t / "g1"), Art(t / "tests1"), Art(t / "sol1")
-    c.train_generator.python_func(env.text, parent, 1, data, ans0, gen0, gen, tests, sols,
-                                  Art(t / "m2"))  # fmt: skip
-    bank = Art(t / "bank1")
-    vm = Art(t / "m3")
+    gen, tests, sols, gm = Art(t / "g1"), Art(t / "tests1"), Art(t / "sol1"), Art(t / "m2")
+    c.train_generator.python_func(
+        env.text, parent, 1, "r01-p01-generator", data, ans0, gen0, gen, tests, sols, gm
+    )
+    written = _lines(tests.path)
+    assert len(written) == gm.metadata["problems"] == len(train)  # all of them (see DRY)
+    assert gm.metadata["generated_tests"] == float(sum(len(r["tests"]) for r in written)) > 0
+    assert gm.metadata["dry_run"] == 1.0 and "steps" not in gm.metadata
+
+    bank, vm = Art(t / "bank1"), Art(t / "m3")
     c.validate_tests.python_func(env.text, 1, data, tests, sols, data, bank, vm)
-    assert vm.metadata == {"validity": 0.75, "kept": 1.0}
+    banked = _lines(t / "bank1" / "bank.jsonl")
+    # the dry run's tests join two baseline asserts: the reference passes every one, none is a
+    # copy of a baseline test, and the bank (empty before) holds each of them
+    assert vm.metadata["candidates"] == gm.metadata["generated_tests"]
+    assert vm.metadata["validity"] == 1.0 and vm.metadata["infra_errors"] == 0.0
+    assert vm.metadata["bank_size"] == float(len(banked)) == vm.metadata["new_tests"] > 0
+    assert {b["test"] for b in banked} <= {x for r in written for x in r["tests"]}
     assert (t / "bank1" / "validation.json").is_file()
 
-    ans1 = Art(t / "a1")
-    c.train_answerer.python_func(env.text, parent, 1, "answerer", data, bank, ans0, ans1,
-                                 Art(t / "m4"))  # fmt: skip
+    ans1, am = Art(t / "a1"), Art(t / "m4")
+    c.train_answerer.python_func(
+        env.text, parent, 1, "r01-p03-answerer", data, bank, ans0, ans1, am
+    )
+    # the answerer trained on the validated bank: every banked test is one of its problems'
+    assert am.metadata["bank_tests_used"] == float(len(banked)) > 0
     snap = Art(t / "snap1")
     c.snapshot_first.python_func(1, ans1, tests, snap)
+    # round 2's tests: round 1's, as a round-2 generator phase would label them
+    tests2 = Art(t / "tests2")
+    rows2 = [{**r, "round": 2} for r in written]
+    Path(tests2.path).write_text("".join(json.dumps(r) + "\n" for r in rows2))
     snap2 = Art(t / "snap2")
-    c.snapshot_next.python_func(2, snap, ans1, tests, snap2)
+    c.snapshot_next.python_func(2, snap, ans1, tests2, snap2)
     assert [e["round"] for e in json.loads(Path(snap2.path).read_text())] == [1, 2]
 
     report, em = Art(t / "report"), Art(t / "m5")
     c.evaluate.python_func(env.text, parent, data, snap2, bank, report, em)
-    assert em.metadata["r2.answerer_reward"] == pytest.approx(0.4)
+    evaluated = json.loads((t / "report" / "report.json").read_text())
+    assert [s["round"] for s in evaluated["snapshots"]] == [1, 2]
+    assert em.metadata["r2.answerer_reward"] == evaluated["snapshots"][1]["answerer_reward"]
 
     champ = Art(t / "champion")
     version = c.select.python_func(env.text, parent, report, snap2, bank, champ, Art(t / "m6"))
     assert version == "1"
     assert (t / "champion" / "sparring_model.json").is_file()
-    assert "assert True" in Path(env.cfg.storage.bank_uri).read_text()  # bank persisted
-
-    kinds = [c[0] for c in env.calls]
-    assert kinds == ["materialize", "generator", "validate", "answerer", "evaluate"]
-    assert env.calls[3][3] == "bank.jsonl"  # the answerer trained on the validated bank
+    persisted = Path(env.cfg.storage.bank_uri).read_text()
+    assert persisted == (t / "bank1" / "bank.jsonl").read_text()  # bank persisted
 
     import mlflow
 
@@ -164,16 +143,19 @@ def test_components_end_to_end_with_fakes(env):
         ]
     )
     by_name = {r.info.run_name: r for r in children}
-    assert by_name["r1-validate-tests"].data.metrics["validity"] == 0.75
+    assert by_name["r1-validate-tests"].data.metrics["validity"] == 1.0
     assert by_name["r1-train-answerer"].data.tags["sparring.round"] == "1"
 
     # A second run: the persisted bank is loaded and the champion replaces the pointer.
     ans_next = Art(t / "a-next")
     init_models.init_models(env.cfg, ans_next.path, str(t / "g-next"), champion=True)
-    assert json.loads((t / "a-next" / "sparring_model.json").read_text()) == {"round": 1}
-    data2 = Art(t / "data2")
-    c.materialize.python_func(env.text, "", "kfp-2", data2, Art(t / "m7"))
-    assert env.calls[-1][0] == "materialize" and env.calls[-1][1] is not None
+    champion = json.loads((t / "a-next" / "sparring_model.json").read_text())
+    assert champion == json.loads((t / "a1" / "sparring_model.json").read_text())  # round 1's
+    assert champion["phase"] == "r01-p03-answerer"  # not the fresh pointer init_models writes
+    data2, m7 = Art(t / "data2"), Art(t / "m7")
+    c.materialize.python_func(env.text, "", "kfp-2", data2, m7)
+    assert m7.metadata["bank_loaded"] == float(len(banked))
+    assert (t / "data2" / "bank.jsonl").read_text() == persisted
 
 
 def test_init_models_start_fresh_ignores_champion(env, monkeypatch):
@@ -203,11 +185,12 @@ def test_snapshot_missing_artifact_is_clear(tmp_path):
         snapshot.resolve_snapshots(str(manifest), str(tmp_path / "cache"))
 
 
-def test_select_nothing_promotable(env, monkeypatch):
-    monkeypatch.setattr(evaluation, "choose_best", lambda cfg, report: (None, 0.0, "validity 0.1"))
+def test_select_nothing_promotable(env):
+    # the real choose_best, on a report whose only snapshot was refused
+    refused = {"round": 1, "promotable": False, "hacking": {"reasons": ["validity 0.1"]}}
     report = env.tmp / "report"
     report.mkdir()
-    (report / "report.json").write_text(json.dumps({"snapshots": []}))
+    (report / "report.json").write_text(json.dumps({"snapshots": [refused]}))
     manifest = env.tmp / "m.json"
     manifest.write_text("[]")
     (env.tmp / "bank.jsonl").write_text("")
@@ -216,5 +199,6 @@ def test_select_nothing_promotable(env, monkeypatch):
         env.cfg, str(report), str(manifest), str(env.tmp / "bank.jsonl"), str(env.tmp / "champ"),
         parent,
     )  # fmt: skip
-    assert result["promoted"] == 0.0 and result["reason"] == "validity 0.1"
-    assert (env.tmp / "champ" / "NOT_PROMOTED.txt").read_text().strip() == "validity 0.1"
+    reason = "no promotable snapshot: round 1 (validity 0.1)"
+    assert result["promoted"] == 0.0 and result["reason"] == reason
+    assert (env.tmp / "champ" / "NOT_PROMOTED.txt").read_text().strip() == reason
