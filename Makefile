@@ -74,7 +74,7 @@ serve: install install-serve  ## serve SmolLM2 over the OpenAI API on loopback (
 run: install  ## the main job: the self-play pipeline on configs/local.yaml through kfp.local
 	$(BIN)/sparring run --config $(CONFIG)
 
-learn: install  ## the learning run: held-out gains with 95% intervals, LEARN lines (~30 min)
+learn: install  ## the learning run: held-out gains with 95% intervals, LEARN lines (~77 min)
 	$(BIN)/sparring run --config configs/learn.yaml
 
 GAMES ?= proposer_solver debate negotiation red_blue refine_loop elo_arena dataset_rl
