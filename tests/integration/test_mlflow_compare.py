@@ -18,7 +18,8 @@ import pytest
 from sparring import headline, local_run
 from sparring.config import load_config
 
-pytestmark = pytest.mark.integration
+# minutes of real pipeline runs: the slow tier (make test-slow, run by CI)
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 NAME = "compare-e2e"
 ORDER_BY = "heldout.discriminating.champion"

@@ -8,13 +8,13 @@ GRPO steps per phase; about two minutes on 2 CPU cores). Both run in the default
 
 from __future__ import annotations
 
-import time
+from pathlib import Path
 
 import boto3
 import mlflow
 import pytest
 
-from sparring import local_run, storage
+from sparring import local_run, storage, tracking
 from sparring.config import load_config
 
 ARTIFACT_BUCKET = "sparring-test"  # created by the s3_server fixture (tests/conftest.py)
@@ -37,11 +37,8 @@ def _run_and_check(tmp_path, mlflow_server, s3_server, name, extra, capsys, monk
         ],
     )
     root = tmp_path / "outputs"
-    t0 = time.perf_counter()
     state = local_run.run_local(cfg, root)
-    first = time.perf_counter() - t0
     console = capsys.readouterr().out
-    print(f"{name}: pipeline took {first:.1f}s")
     # the user sees one line per phase (and per GRPO step); kfp.local's dump goes to the log
     assert "r1 train-answerer: done in" in console and "r3-select" not in console
     assert "executor_input" not in console and "base image" not in console
@@ -91,14 +88,37 @@ def _run_and_check(tmp_path, mlflow_server, s3_server, name, extra, capsys, monk
     else:  # the selection refused every snapshot: the reason is on record, nothing registered
         pytest.fail(f"nothing promoted: {select.data.params or select.data.tags}")
 
-    t0 = time.perf_counter()
+    if cfg.data.val_samples:
+        _check_learning(cfg, root, state, client)
+
     again = local_run.run_local(cfg, root, resume=True)
-    resumed = time.perf_counter() - t0
-    print(f"{name}: resumed run took {resumed:.1f}s")
     assert again["parent_run_id"] == state["parent_run_id"] and again["resumed"]
-    assert resumed < first
+    # kfp.local's cache served every finished task: no phase ran (and logged a run) again
+    attempts = {c["name"]: c["attempts"] for c in state["children"]}
+    assert {c["name"]: c["attempts"] for c in again["children"]} == attempts
     assert len(client.search_model_versions(f"name='{cfg.selection.registered_model}'")) == 1
     return state
+
+
+def _check_learning(cfg, root, state, client):
+    """With data.val_samples set, evaluate samples the held-out problems: the report has its
+    learning table and the LEARN lines read the same numbers back from MLflow."""
+    children = {r.info.run_name: r for r in tracking.child_runs(cfg, state["parent_run_id"])}
+    evaluate = children["r3-evaluate"].data.metrics
+    base = evaluate["learn.base_to_final.discriminating.before"]
+    final = evaluate["learn.base_to_final.discriminating.after"]
+    trained = sum(
+        children[f"r{r}-train-answerer"].data.metrics["completions_trained"] for r in (1, 2)
+    )
+    report = next(root.glob("**/evaluate/report/report.md")).read_text()
+    assert "## Learning on held-out problems" in report
+    assert "| base to final | discriminating |" in report
+    lines = local_run.learn_lines(cfg, state["parent_run_id"])
+    assert lines[0].startswith(f"LEARN validation_pass_rate base={base:.3f} final={final:.3f}")
+    assert f"LEARN completions_trained {trained:.0f}" in lines
+    assert lines[-1].startswith("LEARN train_reward first=")  # 2 steps: n/a, 4 or more: values
+    logged = client.download_artifacts(state["parent_run_id"], "learn.txt")
+    assert Path(logged).read_text().splitlines() == lines
 
 
 def test_smoke_dry_run_end_to_end(tmp_path, mlflow_server, s3_server, capsys, monkeypatch):
@@ -108,4 +128,9 @@ def test_smoke_dry_run_end_to_end(tmp_path, mlflow_server, s3_server, capsys, mo
 
 
 def test_smoke_end_to_end(tmp_path, mlflow_server, s3_server, capsys, monkeypatch):
-    _run_and_check(tmp_path, mlflow_server, s3_server, "e2e-smoke", [], capsys, monkeypatch)
+    """The real smoke config, with the held-out problems sampled (data.val_samples) so the
+    evaluate phase's learning part, the report's learning table and the LEARN lines run."""
+    _run_and_check(
+        tmp_path, mlflow_server, s3_server, "e2e-smoke", ["data.val_samples=2"], capsys,
+        monkeypatch,
+    )  # fmt: skip

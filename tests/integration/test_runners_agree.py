@@ -20,7 +20,8 @@ from sparring.config import load_config
 from sparring.training.loop import run_selfplay
 from sparring.training.schedule import plan_phases
 
-pytestmark = pytest.mark.integration
+# minutes of real pipeline runs: the slow tier (make test-slow, run by CI)
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 TRAINED = ("answerer", "generator")
 

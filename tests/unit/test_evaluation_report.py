@@ -78,23 +78,29 @@ def test_log_to_mlflow(tmp_path, monkeypatch):
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)  # read by mlflow and sparring.tracking
-    assert mlflow.get_tracking_uri() == uri
-    out = tmp_path / "out"
-    reports.write_report(REPORT, out)
-    assert mlflow.active_run() is None
-    assert reports.log_to_mlflow(out) == 0  # no active run: nothing logged
-    client = MlflowClient(uri)
-    experiment = client.create_experiment("report", artifact_location=str(tmp_path / "artifacts"))
-    with mlflow.start_run(experiment_id=experiment) as run:
-        assert reports.log_to_mlflow(out) == 4
-    listed = client.list_artifacts(run.info.run_id, "report")
-    assert sorted(Path(a.path).name for a in listed) == [
-        "cross_play.png", "curves.png", "humaneval.png", "report.md"
-    ]  # fmt: skip
-    assert {str(Path(a.path).parent) for a in listed} == {"report"}
-    stored = Path(client.download_artifacts(run.info.run_id, "report/report.md", str(tmp_path)))
-    assert stored.read_text() == (out / "report.md").read_text()
-    assert [r.info.run_id for r in client.search_runs([experiment])] == [run.info.run_id]
+    previous = mlflow.get_tracking_uri()  # an earlier test may have set the process-wide URI
+    mlflow.set_tracking_uri(uri)
+    try:
+        out = tmp_path / "out"
+        reports.write_report(REPORT, out)
+        assert mlflow.active_run() is None
+        assert reports.log_to_mlflow(out) == 0  # no active run: nothing logged
+        client = MlflowClient(uri)
+        experiment = client.create_experiment(
+            "report", artifact_location=str(tmp_path / "artifacts")
+        )
+        with mlflow.start_run(experiment_id=experiment) as run:
+            assert reports.log_to_mlflow(out) == 4
+        listed = client.list_artifacts(run.info.run_id, "report")
+        assert sorted(Path(a.path).name for a in listed) == [
+            "cross_play.png", "curves.png", "humaneval.png", "report.md"
+        ]  # fmt: skip
+        assert {str(Path(a.path).parent) for a in listed} == {"report"}
+        stored = Path(client.download_artifacts(run.info.run_id, "report/report.md", str(tmp_path)))
+        assert stored.read_text() == (out / "report.md").read_text()
+        assert [r.info.run_id for r in client.search_runs([experiment])] == [run.info.run_id]
+    finally:
+        mlflow.set_tracking_uri(previous)
 
 
 def test_report_shows_the_learning_section_with_intervals():
