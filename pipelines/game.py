@@ -2,22 +2,22 @@
 
 `build_game_pipeline(cfg, local)` is what `pipelines.selfplay.build_pipeline` returns when the
 config names a game (`game.name`), so `sparring compile`, `run`, `submit` and `schedule` work for
-games unchanged. The same Kubernetes settings as the code duel's pipeline apply: training
-resources on train_game, light ones on evaluate and select, Secrets as environment, an exit task
-that closes the MLflow parent run however the run ends.
+games unchanged. The same Kubernetes settings as the code duel's pipeline apply
+(`pipelines.common.Tasks`): training resources on train_game, light ones on evaluate and select,
+Secrets as environment, an exit task that closes the MLflow parent run however the run ends.
 """
 
 # No `from __future__ import annotations`: KFP reads the pipeline signature's real types.
 from kfp import dsl
 
+from components import make_components
+from pipelines.common import Tasks, config_line, pipeline_name
 from sparring.config import Config
 
 
 def build_game_pipeline(cfg: Config, local: bool = False):
-    from pipelines.selfplay import _Tasks, config_line, make_components, pipeline_name
-
     c = make_components(cfg)
-    t = _Tasks(cfg)
+    t = Tasks(cfg)
     config_text = config_line(cfg)
 
     @dsl.pipeline(

@@ -133,7 +133,7 @@ def test_component_snapshot_and_report(data_dir, tmp_path, monkeypatch):
     with a warm-start entry; evaluation keeps the base model as baseline and reports the warm
     start between it and round 1."""
     from components import make_components
-    from pipelines.selfplay import config_line
+    from pipelines.common import config_line
     from sparring import tracking
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")

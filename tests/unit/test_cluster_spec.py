@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.selfplay import MLFLOW_ENV, S3_ENV
+from pipelines.common import MLFLOW_ENV, S3_ENV
 from sparring.cluster import recipes, trainjob
 from sparring.cluster.entry import build_parser
 from sparring.cluster.wait import _ts_key

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from components import make_components
-from pipelines.selfplay import config_line
+from pipelines.common import config_line
 from sparring import tracking
 from sparring.config import load_config
 from sparring.errors import SparringError

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipelines.selfplay import MLFLOW_ENV, S3_ENV, compile_pipeline
+from pipelines.common import MLFLOW_ENV, S3_ENV
+from pipelines.selfplay import compile_pipeline
 from sparring.config import load_config
 from sparring.training.schedule import plan_phases
 
