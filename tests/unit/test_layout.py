@@ -1,8 +1,10 @@
-"""The layout's rules, checked statically (the `ast` of every module under src/sparring, nothing
-imported, milliseconds): no import cycle between sparring modules (every import counts); the
-pure-logic modules (and the sandbox image's path) import no heavy framework, directly or through
-another sparring module; a module over 500 lines says in its first lines why it is one module;
-nothing outside sparring.backends branches on the backend's name.
+"""The layout's rules, checked statically (the `ast` of every module of the three first-party
+packages: src/sparring, and the KFP shells pipelines/ and components/ at the repository's root;
+nothing imported, milliseconds): no import cycle between their modules (every import counts); the
+shells sit on the library, not under it (pipelines -> components -> sparring); the pure-logic
+modules (and the sandbox image's path) import no heavy framework, directly or through another
+first-party module; a module over 500 lines says in its first lines why it is one module; nothing
+outside sparring.backends branches on the backend's name (but the named exceptions).
 
 For heavy frameworks, imports inside functions (lazy on purpose) and under `if TYPE_CHECKING:`
 are not counted; for cycles every import counts.
@@ -15,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+ROOT = Path(__file__).resolve().parents[2]
+# the first-party packages, each a folder whose name is the package's
+PACKAGES = (ROOT / "src" / "sparring", ROOT / "pipelines", ROOT / "components")
 
 HEAVY = {
     "torch", "transformers", "trl", "peft", "accelerate", "datasets", "kfp", "mlflow", "boto3",
@@ -44,18 +48,33 @@ PURE = (
     # the sandbox image ships no ML stack: what its validate task imports must not need one
     "sparring.phases.validate", "sparring.phases.kfp_io", "sparring.sandbox",
 )  # fmt: skip
+# Each layer imports only itself and the layers before it: the shells sit on the library.
+LAYERS = ("sparring", "components", "pipelines")
+# The one upward import: the kfp.local runner compiles the DAG (lazily; it puts the checkout's
+# root on sys.path for it). Issue 25 lists it among the knots to untie.
+UPWARD_ALLOWED = {
+    ("sparring.local_run", "pipelines"),
+    ("sparring.local_run", "pipelines.selfplay"),
+}
+# Modules outside sparring.backends that may compare a backend's name, and why.
+BACKEND_BRANCH_ALLOWED = {
+    "sparring.config": "config validation: what each backend supports",
+    "components": "the component image per backend (image_for)",
+    "pipelines.selfplay": "the compile-time error: the warm start runs on torch only",
+}
 MAX_LINES = 500
 TOP_LINES = 10  # "at its top": where a reader opening the file sees it
 
 
-def module_files(src: Path = SRC) -> dict[str, Path]:
-    """Dotted module name -> file, for every module of the sparring package under `src`."""
+def module_files(packages: tuple[Path, ...] = PACKAGES) -> dict[str, Path]:
+    """Dotted module name -> file, for every module of the given package folders."""
     out = {}
-    for path in sorted((src / "sparring").rglob("*.py")):
-        parts = list(path.relative_to(src).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        out[".".join(parts)] = path
+    for package in packages:
+        for path in sorted(package.rglob("*.py")):
+            parts = list(path.relative_to(package.parent).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
     return out
 
 
@@ -81,13 +100,15 @@ def _top_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
 
 
 def import_graph(
-    src: Path = SRC, everywhere: bool = False
+    packages: tuple[Path, ...] = PACKAGES, everywhere: bool = False
 ) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
-    """(sparring module -> sparring modules it imports at module level, module -> the
-    top-level names of the other packages it imports at module level). A package importing its
-    own submodules in __init__ is the usual Python layout, not a cycle: the implicit import of a
+    """(first-party module -> first-party modules it imports at module level, module -> the
+    top-level names of the other packages it imports at module level); with `everywhere`, the
+    imports inside functions and under TYPE_CHECKING too. A package importing its own
+    submodules in __init__ is the usual Python layout, not a cycle: the implicit import of a
     module's parent packages is left out here (`ancestors` adds it where it matters)."""
-    modules = module_files(src)
+    modules = module_files(packages)
+    first_party = {package.name for package in packages}
     edges: dict[str, set[str]] = {name: set() for name in modules}
     external: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
@@ -108,7 +129,7 @@ def import_graph(
                     base = ".".join([*parent, base] if base else parent)
                 targets = [f"{base}.{alias.name}" for alias in node.names] + [base]
             for target in targets:
-                if target.split(".")[0] != "sparring":
+                if target.split(".")[0] not in first_party:
                     external[name].add(target.split(".")[0])
                     continue
                 while target and target not in modules:  # `from pkg import name`: the module
@@ -159,11 +180,25 @@ def heavy_imports(module: str, edges: dict[str, set[str]], external: dict[str, s
     return found
 
 
+def upward_imports(edges: dict[str, set[str]]) -> list[str]:
+    """`module -> target` for each import of a later layer (LAYERS) not in UPWARD_ALLOWED."""
+    rank = {layer: i for i, layer in enumerate(LAYERS)}
+    return [
+        f"{module} -> {target}"
+        for module, targets in sorted(edges.items())
+        for target in sorted(targets)
+        if rank[target.split(".")[0]] > rank[module.split(".")[0]]
+        and (module, target) not in UPWARD_ALLOWED
+    ]
+
+
 def test_no_import_cycle():
     """Counting every import, lazy and TYPE_CHECKING ones too: a lazy import that closes a
-    cycle still ties two modules into one."""
-    cycles = find_cycles(import_graph(everywhere=True)[0])
-    assert not cycles, "import cycles (make one side import lazily, or move the shared part):\n" + (
+    cycle still ties two modules into one. Covers pipelines/ and components/ as well as src/."""
+    edges = import_graph(everywhere=True)[0]
+    assert {name.split(".")[0] for name in edges} == set(LAYERS), "a package folder was not read"
+    cycles = find_cycles(edges)
+    assert not cycles, "import cycles (move the shared part into a module both import):\n" + (
         "\n".join(" -> ".join(c) for c in cycles)
     )
 
@@ -193,12 +228,19 @@ def test_long_modules_say_why_they_are_one():
     )
 
 
+def test_layers_import_downward():
+    """pipelines -> components -> sparring, counting lazy imports: the library does not reach
+    up into the KFP shells, nor the components into the DAG (but UPWARD_ALLOWED)."""
+    upward = upward_imports(import_graph(everywhere=True)[0])
+    assert not upward, f"imports of a higher layer (order: {' <- '.join(LAYERS)}): {upward}"
+
+
 def test_only_backends_branch_on_the_backend_name():
-    """Phases, evaluation, games and the CLI ask `backends.get(cfg.backend)`; config validation
-    (data checks) and the component image choice (components/) are not in src's scope here."""
+    """Phases, evaluation, games, the CLI, the components and the DAG ask
+    `backends.get(cfg.backend)`; BACKEND_BRANCH_ALLOWED names the exceptions and why."""
     offenders = []
     for name, path in module_files().items():
-        if name.startswith("sparring.backends") or name == "sparring.config":
+        if name.startswith("sparring.backends") or name in BACKEND_BRANCH_ALLOWED:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Compare) and any(
@@ -217,15 +259,44 @@ def test_the_checks_catch_what_they_check(tmp_path):
     (pkg / "a.py").write_text("from sparring import b\n")
     (pkg / "b.py").write_text("import torch\n\ndef f():\n    from sparring import a\n")
     (pkg / "c.py").write_text("from sparring.b import f\nfrom sparring import a\n")
-    edges, external = import_graph(tmp_path)
+    edges, external = import_graph((pkg,))
     assert find_cycles(edges) == []  # b -> a is lazy: no module-level cycle
-    assert find_cycles(import_graph(tmp_path, everywhere=True)[0]) == [
+    assert find_cycles(import_graph((pkg,), everywhere=True)[0]) == [
         ["sparring.a", "sparring.b", "sparring.a"]
     ]  # counting every import, it is one
     (pkg / "b.py").write_text("import torch\nfrom sparring import c\n")
-    edges, external = import_graph(tmp_path)
+    edges, external = import_graph((pkg,))
     assert find_cycles(edges) == [
         ["sparring.a", "sparring.b", "sparring.c", "sparring.a"],
         ["sparring.b", "sparring.c", "sparring.b"],
     ]
     assert heavy_imports("sparring.a", edges, external) == {"torch": ["sparring.a", "sparring.b"]}
+
+
+def test_the_checks_read_the_shells(tmp_path):
+    """Across the three packages: the old knot of pipelines/ (game.py imported selfplay.py's
+    helpers, selfplay.py imported game.py inside a function) is a cycle, and a library module
+    importing a component is an upward import."""
+    packages = (tmp_path / "src" / "sparring", tmp_path / "pipelines", tmp_path / "components")
+    for package in packages:
+        package.mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+    (tmp_path / "components" / "__init__.py").write_text("from sparring import config\n")
+    (tmp_path / "src" / "sparring" / "config.py").write_text("")
+    (tmp_path / "pipelines" / "selfplay.py").write_text(
+        "from components import make_components\n\n"
+        "def build_pipeline(cfg):\n    from pipelines.game import build_game_pipeline\n"
+    )
+    (tmp_path / "pipelines" / "game.py").write_text(
+        "def build_game_pipeline(cfg):\n    from pipelines.selfplay import make_components\n"
+    )
+    edges = import_graph(packages, everywhere=True)[0]
+    assert find_cycles(edges) == [["pipelines.game", "pipelines.selfplay", "pipelines.game"]]
+    assert upward_imports(edges) == []
+    (tmp_path / "src" / "sparring" / "config.py").write_text("def f():\n    import components\n")
+    edges = import_graph(packages, everywhere=True)[0]
+    assert upward_imports(edges) == ["sparring.config -> components"]
+    assert find_cycles(edges) == [
+        ["components", "sparring.config", "components"],
+        ["pipelines.game", "pipelines.selfplay", "pipelines.game"],
+    ]
