@@ -141,18 +141,6 @@ def read_problems_file(path: str | Path) -> list[Problem]:
     return problems
 
 
-def _messages(problem: Problem, stages: Sequence[str]) -> list[dict[str, str]]:
-    from sparring.prompts import ANSWERER_SYSTEM, answerer_messages
-
-    if problem.function_signature:
-        return answerer_messages(problem, list(stages))
-    task = (
-        f"{problem.description}\n\nWrite a complete Python function that solves this, in one "
-        "```python code block. Do not write tests or explanations."
-    )
-    return [{"role": "system", "content": ANSWERER_SYSTEM}, {"role": "user", "content": task}]
-
-
 def resolve_checkpoint(checkpoint: str, tracking_uri: str | None = None) -> str:
     """A name or folder load_model accepts; `models:/NAME@ALIAS` (or `models:/NAME/VERSION`) is
     downloaded from the MLflow registry into the Sparring cache first."""
@@ -253,28 +241,6 @@ def result_record(
     }
 
 
-FEW = 8  # batches of more problems than this say a progress line per chunk
-CHUNK = 16  # problems per sampling call in a long batch: the torch sampler's rows at once
-
-
-def _sample_with_progress(backend: Any, model: Any, tok: Any, messages: list, **kwargs: Any):
-    """backend.sample over `messages`; more than FEW of them go in chunks of CHUNK, each
-    followed by a progress line with the time left (a long batch is otherwise silent). Chunk k
-    samples with seed + k * CHUNK, so a batch of FEW or fewer gives what it gave before."""
-    from sparring import progress
-
-    if len(messages) <= FEW:
-        return backend.sample(model, tok, messages, **kwargs)
-    seed = kwargs.pop("seed", 0)
-    countdown = progress.Countdown(len(messages), label="infer")
-    out: list = []
-    for start in range(0, len(messages), CHUNK):
-        part = messages[start : start + CHUNK]
-        out.extend(backend.sample(model, tok, part, seed=seed + start, **kwargs))
-        countdown.done(f"answers {len(out)}/{len(messages)} problems", units=len(part))
-    return out
-
-
 def solve(
     checkpoint: str,
     problems: Sequence[Problem],
@@ -290,24 +256,22 @@ def solve(
     limits: Any = None,
 ) -> list[dict[str, Any]]:
     """Generate one answer per problem with a checkpoint and (optionally) run its tests."""
-    from sparring import backends
     from sparring.programs import extract_code
+    from sparring.sampler import FEW, load_answerer, sample_answers
 
     if not problems:
         raise InferenceError("no problems to solve")
-    source = resolve_checkpoint(checkpoint, tracking_uri)
-    backend = backends.for_model(source)
-    model, tokenizer = backend.load_for_sampling(source, device=device)
-    completions = _sample_with_progress(
-        backend,
-        model,
-        tokenizer,
-        [_messages(p, stages) for p in problems],
+    answerer = load_answerer(resolve_checkpoint(checkpoint, tracking_uri), device=device)
+    completions = sample_answers(
+        answerer,
+        problems,
+        stages=stages,
         max_new_tokens=max_tokens,
         temperature=temperature,
         top_p=top_p,
         seed=seed,
-    )
+        label="infer",
+    ).texts
     texts = [c[0] if c else "" for c in completions]
     codes = [
         extract_code(text, function_name_of(p.function_signature)) or extract_code(text) or ""

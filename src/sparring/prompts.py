@@ -41,14 +41,21 @@ PROPOSER_SYSTEM = "You design small, precise Python programming problems with re
 def answerer_messages(
     problem: Problem, stages: list[str] | tuple[str, ...] = ("code",)
 ) -> Messages:
-    """The answerer's prompt. With only the `code` stage it asks for the function directly."""
+    """The answerer's prompt, the only one: with only the `code` stage it asks for the function
+    directly; a problem with no signature (free text from `sparring infer`) asks for a function
+    that solves it."""
     header = f"{problem.description.strip()}\n\nFunction signature:\n{problem.function_signature}"
     if problem.prompt:
         header = f"Complete this function:\n```python\n{problem.prompt.rstrip()}\n```"
+    elif not problem.function_signature:
+        header = problem.description.strip()
     if list(stages) == ["code"]:
+        what = f"the whole function `{problem.function_name}`"
+        if not problem.prompt and not problem.function_signature:
+            what = "a complete Python function that solves this,"
         task = (
-            f"{header}\n\nWrite the whole function `{problem.function_name}` in one ```python "
-            "code block. Do not write tests or explanations."
+            f"{header}\n\nWrite {what} in one ```python code block. Do not write tests or "
+            "explanations."
         )
     else:
         steps = "\n".join(f"{i}. {STAGE_INSTRUCTIONS[s]}" for i, s in enumerate(stages, 1))

@@ -121,12 +121,12 @@ def test_phases_run_on_the_mlx_backend(tmp_path):
     """A generator phase against the frozen base, validation, then an answerer phase, all with
     backend: mlx; artifacts are MLX adapters that evaluation and inference can sample from."""
     from sparring.config import load_config
-    from sparring.evaluation.sampling import generate_solutions
     from sparring.phases.answerer import train_answerer
     from sparring.phases.generator import train_generator
     from sparring.phases.materialize import materialize
     from sparring.phases.validate import validate_tests
     from sparring.problems import read_jsonl
+    from sparring.sampler import load_answerer, sample_answers
 
     root = Path(__file__).resolve().parents[2]
     cfg = load_config(
@@ -148,7 +148,8 @@ def test_phases_run_on_the_mlx_backend(tmp_path):
     # the next round starts from the adapter, and evaluation samples from it
     train_answerer(cfg, 2, str(data), str(bank), str(ans), str(tmp_path / "ans2"))
     problems = read_jsonl(data / "val.jsonl")[:1]
-    (completions,) = generate_solutions(str(tmp_path / "ans2"), problems, max_new_tokens=8)
+    answerer = load_answerer(str(tmp_path / "ans2"))
+    (completions,) = sample_answers(answerer, problems, max_new_tokens=8).texts
     assert len(completions) == 1 and isinstance(completions[0], str)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from sparring import backends
 from sparring.backends.torch import models
 from sparring.config import load_config
 from sparring.phases.answerer import train_answerer
@@ -22,6 +23,7 @@ from sparring.phases.generator import sample_frozen_solutions, train_generator
 from sparring.phases.materialize import materialize
 from sparring.phases.validate import validate_tests
 from sparring.phases.zone import draw_in_zone
+from sparring.sampler import LoadedAnswerer
 
 pytestmark = pytest.mark.integration
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -95,8 +97,10 @@ def test_frozen_snapshot_stays_frozen(data_dir, tmp_path):
     assert len(rows) == 2 and all(len(r["solutions"]) == cfg.steps.frozen_samples for r in rows)
     # same seed, same snapshot: the sampled solutions are reproduced exactly
     drawn = draw_in_zone(cfg, read_jsonl(data_dir / "train.jsonl"), {}, 1, "generator")
-    again = sample_frozen_solutions(cfg, model2, tok2, drawn, 1, progress=False)
+    loaded = LoadedAnswerer(backends.get("torch"), model2, tok2)
+    again, sampled = sample_frozen_solutions(cfg, loaded, drawn, 1, progress=False)
     assert again == rows
+    assert sampled.tokens > 0 and sampled.seconds > 0  # the statistics come with the samples
     v = validate_tests(
         cfg,
         1,

@@ -172,6 +172,7 @@ def test_code_duel_samples_the_frozen_answerer_through_the_server(mlx_server, tm
     from sparring.config import from_dict
     from sparring.phases.generator import sample_frozen_solutions
     from sparring.problems import load_bundled
+    from sparring.serving.duel import ServedAnswerer
 
     _proc, port, _base, _line = mlx_server
     cfg = from_dict(
@@ -184,12 +185,12 @@ def test_code_duel_samples_the_frozen_answerer_through_the_server(mlx_server, tm
     )
     problems = load_bundled()[:2]
     adapter = str(_mlx_adapter(tmp_path / "frozen", 3))
-    rows = sample_frozen_solutions(cfg, None, None, problems, 1, progress=False, source=adapter)
+    rows, _ = sample_frozen_solutions(cfg, ServedAnswerer(cfg, adapter), problems, 1)
     assert [r["problem_id"] for r in rows] == [p.id for p in problems]
     assert all(len(r["solutions"]) == 3 for r in rows)
     stopped = from_dict({"serving": {"mode": "server", "url": "http://127.0.0.1:9"}})
     with pytest.raises(Exception, match="nothing answers"):
-        sample_frozen_solutions(stopped, None, None, problems, 1, source="tiny-random")
+        sample_frozen_solutions(stopped, ServedAnswerer(stopped, "tiny-random"), problems, 1)
 
 
 def test_serve_the_registered_champion(tmp_path):

@@ -7,10 +7,12 @@ import json
 
 import pytest
 
+from sparring.backends.base import Sampled
 from sparring.cli.main import main
 from sparring.config import from_dict
 from sparring.evaluation.snapshots import choose_best, evaluate_snapshots
 from sparring.problems import Problem, load_humaneval, write_jsonl
+from sparring.sampler import LoadedAnswerer
 
 ADD = Problem(
     id="add",
@@ -65,6 +67,7 @@ def fake_models(monkeypatch):
     by_model = {"base": HACKY, "tiny-random": HACKY, "round1": GOOD, "round2": GOOD}
 
     def fake_generate(model_name, problems, **kwargs):
+        # the answerer "loaded" below is its model's name: each answers from a script
         out = []
         for p in problems:
             if p.id in he:  # HumanEval: the canonical body for round1, nothing otherwise
@@ -72,13 +75,12 @@ def fake_models(monkeypatch):
                 out.append([body if model_name == "round1" else "    pass\n"])
             else:
                 out.append([by_model[model_name][p.id]])
-        return out
+        return Sampled(out)
 
-    import sparring.backends.torch.models
     import sparring.evaluation.snapshots
 
-    monkeypatch.setattr(sparring.evaluation.snapshots, "generate_solutions", fake_generate)
-    monkeypatch.setattr(sparring.backends.torch.models, "load_model", lambda *a, **k: (None, None))
+    monkeypatch.setattr(sparring.evaluation.snapshots, "sample_answers", fake_generate)
+    monkeypatch.setattr(sparring.evaluation.snapshots, "load_answerer", lambda name, **k: name)
 
 
 def test_evaluate_snapshots_writes_report(data_dir, fake_models, tmp_path):
@@ -231,13 +233,14 @@ def test_evaluation_budget_is_sized_per_chunk_of_similar_answers(monkeypatch):
     ]  # fmt: skip
     budgets = []
 
-    def fake_generate(model_name, chunk, max_new_tokens, **kwargs):
+    def fake_generate(answerer, chunk, max_new_tokens, **kwargs):
         budgets.append((max_new_tokens, {len(p.reference_solution) > 100 for p in chunk}))
-        return [[p.id] for p in chunk]
+        return Sampled([[p.id] for p in chunk])
 
-    monkeypatch.setattr(snapshots, "generate_solutions", fake_generate)
+    monkeypatch.setattr(snapshots, "sample_answers", fake_generate)
     cfg = from_dict({"grpo": {"max_completion_length": 0}})  # auto: sized from references
-    out = snapshots._generate_sized(cfg, "m", problems, (None, tok), seed=0)
+    loaded = LoadedAnswerer(None, None, tok)
+    out = snapshots._generate_sized(cfg, "m", problems, loaded, seed=0)
     assert out == [[p.id] for p in problems]
     (short, kinds_a), (long, kinds_b) = budgets
     assert kinds_a == {False} and kinds_b == {False, True} and short < long

@@ -1,9 +1,11 @@
 """The backend interface: what a phase, evaluation and inference ask of a model library.
 
 Covers: `Backend` (load a model to train or to sample, train one GRPO phase, save the result,
-sample completions), and what both implementations share: `read_meta` (a model artifact's
-`sparring_model.json`), `base_name` (the base model an artifact or config points at) and
-`copy_model` (an artifact passed on without loading weights: the dry run).
+sample completions), `Sampled` (what a backend's sampler returns: the texts with its own
+statistics, so no caller reads a backend's module state), and what both implementations
+share: `read_meta` (a model artifact's `sparring_model.json`), `base_name` (the base model an
+artifact or config points at) and `copy_model` (an artifact passed on without loading weights:
+the dry run).
 Does not cover: any implementation (sparring.backends.torch, sparring.backends.mlx). Pure.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -23,6 +26,30 @@ if TYPE_CHECKING:
 
 META_FILE = "sparring_model.json"
 Messages = list[dict[str, str]]
+
+
+@dataclass
+class Sampled:
+    """Completions (`texts[i]`: the samples of conversation i) and what sampling them took:
+    tokens kept (up to EOS or the closing fence), seconds, and samples that ended at a fence."""
+
+    texts: list[list[str]]
+    tokens: int = 0
+    seconds: float = 0.0
+    fence_stops: int = 0
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else 0.0
+
+    def __add__(self, other: Sampled) -> Sampled:
+        """Two batches as one (texts concatenated, statistics summed)."""
+        return Sampled(
+            self.texts + other.texts,
+            self.tokens + other.tokens,
+            self.seconds + other.seconds,
+            self.fence_stops + other.fence_stops,
+        )
 
 
 class Backend(Protocol):
@@ -76,8 +103,9 @@ class Backend(Protocol):
         self, model: Any, tokenizer: Any, messages_batch: list[Messages], *, max_new_tokens: int,
         temperature: float, top_p: float = 1.0, num_samples: int = 1, seed: int = 0,
         progress: bool = False,
-    ) -> list[list[str]]:  # fmt: skip
-        """`num_samples` completions per conversation (greedy at temperature 0)."""
+    ) -> Sampled:  # fmt: skip
+        """`num_samples` completions per conversation (greedy at temperature 0), with the
+        sampler's statistics. Answers to problems go through sparring.sampler, not here."""
         ...
 
 

@@ -113,7 +113,6 @@ def _eval_humaneval(args: argparse.Namespace) -> int:
         read_samples,
         sandbox_limits,
     )
-    from sparring.evaluation.sampling import humaneval_samples_from_model
     from sparring.problems import load_humaneval
 
     cfg = config_from_args(args)
@@ -135,22 +134,25 @@ def _eval_humaneval(args: argparse.Namespace) -> int:
         temperature = args.temperature
         if temperature is None:
             temperature = 0.0 if args.samples_per_task == 1 else 0.8
+        from sparring.evaluation.humaneval import sample_rows
         from sparring.inference import resolve_checkpoint
+        from sparring.sampler import load_answerer, sample_answers
         from sparring.sandbox.isolation import check
 
         check(limits.isolation)  # fail closed before the model loads, not after generating
-        samples = _samples_with_progress(
-            humaneval_samples_from_model,
-            resolve_checkpoint(args.checkpoint),  # also models:/NAME@ALIAS from the registry
+        # also models:/NAME@ALIAS from the registry
+        answerer = load_answerer(resolve_checkpoint(args.checkpoint), device=args.device)
+        completions = sample_answers(
+            answerer,
             targets,
-            quiet=args.json,
             num_samples=args.samples_per_task,
             max_new_tokens=args.max_tokens,
             temperature=temperature,
             top_p=args.top_p,
             seed=cfg.seed,
-            device=args.device,
-        )
+            label=None if args.json else "eval",
+        ).texts
+        samples = sample_rows(targets, completions)
         if args.output:
             Path(args.output).write_text("".join(json.dumps(s) + "\n" for s in samples))
     generated = time.perf_counter()
@@ -174,27 +176,7 @@ def _eval_humaneval(args: argparse.Namespace) -> int:
     return 0
 
 
-FEW = 8  # more tasks than this: a progress line per chunk of CHUNK tasks
-CHUNK = 16
-
-
-def _samples_with_progress(sample_fn, model: str, targets: list, quiet: bool, **kwargs):
-    """`sample_fn(model, targets, **kwargs)` (humaneval_samples_from_model), in chunks of CHUNK
-    tasks with a progress line each when there are more than FEW (the model loads once). Chunk
-    k samples with seed + k * CHUNK: greedy answers are unchanged, sampled ones reproducible."""
-    if len(targets) <= FEW or quiet:
-        return sample_fn(model, targets, **kwargs)
-    from sparring import backends, progress
-
-    loaded = backends.for_model(model).load_for_sampling(model, device=kwargs.pop("device"))
-    seed = kwargs.pop("seed", 0)
-    countdown = progress.Countdown(len(targets), label="eval")
-    out: list = []
-    for start in range(0, len(targets), CHUNK):
-        part = targets[start : start + CHUNK]
-        out.extend(sample_fn(model, part, seed=seed + start, loaded=loaded, **kwargs))
-        countdown.done(f"answers {start + len(part)}/{len(targets)} tasks", units=len(part))
-    return out
+FEW = 8  # more samples than this: a line when their tests have run
 
 
 def _eval_snapshots(args: argparse.Namespace) -> int:

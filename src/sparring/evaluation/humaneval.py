@@ -7,10 +7,10 @@ process, so an always-equal object or a patched builtin cannot pass; checks that
 asserts (loops, helpers; 8 of 164 tasks) keep the check-function form as a fallback, run on a
 builtins snapshot with the candidate's return values required to be plain builtin data (an
 in-process guard: best effort against code written to defeat this particular harness);
-`evaluate_humaneval_samples` (official sample format) and the sandbox job runners the other
-evaluation modules share (`run_jobs`, `run_jobs_fail_fast`, `sandbox_limits`).
+`sample_rows` and `evaluate_humaneval_samples` (official sample format) and the sandbox job
+runners the other evaluation modules share (`run_jobs`, `run_jobs_fail_fast`, `sandbox_limits`).
 
-Does not cover: generating completions (sparring.evaluation.sampling) or loading the tasks
+Does not cover: generating completions (sparring.sampler) or loading the tasks
 (sparring.problems.load_humaneval). Pure apart from the sandbox, which is imported lazily.
 """
 
@@ -93,6 +93,15 @@ def run_jobs_fail_fast(jobs: list[tuple[str, list[str]]], limits: Any = None) ->
             results=[*first[i].results, *report.results], infra_error=report.infra_error
         )
     return reports
+
+
+def sample_rows(problems: Sequence[Problem], completions: Sequence[Sequence[str]]) -> list[dict]:
+    """Official-format sample rows ({"task_id", "completion"}), one per completion, in order."""
+    return [
+        {"task_id": p.id, "completion": c}
+        for p, outs in zip(problems, completions, strict=True)
+        for c in outs
+    ]
 
 
 def read_samples(path: str | Path) -> list[dict[str, Any]]:

@@ -33,8 +33,8 @@ from sparring.evaluation.rounds import (
     summarize_round,
     validate_rows,
 )
-from sparring.evaluation.sampling import generate_solutions
 from sparring.programs import humaneval_tests
+from sparring.sampler import load_answerer, sample_answers
 
 if TYPE_CHECKING:
     from sparring.problems import Problem
@@ -78,16 +78,12 @@ def model_metrics(
     val problem, the mean over that many completions sampled at the training temperature.
     A progress line per part (answers, HumanEval, held-out + bank), on `countdown` (counted in
     answers generated: `answer_units`) or on one of its own, each line naming `name`."""
-    from sparring import backends
-
     name = name or Path(model_name).name
     if countdown is None:
         units = answer_units(cfg, eval_problems, val_problems, solve, sampled)
         countdown = progress.Countdown(units)
 
-    loaded = backends.for_model(model_name).load_for_sampling(
-        model_name, device=cfg.model_for("answerer").device
-    )
+    loaded = load_answerer(model_name, device=cfg.model_for("answerer").device)
     targets = [*eval_problems, *solve.values()]
     completions = _generate_sized(
         cfg,
@@ -189,7 +185,7 @@ def _generate_sized(
     what: str = "answers",
     **kwargs: Any,
 ) -> list[list[str]]:
-    """`generate_solutions` with the training completion budget (grpo.max_completion_length;
+    """`sample_answers` with the training completion budget (grpo.max_completion_length;
     0 = sized from reference solutions, as each training phase sizes its own), so evaluation
     sees answers as long as training allowed. Sized per chunk of `SIZED_CHUNK` problems of
     similar answer length, not over the whole set: a short problem does not inherit the longest
@@ -206,7 +202,7 @@ def _generate_sized(
 
     if cfg.grpo.max_completion_length or not problems:
         n = cfg.grpo.max_completion_length
-        out = generate_solutions(model_name, problems, max_new_tokens=n, loaded=loaded, **kwargs)
+        out = sample_answers(loaded, problems, max_new_tokens=n, **kwargs).texts
         chunk_size = len(problems)
         if problems:
             say(len(problems))
@@ -216,10 +212,8 @@ def _generate_sized(
     for start in range(0, len(order), SIZED_CHUNK):
         index = order[start : start + SIZED_CHUNK]
         chunk = [problems[i] for i in index]
-        budget = completion_tokens(cfg, loaded[1], chunk)
-        texts = generate_solutions(
-            model_name, chunk, max_new_tokens=budget, loaded=loaded, **kwargs
-        )
+        budget = completion_tokens(cfg, loaded.tokenizer, chunk)
+        texts = sample_answers(loaded, chunk, max_new_tokens=budget, **kwargs).texts
         for i, completions in zip(index, texts, strict=True):
             out[i] = completions
         chunk_size = len(index)

@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from sparring import backends, programs, prompts
+from sparring.backends.base import Sampled
 from sparring.budget import completion_tokens
 from sparring.cluster import ranks
 from sparring.config import Config
@@ -68,42 +69,34 @@ def fallback_tests(problem: Problem, n: int = 4) -> list[str]:
 
 def sample_frozen_solutions(
     cfg: Config,
-    model: Any,
-    tok: Any,
+    answerer: Any,
     problems: list[Problem],
     round_index: int,
     progress=True,
-    source: str = "",
     seed_label: str = "frozen",
-) -> list[dict[str, Any]]:
-    """`steps.frozen_samples` solutions per problem, sampled once ("" when unparseable); with
-    `serving.mode: server`, through the server (the frozen answerer `source` published to it).
-    `seed_label` seeds the sampling (the generator phase passes its own label)."""
+) -> tuple[list[dict[str, Any]], Sampled]:
+    """`steps.frozen_samples` solutions per problem, sampled once ("" when unparseable), and
+    what sampling them took; `answerer` is the frozen snapshot loaded in process or, with
+    `serving.mode: server`, behind the server. `seed_label` seeds the sampling (the generator
+    phase passes its own label)."""
+    from sparring.sampler import sample_answers
     from sparring.training.schedule import reasoning_stages
 
-    stages = reasoning_stages(cfg, round_index)
-    messages = [prompts.answerer_messages(p, stages) for p in problems]
-    budget = completion_tokens(cfg, tok, problems)
-    if cfg.serving.mode == "server":
-        from sparring.serving.duel import sample_frozen
-
-        texts = sample_frozen(
-            cfg, source, messages, max_new_tokens=budget, temperature=cfg.grpo.temperature,
-            top_p=cfg.grpo.top_p, num_samples=cfg.steps.frozen_samples,
-        )  # fmt: skip
-    else:
-        texts = backends.get(cfg.backend).sample(
-            model, tok, messages, max_new_tokens=budget, temperature=cfg.grpo.temperature,
-            top_p=cfg.grpo.top_p, num_samples=cfg.steps.frozen_samples,
-            seed=derived_seed(cfg, round_index, seed_label), progress=progress,
-        )  # fmt: skip
-    return [
+    sampled = sample_answers(
+        answerer, problems, stages=reasoning_stages(cfg, round_index),
+        max_new_tokens=completion_tokens(cfg, answerer.tokenizer, problems),
+        temperature=cfg.grpo.temperature, top_p=cfg.grpo.top_p,
+        num_samples=cfg.steps.frozen_samples, seed=derived_seed(cfg, round_index, seed_label),
+        bar=progress,
+    )  # fmt: skip
+    rows = [
         {
             "problem_id": p.id,
             "solutions": [programs.extract_code(t, p.function_name) or "" for t in samples],
         }
-        for p, samples in zip(problems, texts, strict=True)
+        for p, samples in zip(problems, sampled.texts, strict=True)
     ]
+    return rows, sampled
 
 
 def train_generator(
@@ -147,23 +140,31 @@ def train_generator(
 
     require_isolation(cfg)  # before the models load: its tests run against the answers
 
-    from sparring.backends.torch.generation import LAST_STATS
     from sparring.games import code_duel
+    from sparring.sampler import LoadedAnswerer
     from sparring.sandbox import Sandbox
 
     start = time.perf_counter()
     backend = backends.get(cfg.backend)
     frozen, ftok = backend.load_frozen(cfg, frozen_answerer)
+    answerer: Any = LoadedAnswerer(backend, frozen, ftok)
+    if cfg.serving.mode == "server":
+        from sparring.serving.duel import ServedAnswerer
+
+        answerer = ServedAnswerer(cfg, frozen_answerer, ftok)
+    stats: list[Sampled] = []
+
+    def sample_share(part: list[Problem]) -> list[dict[str, Any]]:
+        rows, sampled = sample_frozen_solutions(
+            cfg, answerer, part, round_index, seed_label=frozen_label
+        )
+        stats.append(sampled)
+        return rows
+
     # Sampled once: with several training processes each samples a share, all get every row.
-    frozen_rows = ranks.shard_and_gather(
-        problems,
-        lambda part: sample_frozen_solutions(
-            cfg, frozen, ftok, part, round_index, source=frozen_answerer,
-            seed_label=frozen_label,
-        ),
-    )  # fmt: skip
+    frozen_rows = ranks.shard_and_gather(problems, sample_share)
     metrics["frozen_sampling_s"] = time.perf_counter() - start
-    metrics["frozen_tokens_per_s"] = LAST_STATS["tokens"] / max(LAST_STATS["seconds"], 1e-9)
+    metrics["frozen_tokens_per_s"] = stats[0].tokens_per_s if stats else 0.0
     write_lines(out_frozen_solutions, frozen_rows)
     solutions = {r["problem_id"]: [s for s in r["solutions"] if s] for r in frozen_rows}
     metrics["frozen_parse_rate"] = sum(len(v) for v in solutions.values()) / max(
@@ -226,7 +227,7 @@ def train_generator(
             top_p=cfg.grpo.top_p,
             num_samples=1,
             seed=seed,
-        )
+        ).texts
     if proposer:
         out_rows = [
             {
@@ -265,29 +266,24 @@ class _ProposerRewardFn:
         self.proposed: dict[str, list[dict[str, Any]]] = {}
 
     def _solve(self, proposed: list[dict[str, Any]]) -> list[list[str]]:
-        msgs, refs = [], []
-        for i, p in enumerate(proposed):
-            problem = Problem(
-                f"proposed-{i}",
-                p["description"],
-                p["function_signature"],
-                p["baseline_tests"],
-                p["reference_solution"],
-            )
-            refs.append(problem)
-            msgs.append(prompts.answerer_messages(problem))
+        from sparring.sampler import LoadedAnswerer, sample_answers
+
+        refs = [
+            Problem(f"proposed-{i}", p["description"], p["function_signature"],
+                    p["baseline_tests"], p["reference_solution"])
+            for i, p in enumerate(proposed)
+        ]  # fmt: skip
         if self.cfg.topology == "shared":
             self.frozen.set_adapter("answerer")
         try:
-            return backends.get(self.cfg.backend).sample(
-                self.frozen,
-                self.ftok,
-                msgs,
+            return sample_answers(
+                LoadedAnswerer(backends.get(self.cfg.backend), self.frozen, self.ftok),
+                refs,
                 max_new_tokens=completion_tokens(self.cfg, self.ftok, refs),
                 temperature=self.cfg.grpo.temperature,
                 num_samples=self.cfg.steps.frozen_samples,
                 seed=len(self.rewards),
-            )
+            ).texts
         finally:
             if self.cfg.topology == "shared":
                 self.frozen.set_adapter("generator")

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sparring.backends.torch.generation import trim_after_fence
+from sparring.backends.text import trim_after_fence
 from sparring.engine.core import Completion, Messages, ModelClient
 from sparring.serving.versions import parse_versioned
 

@@ -1,6 +1,6 @@
 """The code duel's sampling through a server (`serving.mode: server`).
 
-Covers: `sample_frozen` (Backend.sample's contract for the frozen answerer: publish its LoRA
+Covers: `ServedAnswerer` (sparring.sampler's Answerer for the frozen answerer: publish its LoRA
 artifact to the server as the next version of `answerer`, then sample through it with
 `serving.concurrency` requests in flight; a base-model name samples the served base; on mlx-lm
 the adapter folder goes with each request).
@@ -12,9 +12,10 @@ Does not cover: the phases (sparring.phases.generator calls this) or starting se
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
-from sparring.backends.base import read_meta
+from sparring.backends.base import Sampled, read_meta
 from sparring.errors import SparringError
 from sparring.serving.client import sample_batch
 from sparring.serving.engines import RUNTIME_LORA
@@ -60,25 +61,33 @@ def served_source(cfg: Any, source: str, role: str = "answerer") -> dict[str, An
     return {"model": None}
 
 
-def sample_frozen(
-    cfg: Any,
-    source: str,
-    messages_batch: list[list[dict[str, str]]],
-    *,
-    max_new_tokens: int,
-    temperature: float,
-    top_p: float,
-    num_samples: int,
-) -> list[list[str]]:
-    """`num_samples` completions per conversation from `source` through `cfg.serving.url`."""
-    return sample_batch(
-        cfg.serving.url,
-        messages_batch,
-        max_new_tokens=max_new_tokens,
-        temperature=temperature,
-        top_p=top_p,
-        num_samples=num_samples,
-        concurrency=cfg.serving.concurrency,
-        stop_at_fence=cfg.grpo.stop_at_fence,
-        **served_source(cfg, source),
-    )
+class ServedAnswerer:
+    """sparring.sampler's Answerer for a model behind `cfg.serving.url`: `source` (a LoRA
+    artifact, published to the server as the next version of `answerer` at the first request,
+    or a base-model name, the served base) sampled with `serving.concurrency` requests in
+    flight. `tokenizer` is the local one (it sizes completion budgets); the server's seed is
+    its own."""
+
+    def __init__(self, cfg: Any, source: str, tokenizer: Any = None) -> None:
+        self.cfg, self.source, self.tokenizer = cfg, source, tokenizer
+        self._request: dict[str, Any] | None = None
+
+    def sample(
+        self, messages_batch: list[list[dict[str, str]]], *, max_new_tokens: int,
+        temperature: float, top_p: float, num_samples: int, seed: int = 0, bar: bool = False,
+    ) -> Sampled:  # fmt: skip
+        if self._request is None:
+            self._request = served_source(self.cfg, self.source)
+        start = time.perf_counter()
+        texts = sample_batch(
+            self.cfg.serving.url,
+            messages_batch,
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            num_samples=num_samples,
+            concurrency=self.cfg.serving.concurrency,
+            stop_at_fence=self.cfg.grpo.stop_at_fence,
+            **self._request,
+        )
+        return Sampled(texts, seconds=time.perf_counter() - start)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from sparring.backends.base import Messages
+from sparring.backends.base import Messages, Sampled
 from sparring.errors import SparringError
 
 
@@ -85,10 +85,10 @@ class MlxBackend:
         self, model: Any, tokenizer: Any, messages_batch: list[Messages], *, max_new_tokens: int,
         temperature: float, top_p: float = 1.0, num_samples: int = 1, seed: int = 0,
         progress: bool = False,
-    ) -> list[list[str]]:  # fmt: skip
-        from sparring.backends.mlx.generation import generate
+    ) -> Sampled:  # fmt: skip
+        from sparring.backends.mlx.generation import sample
 
-        return generate(
+        return sample(
             model, tokenizer, messages_batch, max_new_tokens=max_new_tokens,
             temperature=temperature, top_p=top_p, num_samples=num_samples, seed=seed,
         )  # fmt: skip

@@ -1,24 +1,23 @@
-"""MLX sampling: the contract of sparring.backends.torch.generation.generate on MLX.
+"""MLX sampling: the contract of sparring.backends.torch.generation.sample on MLX.
 
-Covers: `generate(...)` (chat template, `num_samples` completions per prompt, greedy at
-temperature 0, seeded sampling otherwise, stop at the closing code fence). Does not cover:
-vLLM or batching across prompts of different lengths beyond what mlx_lm does. `mlx` is
-imported lazily.
+Covers: `sample(...)` returning a `Sampled` (`generate`: its texts only): chat template,
+`num_samples` completions per prompt, greedy at temperature 0, seeded sampling otherwise, cut at
+the closing code fence. Does not cover: vLLM or batching across prompts of different lengths
+beyond what mlx_lm does. `mlx` is imported lazily.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
+from sparring.backends.base import Messages, Sampled
 from sparring.backends.mlx.models import _hf, _require
-
-Messages = list[dict[str, str]]
+from sparring.backends.text import render_prompt, trim_after_fence
 
 
 def _render(tokenizer: Any, messages: Messages) -> str:
-    from sparring.backends.torch.generation import render_prompt
-
     return render_prompt(_hf(tokenizer), messages)
 
 
@@ -71,6 +70,13 @@ def _decode(tokenizer: Any, ids: Sequence[int]) -> str:
 
 
 def generate(
+    model: Any, tokenizer: Any, messages_batch: list[Messages], **kwargs: Any
+) -> list[list[str]]:
+    """`sample`'s texts only: per conversation, `num_samples` completions."""
+    return sample(model, tokenizer, messages_batch, **kwargs).texts
+
+
+def sample(
     model: Any,
     tokenizer: Any,
     messages_batch: list[Messages],
@@ -81,14 +87,16 @@ def generate(
     num_samples: int = 1,
     seed: int = 0,
     stop_at_fence: bool = True,
-) -> list[list[str]]:
-    """Per conversation, `num_samples` completions (strings without the prompt). With
-    `stop_at_fence`, each text is cut just after the closing fence of its first python code
-    block, as `sparring.backends.torch.generation.generate` does (here after sampling: mlx_lm's
-    batch generator takes stop token sequences only, and the opening fence is the same token)."""
+) -> Sampled:
+    """Per conversation, `num_samples` completions (strings without the prompt), with the
+    tokens sampled and the seconds taken. With `stop_at_fence`, each text is cut just after the
+    closing fence of its first python code block, as `sparring.backends.torch.generation.sample`
+    does (here after sampling: mlx_lm's batch generator takes stop token sequences only, and the
+    opening fence is the same token)."""
     _require()
     if num_samples < 1:
         raise ValueError("num_samples must be >= 1")
+    start = time.perf_counter()
     prompts = [_encode(tokenizer, m) for m in messages_batch]
     flat = [p for p in prompts for _ in range(num_samples)]
     ids = _sample_ids(
@@ -101,8 +109,10 @@ def generate(
         seed=seed,
     )
     texts = [_decode(tokenizer, x) for x in ids]
+    fence_stops = 0
     if stop_at_fence:
-        from sparring.backends.torch.generation import trim_after_fence
-
-        texts = [trim_after_fence(t) for t in texts]
-    return [texts[i * num_samples : (i + 1) * num_samples] for i in range(len(messages_batch))]
+        trimmed = [trim_after_fence(t) for t in texts]
+        fence_stops = sum(a != b for a, b in zip(texts, trimmed, strict=True))
+        texts = trimmed
+    grouped = [texts[i * num_samples : (i + 1) * num_samples] for i in range(len(messages_batch))]
+    return Sampled(grouped, sum(len(x) for x in ids), time.perf_counter() - start, fence_stops)

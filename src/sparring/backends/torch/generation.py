@@ -1,63 +1,31 @@
 """Batched sampling from a (frozen) model: snapshot solutions, evaluation and inference.
 
-Covers: `generate`, which applies the tokenizer's chat template to each conversation, left-pads
-batches, samples `num_samples` completions per prompt (greedy when temperature == 0) with a fixed
-seed, and returns the decoded completions only. Runs under `torch.inference_mode` with the model
+Covers: `sample` (`generate`: its texts only), which applies the tokenizer's chat template to
+each conversation, left-pads batches, samples `num_samples` completions per prompt (greedy when
+temperature == 0) with a fixed seed, and returns the decoded completions only with the tokens
+and seconds it took. Runs under `torch.inference_mode` with the model
 in eval mode (the caller's training state is restored), so a frozen snapshot is never changed.
 
 Stopping at the closing code fence (`stop_at_fence=True`, the default): a sample ends at EOS or
 once it has closed its first ```python (or ```py, or bare ```) code block; `FenceStop` is the
 transformers `StoppingCriteria` that decides it per row (GRPO training installs the same object,
-see sparring.backends.torch.grpo), `fence_end` / `trim_after_fence` the text rule. In HF
+see sparring.backends.torch.grpo); the text rule (`fence_end`, `trim_after_fence`) and the prompt
+rendering are backend-neutral, in sparring.backends.text. In HF
 `generate` a stopped row stays in the batch (fed pad tokens) until every row has stopped, so the
-saving is the batch ending early, not per-row compute; the tokens counted in `LAST_STATS` are
-the kept ones.
+saving is the batch ending early, not per-row compute; the tokens `sample` counts in its
+`Sampled` are the kept ones.
 
 Does not cover: training-time generation (TRL does that inside GRPO) or vLLM serving.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-Messages = list[dict[str, str]]
-
-# The last `generate` call: tokens kept (up to EOS or the closing fence), seconds, samples, and
-# how many samples ended at a closing fence (for tokens/s and stop metrics).
-LAST_STATS: dict[str, float] = {"tokens": 0.0, "seconds": 0.0, "samples": 0.0, "fence_stops": 0.0}
-
-# Info strings of the code blocks whose closing fence ends a sample ("" = a bare ``` fence).
-FENCE_LANGUAGES: tuple[str, ...] = ("python", "py", "")
-# An opening fence with its info string up to the end of the line, then the block up to the
-# first closing ``` (wherever it is on its line).
-_CLOSED_BLOCK = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n`]*\n.*?```", re.DOTALL)
-
-
-def fence_end(text: str, languages: Sequence[str] = FENCE_LANGUAGES) -> int | None:
-    """Index just past the closing ``` of the first closed code block whose language is in
-    `languages`, or None while there is none.
-
-    >>> text = "Here:\\n```python\\ndef f():\\n    return 1\\n```\\nMore text"
-    >>> text[: fence_end(text)]
-    'Here:\\n```python\\ndef f():\\n    return 1\\n```'
-    >>> fence_end("```python\\ndef f():") is None
-    True
-    >>> fence_end("```json\\n{}\\n```\\n```python\\nx = 1\\n```")  # the json block does not count
-    34
-    """
-    for m in _CLOSED_BLOCK.finditer(text):
-        if m.group(1).lower() in languages:
-            return m.end()
-    return None
-
-
-def trim_after_fence(text: str, languages: Sequence[str] = FENCE_LANGUAGES) -> str:
-    """`text` cut just after the closing fence of its first closed python block (else as is)."""
-    end = fence_end(text, languages)
-    return text if end is None else text[:end]
+from sparring.backends.base import Messages, Sampled
+from sparring.backends.text import FENCE_LANGUAGES, fence_end, render_prompt, trim_after_fence
 
 
 class FenceStop:
@@ -137,13 +105,6 @@ def _as_stopping_criteria(criterion: FenceStop) -> Any:
 
     StoppingCriteria.register(FenceStop)  # an ABC: FenceStop implements its __call__ contract
     return StoppingCriteriaList([criterion])
-
-
-def render_prompt(tokenizer: Any, messages: Messages) -> str:
-    """The chat-templated prompt text ending with the assistant turn's header."""
-    if getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    return "\n\n".join(m["content"] for m in messages) + "\n\n"
 
 
 def _pick(logits: Any, greedy: bool, temperature: float, top_p: float) -> Any:
@@ -319,6 +280,13 @@ def _supports_logits_to_keep(model: Any) -> bool:
 
 
 def generate(
+    model: Any, tokenizer: Any, messages_batch: list[Messages], **kwargs: Any
+) -> list[list[str]]:
+    """`sample`'s texts only: per conversation, `num_samples` completions."""
+    return sample(model, tokenizer, messages_batch, **kwargs).texts
+
+
+def sample(
     model: Any,
     tokenizer: Any,
     messages_batch: list[Messages],
@@ -331,8 +299,9 @@ def generate(
     batch_size: int = 32,
     progress: bool = False,
     stop_at_fence: bool = True,
-) -> list[list[str]]:
-    """Per conversation, `num_samples` completions (strings without the prompt).
+) -> Sampled:
+    """Per conversation, `num_samples` completions (strings without the prompt), with the
+    tokens kept, the seconds taken and the samples that ended at a closing fence.
 
     With `stop_at_fence` (default), a sample ends at EOS or once its first python code block is
     closed, its text cut just after that fence, and (for models `_refill_supported`) a finished
@@ -429,8 +398,5 @@ def generate(
             model.train()
         if bar is not None:
             bar.close()
-    LAST_STATS["tokens"] = float(n_tokens)
-    LAST_STATS["seconds"] = time.perf_counter() - start
-    LAST_STATS["samples"] = float(len(flat))
-    LAST_STATS["fence_stops"] = float(fence_stops)
-    return [out[i * num_samples : (i + 1) * num_samples] for i in range(len(messages_batch))]
+    texts = [out[i * num_samples : (i + 1) * num_samples] for i in range(len(messages_batch))]
+    return Sampled(texts, n_tokens, time.perf_counter() - start, fence_stops)

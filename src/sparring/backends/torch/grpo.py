@@ -200,7 +200,7 @@ def _aggregate(history: list[dict[str, Any]]) -> dict[str, float]:
 
 def fit_prompts(dataset: Any, tokenizer: Any, max_tokens: int) -> tuple[Any, int]:
     """Rows whose chat-rendered prompt fits in `max_tokens`, and how many were dropped."""
-    from sparring.backends.torch.generation import render_prompt
+    from sparring.backends.text import render_prompt
 
     def fits(row: dict[str, Any]) -> bool:
         text = render_prompt(tokenizer, row["prompt"])
