@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from sparring.backends.torch.generation import FenceStop, fence_end, trim_after_fence
-from sparring.backends.torch.grpo import completion_budget
+from sparring.budget import completion_budget
 from sparring.config import ConfigError, load_config
 
 
@@ -47,7 +47,7 @@ def test_config_accepts_auto_and_rejects_tiny_lengths():
 
 
 def test_resolve_uses_references_only_for_auto():
-    from sparring.backends.torch.grpo import resolve_completion_length
+    from sparring.budget import resolve_completion_length
     from sparring.errors import SparringError
 
     class CharTokenizer:

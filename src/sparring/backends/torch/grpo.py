@@ -9,8 +9,7 @@ rate, completion length, mask_truncated_completions, temperature, top_p, batch s
 switches `use_vllm` -> vLLM colocate mode and `bf16`; no `report_to`: TRL's loss, kl, entropy,
 clip ratios, frac_reward_zero_std, completion lengths and our `sparring/*` metrics reach the
 phase's MLflow run through `sparring.tracking.trainer_callbacks`, which survives an outage),
-`completion_budget` / `resolve_completion_length` (the `max_completion_length: 0` "auto"
-budget, sized from reference solutions' token lengths),
+(the `max_completion_length: 0` "auto" budget is sized by sparring.budget),
 `SparringGRPOTrainer` (below), and `run_grpo`, which trains for a fixed number of steps and returns
 TRL's logged metrics averaged over the phase plus step time, tokens/s, peak memory and the group
 counts of dynamic sampling.
@@ -69,6 +68,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sparring import progress, tracking
+from sparring.budget import resolve_completion_length
 from sparring.config import Config
 from sparring.errors import SparringError
 
@@ -76,64 +76,6 @@ from sparring.errors import SparringError
 def peak_memory_mb() -> float:
     """RSS high-water mark of this process in MiB (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-def completion_budget(
-    reference_token_lengths: Sequence[int],
-    quantile: float = 0.9,
-    margin: float = 1.3,
-    fence_tokens: int = 12,
-    floor: int = 64,
-    cap: int = 512,
-) -> int:
-    """Completion tokens that let a model write a reference-sized answer: the `quantile` of the
-    reference solutions' token lengths (linear interpolation), times `margin`, plus
-    `fence_tokens` (the ```python fence lines and a short lead-in), rounded up and clamped to
-    [floor, cap]. No reference lengths: `cap`.
-
-    >>> completion_budget([40, 50, 60, 200], quantile=0.5, floor=16)
-    84
-    """
-    if not 0.0 < quantile <= 1.0:
-        raise ValueError(f"quantile: {quantile} must be in (0, 1]")
-    if margin <= 0 or fence_tokens < 0 or floor < 1 or cap < floor:
-        raise ValueError("completion_budget: needs margin > 0, fence_tokens >= 0, floor <= cap")
-    lengths = sorted(int(n) for n in reference_token_lengths)
-    if not lengths:
-        return cap
-    pos = quantile * (len(lengths) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(lengths) - 1)
-    value = lengths[lo] + (lengths[hi] - lengths[lo]) * (pos - lo)
-    return max(floor, min(cap, math.ceil(value * margin + fence_tokens)))
-
-
-# Margin of the "auto" budget over the references' 0.9 quantile. Measured on SmolLM2-135M-Instruct
-# (12 easy bundled problems x 4 samples, temperature 0.9): its fenced answers are a median 1.8x
-# and a 0.9 quantile 3.1x the reference's tokens (it restates the signature and a docstring); a
-# budget of 1.3x (113 tokens) let only 40% of samples close their fence, 256 tokens 71%.
-AUTO_MARGIN = 3.0
-
-
-def resolve_completion_length(
-    cfg: Config,
-    tokenizer: Any,
-    reference_solutions: Sequence[str] | None = None,
-    margin: float = AUTO_MARGIN,
-) -> int:
-    """`cfg.grpo.max_completion_length`, or for 0 ("auto") the `completion_budget` (with
-    `margin`) of the reference solutions' token lengths (tokenized without special tokens)."""
-    n = cfg.grpo.max_completion_length
-    if n:
-        return n
-    refs = [r for r in (reference_solutions or []) if isinstance(r, str) and r.strip()]
-    if not refs:
-        raise SparringError(
-            "grpo.max_completion_length: 0 (auto) needs reference solutions to size the budget; "
-            "this phase has none, so set a number of tokens"
-        )
-    lengths = [len(tokenizer(r, add_special_tokens=False)["input_ids"]) for r in refs]
-    return completion_budget(lengths, margin=margin)
 
 
 def grpo_args(
