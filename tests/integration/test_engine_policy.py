@@ -119,3 +119,39 @@ def test_an_update_moves_only_the_trained_roles_adapter_and_saves(tmp_path, cfg)
     assert isinstance(base[0], str)
     with pytest.raises(ValueError, match="no adapter"):
         again.train([*_records([1.0])[:0], _records([1.0])[0].__class__("judge", [], "x", 1.0)])
+
+
+def test_sampler_logprobs_are_the_old_policy_of_the_step():
+    """A record that carries a server's token ids and log-probabilities is trained on those
+    tokens with the ratio pi_now / pi_sampler; a record without keeps the ratio 1 (on-policy)."""
+    import dataclasses
+    import math
+
+    from sparring.backends.torch.models import load_model
+    from sparring.backends.torch.policy import policy_loss, records_batch, token_logprobs
+
+    model, tok = load_model("tiny-random")
+    plain = _records([1.0, -0.5])
+    batch = records_batch(tok, plain)
+    assert "old_per_token_logps" not in batch  # in process: nothing from a sampler
+    with torch.no_grad():
+        now = token_logprobs(model, batch)
+    n0, n1 = (int(n) for n in batch["completion_mask"].sum(-1))
+    ids = tuple(int(t) for t in batch["completion_ids"][0, :n0])
+    # the sampler gave row 0's tokens one nat more than this policy does: ratio e^-1 < 0.8
+    sampled = dataclasses.replace(
+        plain[0], token_ids=ids, sampler_logprobs=tuple(float(x) + 1.0 for x in now[0, :n0])
+    )
+    served = records_batch(tok, [sampled, plain[1]])
+    assert torch.equal(served["completion_ids"], batch["completion_ids"])
+    assert torch.isnan(served["old_per_token_logps"][1]).all()
+    stats: dict[str, float] = {}
+    with torch.no_grad():
+        loss = policy_loss(model, served, loss_type="bnpo", stats=stats)
+    # row 0 (A = 1): -min(e^-1 * 1, 0.8 * 1) per token; row 1 (A = -0.5, r = 1): +0.5 per token
+    expected = (-n0 * math.exp(-1.0) + 0.5 * n1) / (n0 + n1)
+    assert float(loss) == pytest.approx(expected, rel=1e-4)
+    assert stats["old_tokens"] == n0 and stats["clipped"] == n0
+    assert stats["is_weight"] == pytest.approx(n0 * math.exp(-1.0), rel=1e-4)
+    with pytest.raises(ValueError, match="sampler log-probabilities"):
+        records_batch(tok, [dataclasses.replace(sampled, sampler_logprobs=(-1.0,))])

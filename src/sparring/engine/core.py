@@ -12,7 +12,8 @@ Covers:
 - `Episode`: subclass it and write `rollout`; `get_extras` hands data to the rubric; `act` calls a
   role and records the step;
 - `Rubric`: weighted reward functions, sync or async, each returning rewards per role;
-- `TrainingRecord`: what a trainer consumes (prompt, completion, advantage, policy version).
+- `TrainingRecord`: what a trainer consumes (prompt, completion, advantage, policy version; a
+  server's sample also carries its token ids, the sampler's log-probabilities and its group).
 Does not cover: advantages (sparring.engine.credit), scheduling calls (sparring.engine.arena) or
 any model library. Pure: no heavy framework is imported.
 """
@@ -137,6 +138,12 @@ class TrainingRecord:
     episode: str = ""
     finish_reason: str = ""
     temperature: float = 1.0
+    # What a server reported about the sample (sparring.serving.rollouts), empty in process: the
+    # sampled token ids (trained as they are, not re-tokenized from `completion`) and their
+    # log-probabilities under the sampling policy, the "old" policy of an off-policy update.
+    token_ids: tuple[int, ...] = ()
+    sampler_logprobs: tuple[float, ...] = ()
+    group: Hashable = None  # the GRPO group it was sampled in, when credit comes after sampling
 
 
 class Arena(Protocol):

@@ -1,21 +1,31 @@
 """The engine's policy on torch: one base model, one LoRA adapter per trainable role, trained from
-the engine's training records with one clipped policy-gradient step.
+training records with one clipped policy-gradient step, on-policy or off-policy.
 
 Covers: `TorchPolicy` (load a base with a LoRA adapter per role, from fresh or from a folder of
 saved adapters; `sample` with a role's adapter, a frozen role's adapter, or the base (adapters
 off: the judge); `train(records)`: one AdamW step per role on its records, then `version` + 1;
 `save` each adapter as a Sparring LoRA artifact under `out_dir/<role>/`), `records_batch`
 (records -> the tensors TRL's GRPOTrainer feeds its loss: left-padded prompts, right-padded
-completions, advantages) and `policy_loss` (TRL's clipped surrogate and loss aggregations over
-those tensors; a test shows it equals `GRPOTrainer._compute_loss` on the same batch).
+completions, advantages, and the sampler's log-probabilities when the records carry them) and
+`policy_loss` (TRL's clipped surrogate and loss aggregations over those tensors; a test shows it
+equals `GRPOTrainer._compute_loss` on the same batch).
+
+This is the one policy-gradient step on torch outside TRL. On-policy (the engine's records, sampled
+in process or by a server that reported no log-probabilities) the "old" policy is this one, so the
+ratio is 1 and the step is the plain policy gradient. Off-policy (records of a server's samples
+that carry `token_ids` and `sampler_logprobs`, sparring.serving.rollouts) the tokens are trained
+as sampled and the ratio is pi_now / pi_sampler per token, clipped to [1 - epsilon, 1 + epsilon]
+(PPO): the importance ratio of a rollout sampled by an older published version. `train` then
+also reports the share of clipped tokens and the mean truncated importance weight.
 
 Why not TRL's trainer: TRL 1.16 takes custom rollouts (`rollout_func`, `environment_factory`)
 but still computes advantages itself, from rewards, in consecutive groups of `num_generations`;
 the engine's credit is per level of an episode tree (a solver against its siblings only) and per
 role, so it comes from outside and is fed to TRL's loss, rewritten here on the same tensors.
-Completions are re-tokenized from text (a sampler may be a server that returns text only).
-Does not cover: sampling itself (sparring.backends.torch.generation), GRPO phases of the code
-duel (sparring.backends.torch.grpo). torch is imported only when a function runs.
+Completions without token ids are re-tokenized from text (a sampler may return text only).
+Does not cover: sampling itself (sparring.backends.torch.generation), dropping stale rollouts
+(sparring.serving.versions), GRPO phases of the code duel (sparring.backends.torch.grpo).
+torch is imported only when a function runs.
 """
 
 from __future__ import annotations
@@ -32,7 +42,9 @@ MICRO_BATCH = 8  # records per forward pass; the loss is normalised over the who
 
 
 def records_batch(tokenizer: Any, records: Sequence[Any], max_prompt_length: int = 1024) -> dict:
-    """TRL's loss inputs for `records` (prompt messages, completion text, advantage)."""
+    """TRL's loss inputs for `records` (prompt messages, completion, advantage). A record with
+    `token_ids` is trained on those tokens; one with `sampler_logprobs` too adds them as
+    `old_per_token_logps` (NaN on the rows of records without: their old policy is this one)."""
     import torch
 
     from sparring.backends.torch.generation import render_prompt
@@ -42,9 +54,18 @@ def records_batch(tokenizer: Any, records: Sequence[Any], max_prompt_length: int
     for record in records:
         text = render_prompt(tokenizer, record.messages)
         prompts.append(tokenizer(text, add_special_tokens=False)["input_ids"][-max_prompt_length:])
-        ids = tokenizer(record.completion, add_special_tokens=False)["input_ids"]
-        if record.finish_reason == "stop" and eos is not None:
-            ids = [*ids, eos]
+        sampled = tuple(getattr(record, "token_ids", ()) or ())
+        if getattr(record, "sampler_logprobs", ()) and len(record.sampler_logprobs) != len(sampled):
+            raise ValueError(
+                f"record of role {record.role!r}: {len(record.sampler_logprobs)} sampler "
+                f"log-probabilities for {len(sampled)} token ids"
+            )
+        if sampled:
+            ids = list(sampled)
+        else:
+            ids = tokenizer(record.completion, add_special_tokens=False)["input_ids"]
+            if record.finish_reason == "stop" and eos is not None:
+                ids = [*ids, eos]
         completions.append(ids or ([eos] if eos is not None else [0]))
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (eos or 0)
     width_p = max(len(p) for p in prompts)
@@ -53,7 +74,7 @@ def records_batch(tokenizer: Any, records: Sequence[Any], max_prompt_length: int
     prompt_mask = torch.tensor([[0] * (width_p - len(p)) + [1] * len(p) for p in prompts])
     completion_ids = torch.tensor([c + [pad] * (width_c - len(c)) for c in completions])
     completion_mask = torch.tensor([[1] * len(c) + [0] * (width_c - len(c)) for c in completions])
-    return {
+    batch = {
         "prompt_ids": prompt_ids,
         "prompt_mask": prompt_mask,
         "completion_ids": completion_ids,
@@ -61,6 +82,15 @@ def records_batch(tokenizer: Any, records: Sequence[Any], max_prompt_length: int
         "advantages": torch.tensor([float(r.advantage) for r in records]),
         "temperatures": torch.tensor([float(r.temperature or 1.0) for r in records]),
     }
+    if any(getattr(r, "sampler_logprobs", ()) for r in records):
+        old = torch.full((len(records), width_c), float("nan"))
+        for row, record in enumerate(records):
+            if record.sampler_logprobs:
+                old[row] = torch.tensor(
+                    [*record.sampler_logprobs, *[0.0] * (width_c - len(record.sampler_logprobs))]
+                )
+        batch["old_per_token_logps"] = old
+    return batch
 
 
 def token_logprobs(model: Any, batch: dict) -> Any:
@@ -92,11 +122,15 @@ def policy_loss(
     loss_type: str = "dapo",
     max_completion_length: int = 128,
     normalizer: float | None = None,
+    stats: dict[str, float] | None = None,
 ) -> Any:
     """TRL's GRPO surrogate: -min(r * A, clip(r, 1 - eps_low, 1 + eps_high) * A) per token, with
-    r = exp(logp - old logp) (old = `batch["old_per_token_logps"]`, else this policy: r = 1),
-    aggregated as TRL's `loss_type`. `normalizer` (dapo, bnpo) is the token count of the whole
-    batch when this is one micro-batch of it."""
+    r = exp(logp - old logp) (old = `batch["old_per_token_logps"]`, else this policy: r = 1; a
+    NaN row of old is this policy too; the log-ratio is capped at 20 so a very stale token cannot
+    overflow), aggregated as TRL's `loss_type`. `normalizer` (dapo, bnpo) is the token count of
+    the whole batch when this is one micro-batch of it. `stats`, when given, gets the counts over
+    the tokens that had an old policy: `old_tokens`, `clipped` (ratio outside the clip range) and
+    `is_weight` (the sum of the truncated importance weights min(r, 2))."""
     import torch
 
     if loss_type not in LOSS_TYPES:
@@ -105,11 +139,24 @@ def policy_loss(
     device = logps.device
     mask = batch["completion_mask"].to(device).float()
     advantages = batch["advantages"].to(device).float().unsqueeze(1)
-    old = batch.get("old_per_token_logps")
-    old = logps.detach() if old is None else old.to(device)
-    ratio = torch.exp(logps - old)
+    given = batch.get("old_per_token_logps")
+    if given is None:
+        old, has_old = logps.detach(), torch.zeros_like(mask, dtype=torch.bool)
+    else:
+        given = given.to(device)
+        has_old = ~torch.isnan(given)
+        old = torch.where(has_old, given, logps.detach())
+    ratio = torch.exp((logps - old).clamp(max=20.0))
     clipped = torch.clamp(ratio, 1 - epsilon_low, 1 + epsilon_high)
     per_token = -torch.min(ratio * advantages, clipped * advantages)
+    if stats is not None:
+        with torch.no_grad():
+            counted = has_old & (mask > 0)
+            outside = (ratio < 1 - epsilon_low) | (ratio > 1 + epsilon_high)
+            stats["old_tokens"] = stats.get("old_tokens", 0.0) + float(counted.sum())
+            stats["clipped"] = stats.get("clipped", 0.0) + float((outside & counted).sum())
+            weights = ratio.clamp(max=2.0)[counted]
+            stats["is_weight"] = stats.get("is_weight", 0.0) + float(weights.sum())
     if loss_type == "grpo":
         return ((per_token * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).mean()
     if loss_type == "dr_grpo":
@@ -222,12 +269,13 @@ class TorchPolicy:
             ]
             tokens = float(sum(int(b["completion_mask"].sum()) for b in batches)) or 1.0
             total = 0.0
+            stats: dict[str, float] = {}
             for batch in batches:
                 share = batch["completion_ids"].size(0) / len(rows)  # grpo/dr_grpo: row means
                 loss = policy_loss(
                     self.model, batch, epsilon_low=g.epsilon, epsilon_high=g.epsilon,
                     loss_type=g.loss_type, max_completion_length=g.max_completion_length,
-                    normalizer=tokens,
+                    normalizer=tokens, stats=stats,
                 )  # fmt: skip
                 if g.loss_type in ("grpo", "dr_grpo"):
                     loss = loss * share
@@ -238,6 +286,9 @@ class TorchPolicy:
             metrics[f"loss/{role}"] = round(total, 6)
             metrics[f"grad_norm/{role}"] = round(float(norm), 6)
             metrics[f"records/{role}"] = float(len(rows))
+            if stats.get("old_tokens"):  # off-policy records: how far from the sampler
+                metrics[f"clipped_share/{role}"] = stats["clipped"] / stats["old_tokens"]
+                metrics[f"is_weight/{role}"] = stats["is_weight"] / stats["old_tokens"]
         self.model.eval()
         self.version += 1
         return metrics
