@@ -6,10 +6,11 @@ Covers: the parent run (named `<config name> <UTC time>`, tagged with the KFP ru
 resolved config as `config.yaml` plus flattened params and the library versions as `version.*`
 params, in an experiment tagged `mlflow.experimentKind=finetuning` so MLflow's UI opens on its
 runs), child runs created in whichever process a component runs (`phase_run`), metric logging
-(and `trainer_callbacks`, through which TRL's and Transformers' per-step logs arrive), reading a
-run's phases back, the headline metrics copied onto the parent run (`log_headline`; the names are
-sparring.headline's), registering the champion and downloading it for recurring training. The
-tracking URI and the buffer are in sparring.tracking_buffer.
+(and `trainer_callbacks`, through which TRL's and Transformers' per-step logs arrive), params and
+tags of a phase (`log_params`), reading a run's phases back, the headline metrics copied onto the
+parent run (`log_headline`; the names are sparring.headline's), registering the champion and
+downloading it for recurring training. The tracking URI and the buffer are in
+sparring.tracking_buffer.
 
 An MLflow outage does not stop training. A phase's child run (`phase_run`, `PhaseRun`) is fed
 from a buffer: metric values and files wait in memory while the server does not answer and are
@@ -328,6 +329,22 @@ def log_metrics(metrics: dict[str, Any], step: int | None = None) -> None:
     values = numeric(metrics)
     if values:
         mlflow.log_metrics(values, step=step)
+
+
+def log_params(params: dict[str, Any], tags: dict[str, Any] | None = None) -> None:
+    """Log params and tags on the phase's run (buffered through an outage: `PhaseRun.log_params`),
+    or else on MLflow's active run; nothing without a run."""
+    if _ACTIVE is not None:
+        _ACTIVE.log_params(params, tags)
+        return
+    import mlflow
+
+    if mlflow.active_run() is None:
+        return
+    if params:
+        mlflow.log_params({k: str(v) for k, v in params.items()})
+    if tags:
+        mlflow.set_tags({k: str(v) for k, v in tags.items()})
 
 
 def log_artifacts(files: list[str | Path], artifact_path: str | None = None) -> int:

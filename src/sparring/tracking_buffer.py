@@ -5,10 +5,10 @@ Covers: `tracking_uri` (`MLFLOW_TRACKING_URI` wins over `tracking.mlflow_uri`; r
 `sqlite:///` paths are made absolute so every KFP task process sees the same database),
 `connect` (MLflow pointed at it, failing fast so Sparring's own deadline counts), `metric_name`,
 `ensure_experiment` (get or create, tagged as a fine-tuning experiment), and `PhaseRun`: metric
-values, files, dataset inputs and metrics for the parent run queued in memory and sent, with the
-time they were logged, whenever MLflow answers (the run is created then if it could not be at
-the start); at the phase's end it waits up to `SPARRING_MLFLOW_WAIT_SECONDS` and names what was
-not logged.
+values, files, params and tags, dataset inputs and metrics for the parent run queued in memory
+and sent (metrics with the time they were logged) whenever MLflow answers (the run is created
+then if it could not be at the start); at the phase's end it waits up to
+`SPARRING_MLFLOW_WAIT_SECONDS` and names what was not logged.
 
 Does not cover: opening and closing phases (sparring.tracking.phase_run), the parent run and the
 registry (sparring.tracking), the retry rules (sparring.tracking_retry); values lost when the
@@ -83,8 +83,9 @@ class PhaseRun:
     """The child run `r{round}-{name}` of one phase, fed from a buffer.
 
     `log(metrics)` logs the numeric entries and keeps them for the line printed when the phase
-    is done; `log_metrics` and `log_artifact` queue values and files, `log_inputs` dataset
-    inputs (of this run or the parent), `log_to` metrics of another run. Each call tries to send
+    is done; `log_metrics` and `log_artifact` queue values and files, `log_params` params and
+    tags, `log_inputs` dataset inputs (of this run or the parent), `log_to` metrics of another
+    run. Each call tries to send
     what is queued (creating the run first if MLflow did not answer at the start); while the
     server is down it retries no more often than every 1, 2, 4 ... 30 s, so training is not
     slowed, and says once that it is buffering. `close` waits up to `wait_seconds()` for the
@@ -138,6 +139,15 @@ class PhaseRun:
     def log_artifact(self, path: str, artifact_path: str | None = None) -> None:
         self.files.append((str(path), artifact_path))
         self.flush()
+
+    def log_params(self, params: dict[str, Any], tags: dict[str, Any] | None = None) -> None:
+        """Queue params and tags of this run (values as strings). MLflow keeps a param's first
+        value: logging it again with the same value is fine, with another one it is refused."""
+        params = {k: str(v) for k, v in params.items()}
+        tags = {k: str(v) for k, v in (tags or {}).items()}
+        if params or tags:
+            self.extra.append(("params", "", (params, tags)))
+            self.flush()
 
     def log_inputs(self, datasets: list[Any], run_id: str = "") -> None:
         """Queue MLflow `DatasetInput`s for this run, or for `run_id` (the parent run)."""
@@ -223,6 +233,15 @@ class PhaseRun:
             kind, target, payload = self.extra[0]
             if kind == "inputs":
                 client.log_inputs(target or self.run_id, datasets=payload)
+            elif kind == "params":
+                from mlflow.entities import Param, RunTag
+
+                params, tags = payload
+                client.log_batch(
+                    target or self.run_id,
+                    params=[Param(k, v) for k, v in params.items()],
+                    tags=[RunTag(k, v) for k, v in tags.items()],
+                )
             else:
                 client.log_batch(target or self.run_id, metrics=payload)
             self.extra.pop(0)
@@ -262,7 +281,9 @@ class PhaseRun:
         if self.files:
             missing.append(f"{len(self.files)} files")
         if self.extra:
-            missing.append(f"{len(self.extra)} batches of dataset inputs or parent-run metrics")
+            missing.append(
+                f"{len(self.extra)} batches of params, dataset inputs or parent-run metrics"
+            )
         if self.dropped:
             missing.append(f"{self.dropped} values MLflow refused")
         if not ended:

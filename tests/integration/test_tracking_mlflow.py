@@ -177,3 +177,37 @@ def test_values_buffered_in_one_millisecond_all_arrive(cfg, mlflow_server, monke
     history = MlflowClient(mlflow_server).get_metric_history(run.run_id, "reward")
     assert sorted(m.value for m in history) == [0.1, 0.2, 0.3]
     assert (run.logged, run.sent, run.unlogged) == (3, 3, "")
+
+
+def test_phase_params_and_tags_arrive_through_an_outage(cfg, mlflow_server, monkeypatch):
+    """`tracking.log_params` in a phase: params and tags (what sparring.phases.sandboxed records
+    about isolation) go through the phase run's buffer, so a phase that started while MLflow was
+    down still gets them, sent with its metrics when the server answers again; logging the same
+    value twice (a second sandbox in the phase) is no conflict."""
+    from mlflow import MlflowClient
+
+    parent = tracking.start_parent_run(cfg, "kfp-run-params")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{free_port()}")  # down
+    monkeypatch.setenv("SPARRING_MLFLOW_WAIT_SECONDS", "30")
+    with tracking.phase_run(cfg, parent, "validate-tests", 1) as run:
+        assert not run.run_id  # not created yet: everything below waits in memory
+        for _ in range(2):
+            tracking.log_params({"sandbox.bwrap": "/usr/bin/bwrap", "n": 3}, tags={"t": "bwrap"})
+        tracking.log_metrics({"sandbox_isolated": 1.0})
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)  # back up before the end
+    data = MlflowClient(mlflow_server).get_run(run.run_id).data
+    assert data.params == {"sandbox.bwrap": "/usr/bin/bwrap", "n": "3"}
+    assert data.tags["t"] == "bwrap" and data.tags["mlflow.parentRunId"] == parent
+    assert data.metrics == {"sandbox_isolated": 1.0}
+    assert run.unlogged == ""
+
+
+def test_params_go_to_mlflows_active_run_outside_a_phase(cfg, mlflow_server):
+    from mlflow import MlflowClient
+
+    tracking.log_params({"ignored": 1})  # no run at all: nothing, no error
+    parent = tracking.start_parent_run(cfg, "kfp-run-params-child")
+    with tracking.child_run(cfg, parent, "evaluate", 1) as run_id:
+        tracking.log_params({"sandbox.isolation_used": "none"}, tags={"t": "none"})
+    data = MlflowClient(mlflow_server).get_run(run_id).data
+    assert data.params == {"sandbox.isolation_used": "none"} and data.tags["t"] == "none"

@@ -11,9 +11,10 @@ one is active: params `sandbox.isolation_used`, `sandbox.bwrap`, `sandbox.bwrap_
 `sandbox.bwrap_version`, the tag `sparring.sandbox.isolation` (bwrap or none), and the metric
 `sandbox_isolated` (1 or 0).
 
-The metric goes through the phase run's buffer (it survives an MLflow outage); params and tags
-are sent once, best effort (a phase never stops for them). Does not cover: choosing and probing
-bwrap (sparring.sandbox.isolation). Imports no heavy framework: the sandbox image runs it.
+The metric, params and tag go through the phase run's buffer (`tracking.log_metrics`,
+`tracking.log_params`): they survive an MLflow outage, and a phase never stops for them. Does
+not cover: choosing and probing bwrap (sparring.sandbox.isolation). Imports no heavy framework:
+the sandbox image runs it.
 """
 
 from __future__ import annotations
@@ -54,18 +55,7 @@ def _record(info: Isolation) -> None:
     if tracking is None or not tracking.active():
         return
     tracking.log_metrics({"sandbox_isolated": 1.0 if info.mode == "bwrap" else 0.0})
-    run = getattr(tracking, "_ACTIVE", None)  # the phase run (PhaseRun has no params API yet)
-    run_id = getattr(run, "run_id", "")
-    if not run_id:
-        return  # MLflow was down when the phase started: the metric above still says it
     try:
-        from mlflow import MlflowClient
-        from mlflow.entities import Param, RunTag
-
-        MlflowClient().log_batch(
-            run_id,
-            params=[Param(k, v) for k, v in info.params().items()],
-            tags=[RunTag(TAG, info.mode)],
-        )
-    except Exception as exc:  # a param is not worth stopping a phase for
+        tracking.log_params(info.params(), tags={TAG: info.mode})
+    except Exception as exc:  # a param is not worth stopping a phase for (MLflow's active run)
         log.warning("could not record the sandbox's isolation on the MLflow run: %s", exc)
