@@ -46,18 +46,23 @@ def format_reward(problem, text: str) -> float:
     return (1.0 if code else 0.0) + 0.1 * text.count("```") // 2
 
 
-def fresh_trainer(model_dir: str, seed: int, start_version: int):
+def fresh_policy(model_dir: str, seed: int, name: str):
+    """The engine's torch policy with one fresh LoRA adapter `name` (rank 8 on the attention
+    projections, no dropout), trained with the one torch policy-gradient step."""
     import torch
-    from peft import LoraConfig, get_peft_model
 
-    from sparring.backends.torch.models import load_model
-    from sparring.serving.offpolicy import OffPolicyTrainer
+    from sparring.backends.torch.policy import TorchPolicy
+    from sparring.config import load_config
 
-    torch.manual_seed(seed)
-    model, tok = load_model(model_dir, device="cpu")
-    lora = LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])
-    model = get_peft_model(model, lora)
-    return OffPolicyTrainer(model, tok, learning_rate=1e-4, start_version=start_version)
+    torch.manual_seed(seed)  # the adapter's initial weights
+    cfg = load_config(
+        overrides=[
+            f"models.answerer.name={model_dir}", "models.answerer.device=cpu",
+            "lora.r=8", "lora.alpha=16", "lora.dropout=0.0", "grpo.learning_rate=0.0001",
+            "grpo.loss_type=dapo", "grpo.epsilon=0.2", f"seed={seed}",
+        ]
+    )  # fmt: skip
+    return TorchPolicy(cfg, model_dir, [name])
 
 
 async def arm(args, url, publisher, name, model_dir, batches, overlap, work) -> dict:
@@ -65,20 +70,20 @@ async def arm(args, url, publisher, name, model_dir, batches, overlap, work) -> 
     from sparring.serving import rollouts
     from sparring.serving.client import OpenAIServerClient
 
-    trainer = fresh_trainer(model_dir, args.seed, publisher.current(name))
+    policy = fresh_policy(model_dir, args.seed, name)
     client = OpenAIServerClient(url, concurrency=args.concurrency, extra_body={"ignore_eos": True})
     try:
         return await rollouts.run(
-            trainer,
+            policy,
             client,
             publisher,
             batches,
             lambda p: answerer_messages(p, ["code"]),
             format_reward,
             name=name,
-            base=model_dir,
             work_dir=work,
             overlap=overlap,
+            max_staleness=1,
             group_size=args.group,
             max_tokens=args.max_tokens,
             temperature=1.0,
@@ -147,9 +152,8 @@ def main() -> int:
                 seconds = time.perf_counter() - t0
                 tokens = sum(len(c[0].token_ids) for c in out)
                 print(f"warm-up: {tokens} tokens in {seconds:.1f} s")
-                warmup = fresh_trainer(model_dir, 1, 0)
-                warmup.save_adapter(f"{tmp}/warm", model_dir, "warm")
-                publisher.publish("warm", f"{tmp}/warm")
+                fresh_policy(model_dir, 1, "warm").save(f"{tmp}/warm", {})
+                publisher.publish("warm", f"{tmp}/warm/warm")
                 t0 = time.perf_counter()
                 out = await asyncio.gather(
                     *(client.complete(msgs, model="warm@v1", max_tokens=32) for _ in range(8))

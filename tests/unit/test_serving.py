@@ -1,6 +1,7 @@
 """The pure parts of sparring.serving: policy versions, staleness and ratio clipping, engine
-command lines and environments, engine choice, what `sparring serve` plans to serve, group
-advantages, and the serving config section. No server, no model (tiny artifact folders only).
+command lines and environments, engine choice, what `sparring serve` plans to serve, a server's
+samples as training records and their credit, and the serving config section. No server, no
+model (tiny artifact folders only).
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from sparring.config import ConfigError, from_dict
+from sparring.engine.core import TrainingRecord
 from sparring.errors import SparringError
-from sparring.serving import engines, launch, versions
+from sparring.serving import engines, launch, rollouts, versions
 from sparring.serving.client import Completion, ServerCompletion, _token_id
-from sparring.serving.offpolicy import Rollout, group_advantages
 
 
 @dataclass(frozen=True)
@@ -60,9 +61,15 @@ def test_split_stale_refuses_nonsense():
         versions.split_stale([{"policy_version": True}], 3, 1)
 
 
-def test_rollouts_expose_their_completions_version():
-    r = Rollout([], ServerCompletion("t", policy_version=4), 1.0, 0)
-    assert isinstance(r.completion, Completion)  # the engine's type
+def test_a_served_sample_is_a_training_record_of_its_version():
+    completion = ServerCompletion(
+        "t", policy_version=4, finish_reason="stop", token_ids=(5, 6), logprobs=(-0.5, -1.5)
+    )
+    r = rollouts.served_record("answerer", [{"role": "user", "content": "q"}], completion, 1, 7)
+    assert isinstance(r, TrainingRecord) and isinstance(completion, Completion)  # the engine's
+    assert (r.role, r.completion, r.reward, r.group, r.advantage) == ("answerer", "t", 1.0, 7, 0.0)
+    assert r.token_ids == (5, 6) and r.sampler_logprobs == (-0.5, -1.5)
+    assert r.temperature == 1.0  # the server reports the raw distribution's log-probabilities
     assert versions.staleness(r, 6) == 2
 
 
@@ -83,10 +90,20 @@ def test_clip_ratio_is_ppos_pessimistic_surrogate():
     assert versions.clip_ratio(1.0, 0.2, 2.0) == pytest.approx(2.0)
 
 
-def test_group_advantages():
-    adv = group_advantages([1.0, 0.0, 3.0, 3.0, 3.0], [0, 0, 1, 1, 1])
-    assert adv[0] == pytest.approx(1.0, abs=1e-3) and adv[1] == pytest.approx(-1.0, abs=1e-3)
-    assert adv[2:] == [0.0, 0.0, 0.0]
+def test_credit_of_served_records_is_grpo_within_each_group():
+    """Rewards 1, 0 in group 0: mean 0.5, std 0.5, so +1 and -1; group 1 (3, 3, 3) is flat: no
+    signal, left out; a sample without token log-probabilities cannot be weighed: left out."""
+
+    def record(reward, group, lps=(-1.0,)):
+        c = ServerCompletion("x", policy_version=1, token_ids=(1,) * len(lps), logprobs=lps)
+        return rollouts.served_record("answerer", [], c, reward, group)
+
+    records = [record(1.0, 0), record(0.0, 0), *[record(3.0, 1) for _ in range(3)]]
+    credited = rollouts.credit([*records, record(5.0, 0, lps=())])
+    assert [(r.reward, r.group, r.advantage) for r in credited] == [(1.0, 0, 1.0), (0.0, 0, -1.0)]
+    # rewards 2, 0, 1: mean 1, population std sqrt(2/3), so advantages +-1.224745 and 0
+    credited = rollouts.credit([record(2.0, 5), record(0.0, 5), record(1.0, 5)])
+    assert [r.advantage for r in credited] == [1.224745, -1.224745]
 
 
 def test_token_ids_from_vllm_spelling():

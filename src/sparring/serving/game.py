@@ -11,7 +11,8 @@ never trains the newer one).
 
 The training loop stays play-then-train: each step samples from the version the last update
 published. Overlapping the next step's sampling with the current update is done by
-sparring.serving.rollouts for single-role GRPO; a game's episodes are not overlapped.
+sparring.serving.rollouts for single-role GRPO (with the same policy update); a game's episodes
+are not overlapped.
 
 Does not cover: starting the server (`sparring serve`, sparring.serving.engines), the policy's
 update (sparring.backends), the code duel's server sampling (sparring.serving.duel).

@@ -11,8 +11,9 @@ PPO-style clipped objective bounds what one step can do with it.
 A rollout is anything with an integer `policy_version` attribute or key (a
 `sparring.serving.client.Completion`, an engine episode record, a dict).
 
-Does not cover: computing log-probabilities (sparring.serving.offpolicy) or publishing
-adapters (sparring.serving.publisher).
+Does not cover: computing log-probabilities and the clipped update itself
+(sparring.backends.torch.policy, which applies the same rules to tensors) or publishing adapters
+(sparring.serving.publisher).
 """
 
 from __future__ import annotations
