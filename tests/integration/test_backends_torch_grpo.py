@@ -146,12 +146,15 @@ def test_generate_is_seeded_and_greedy():
     assert hf == shared
 
 
-def test_grpo_completions_stop_at_the_fence(tmp_path, monkeypatch):
+def test_grpo_completions_stop_at_the_fence(tmp_path, monkeypatch, capsys):
     """tiny-random cannot write a fence, so a FenceStop that reports even rows' fence as closed
     at their 5th token stands in: those rows end there with one EOS (not clipped, so masking
-    keeps them), the others run to the cap and are masked out; training still moves LoRA."""
-    from sparring.backends.torch import generation
+    keeps them), the others run to the cap and are masked out; training still moves LoRA.
+    Sampling slower than SLOW_SAMPLING_S (here: any) says a line before the step's own."""
+    from sparring.backends.torch import generation, grpo
     from sparring.backends.torch.grpo import run_grpo
+
+    monkeypatch.setattr(grpo, "SLOW_SAMPLING_S", 0.0)
 
     created = []
 
@@ -189,6 +192,10 @@ def test_grpo_completions_stop_at_the_fence(tmp_path, monkeypatch):
     assert metrics["fence_stop_ratio"] == 0.5 and metrics["trl/sparring_fence_stop_ratio"] == 0.5
     lora_b = [v for k, v in trained.state_dict().items() if "lora_B" in k]
     assert any(v.abs().sum() > 0 for v in lora_b), "the fenced rows did not train"
+    out = capsys.readouterr().out
+    assert f"sampled {len(seen)} completions in " in out and out.index("sampled") < out.index(
+        "step 1/1"
+    )
 
 
 def test_shared_prompt_forward_equals_trls_per_row_forward(tmp_path, monkeypatch):

@@ -165,6 +165,14 @@ def train_generator(
     frozen_rows = ranks.shard_and_gather(problems, sample_share)
     metrics["frozen_sampling_s"] = time.perf_counter() - start
     metrics["frozen_tokens_per_s"] = stats[0].tokens_per_s if stats else 0.0
+    if ranks.world().main:
+        from sparring import progress as lines
+
+        lines.say(
+            f"{lines.LABEL or 'train-generator'} frozen answerer: "
+            f"{len(problems) * cfg.steps.frozen_samples} solutions sampled in "
+            f"{lines.fmt_seconds(metrics['frozen_sampling_s'])}"
+        )
     write_lines(out_frozen_solutions, frozen_rows)
     solutions = {r["problem_id"]: [s for s in r["solutions"] if s] for r in frozen_rows}
     metrics["frozen_parse_rate"] = sum(len(v) for v in solutions.values()) / max(

@@ -72,6 +72,8 @@ from sparring.budget import resolve_completion_length
 from sparring.config import Config
 from sparring.errors import SparringError
 
+SLOW_SAMPLING_S = 30.0  # a step's sampling longer than this says a line when it ends
+
 
 def peak_memory_mb() -> float:
     """RSS high-water mark of this process in MiB (Linux reports KiB)."""
@@ -259,7 +261,14 @@ def _trainer_class() -> type:
                     prompt_ids, images, multimodal_fields, num_generations, has_tool_images
                 )
             finally:
-                self.generation_seconds += time.perf_counter() - start
+                took = time.perf_counter() - start
+                self.generation_seconds += took
+                if took > SLOW_SAMPLING_S and self.accelerator.is_main_process:
+                    # a step can take minutes on a CPU: say where it is between step lines
+                    progress.say(
+                        f"{progress.LABEL or 'train'} sampled {len(prompt_ids)} completions "
+                        f"in {progress.fmt_seconds(took)}; scoring and updating"
+                    )
 
         def _generate_fenced(
             self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images
