@@ -47,7 +47,7 @@ def records_batch(tokenizer: Any, records: Sequence[Any], max_prompt_length: int
     `old_per_token_logps` (NaN on the rows of records without: their old policy is this one)."""
     import torch
 
-    from sparring.backends.torch.generation import render_prompt
+    from sparring.backends.text import render_prompt
 
     eos = tokenizer.eos_token_id
     prompts, completions = [], []
