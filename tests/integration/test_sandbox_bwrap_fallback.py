@@ -14,7 +14,6 @@ sandbox test, the bundled one here.
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
@@ -22,6 +21,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from sandbox_cases import assert_loopback_unreachable
 
 from sparring.sandbox import Sandbox, SandboxLimits, isolation
 
@@ -144,26 +144,7 @@ def test_bundled_cannot_read_a_planted_secret(bundled_sb, tmp_path):
 
 
 def test_bundled_cannot_reach_a_loopback_server(bundled_sb):
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(5)
-    srv.settimeout(0.3)
-    port = srv.getsockname()[1]
-    sol = f"""
-        import socket
-        def f(x):
-            s = socket.socket()
-            s.settimeout(1.0)
-            s.connect(("127.0.0.1", {port}))
-            return "connected"
-    """
-    try:
-        outcome, detail = run1(bundled_sb, sol, "assert f(1) == 'connected'")
-        assert outcome == "error" and "refused" in detail.lower(), detail
-        with pytest.raises(socket.timeout):
-            srv.accept()
-    finally:
-        srv.close()
+    assert_loopback_unreachable(run1, bundled_sb, connect_timeout_s=1.0)
 
 
 def test_bundled_cannot_write_outside_its_tmp(bundled_sb, tmp_path):

@@ -7,11 +7,11 @@ be found on the host afterwards.
 
 import os
 import shutil
-import socket
 import textwrap
 from pathlib import Path
 
 import pytest
+from sandbox_cases import assert_loopback_unreachable
 
 from sparring.sandbox import Sandbox, SandboxLimits
 from sparring.sandbox.isolation import bwrap_usable, find_bwrap
@@ -467,26 +467,7 @@ def test_workdir_is_writable_and_private(bwrap_sb):
 
 @NEEDS_BWRAP
 def test_network_to_host_loopback(bwrap_sb):
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(5)
-    srv.settimeout(0.3)
-    port = srv.getsockname()[1]
-    sol = f"""
-        import socket
-        def f(x):
-            s = socket.socket()
-            s.settimeout(0.5)
-            s.connect(("127.0.0.1", {port}))
-            return "connected"
-    """
-    try:
-        outcome, detail = run1(bwrap_sb, sol, "assert f(1) == 'connected'")
-        assert outcome == "error" and "refused" in detail.lower()
-        with pytest.raises(socket.timeout):
-            srv.accept()
-    finally:
-        srv.close()
+    assert_loopback_unreachable(run1, bwrap_sb, connect_timeout_s=0.5)
 
 
 @NEEDS_BWRAP
