@@ -22,8 +22,8 @@ def train_answerer(
     launcher: str = "task",
 ):
     from sparring import datasets, tracking
-    from sparring.phases import answerer, kfp_io
-    from sparring.phases.validate import bank_file, validation_metrics
+    from sparring.phases import kfp_io, table
+    from sparring.phases.validate import validation_metrics
     from sparring.training.schedule import label_of
 
     cfg = kfp_io.config_from_yaml(config_yaml)
@@ -45,10 +45,8 @@ def train_answerer(
                 )
             )  # fmt: skip
         else:
+            paths = {"data": data.path, "bank": bank.path, "init_model": init_model.path}
             result = run.log(
-                answerer.train_answerer(
-                    cfg, round_index, data.path, bank_file(bank.path), init_model.path,
-                    model.path, phase=phase,
-                )
-            )  # fmt: skip
+                table.run("train-answerer", cfg, round_index, paths, {"model": model.path}, phase)
+            )
     kfp_io.to_kfp_metrics(metrics, result)

@@ -24,7 +24,7 @@ def train_generator(
     launcher: str = "task",
 ):
     from sparring import datasets, tracking
-    from sparring.phases import generator, kfp_io
+    from sparring.phases import kfp_io, table
     from sparring.training.schedule import label_of
 
     cfg = kfp_io.config_from_yaml(config_yaml)
@@ -45,10 +45,17 @@ def train_generator(
                 )
             )  # fmt: skip
         else:
+            paths = {
+                "data": data.path,
+                "frozen_answerer": frozen_answerer.path,
+                "init_model": init_model.path,
+            }
+            outs = {
+                "model": model.path,
+                "tests": tests.path,
+                "frozen_solutions": frozen_solutions.path,
+            }
             result = run.log(
-                generator.train_generator(
-                    cfg, round_index, data.path, frozen_answerer.path, init_model.path,
-                    model.path, tests.path, frozen_solutions.path, phase=phase,
-                )
+                table.run("train-generator", cfg, round_index, paths, outs, phase)
             )  # fmt: skip
     kfp_io.to_kfp_metrics(metrics, result)

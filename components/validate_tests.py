@@ -16,11 +16,10 @@ def validate_tests(
     bank: Output[Dataset],
     metrics: Output[Metrics],
 ):
-    from sparring.phases import kfp_io
-    from sparring.phases.validate import validate_into
+    from sparring.phases import kfp_io, table
 
     cfg = kfp_io.config_from_yaml(config_yaml)
-    result = validate_into(
-        cfg, round_index, data.path, tests.path, frozen_solutions.path, bank_in.path, bank.path
-    )
+    paths = {"data": data.path, "tests": tests.path, "frozen_solutions": frozen_solutions.path,
+             "bank_in": bank_in.path}  # fmt: skip
+    result = table.run("validate-tests", cfg, round_index, paths, {"bank": bank.path})
     kfp_io.to_kfp_metrics(metrics, result)

@@ -47,7 +47,12 @@ PURE = (
     "sparring.cluster.kube", "sparring.cluster.wait",
     # the sandbox image ships no ML stack: what its validate task imports must not need one
     "sparring.phases.validate", "sparring.phases.kfp_io", "sparring.sandbox",
+    # one of each: the phase table, the answerer sampler, backend-neutral text helpers
+    "sparring.phases.table", "sparring.sampler", "sparring.backends.text",
 )  # fmt: skip
+# The phase functions every runner dispatches; only the phase table calls them (it alone knows
+# their argument order).
+TABLE_PHASES = ("train_answerer", "train_generator", "validate_into", "materialize")
 # Each layer imports only itself and the layers before it: the shells sit on the library.
 LAYERS = ("sparring", "components", "pipelines")
 # The one upward import: the kfp.local runner compiles the DAG (lazily; it puts the checkout's
@@ -249,6 +254,24 @@ def test_only_backends_branch_on_the_backend_name():
             ):
                 offenders.append(f"{name}:{node.lineno}")
     assert not offenders, f"backend branches outside sparring.backends: {offenders}"
+
+
+def test_only_the_phase_table_calls_the_phases():
+    """The components, the plain runner, `sparring phase` and the TrainJob entry dispatch from
+    sparring.phases.table; a call of a phase function anywhere else re-lists its arguments.
+    (The DAG in pipelines/ calls components of the same names: tasks, not phase functions.)"""
+    offenders = []
+    allowed = {"sparring.phases.table", "sparring.phases.materialize"}  # carrying the bank
+    for name, path in module_files().items():
+        if name in allowed or name.startswith("pipelines"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                func = node.func
+                called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if called in TABLE_PHASES:
+                    offenders.append(f"{name}:{node.lineno} {called}")
+    assert not offenders, f"phases called outside sparring.phases.table: {offenders}"
 
 
 def test_the_checks_catch_what_they_check(tmp_path):

@@ -97,10 +97,7 @@ def _existing(path: Path) -> str | None:
 
 
 def _phase(args: argparse.Namespace) -> int:
-    from sparring.phases.answerer import train_answerer
-    from sparring.phases.generator import train_generator
-    from sparring.phases.materialize import materialize
-    from sparring.phases.validate import validate_tests
+    from sparring.phases.table import outputs_in, run
 
     cfg = _cfg(args)
     d = Path(args.workdir)
@@ -113,43 +110,29 @@ def _phase(args: argparse.Namespace) -> int:
     rd, prev = d / f"round-{n}", d / f"round-{n - 1}"
     rd.mkdir(parents=True, exist_ok=True)
     bank_prev = _existing(prev / "bank.jsonl") or str(data / "bank.jsonl")
+    gen = rd / "generator"
+    name = "validate-tests" if args.phase == "validate" else args.phase  # the table's name
+    if name == "validate-tests" and not (gen / "tests.jsonl").is_file():
+        raise SparringError(f"{gen}/tests.jsonl: missing; run train-generator --round {n}")
+    frozen = _existing(rd / "answerer") or _existing(prev / "answerer")
+    inputs = {  # PHASE_LAYOUT, by the phase table's names
+        "data": str(data),
+        "bank": _existing(rd / "bank.jsonl") or bank_prev,
+        "bank_in": bank_prev,
+        "init_model": _existing(prev / ("answerer" if args.phase == "train-answerer"
+                                        else "generator/model")) or "",
+        "frozen_answerer": frozen or cfg.model_for("answerer").name,
+        "tests": str(gen / "tests.jsonl"),
+        "frozen_solutions": str(gen / "frozen_solutions.jsonl"),
+    }  # fmt: skip
     if args.phase == "materialize":
-        metrics = materialize(cfg, str(data))
-    elif args.phase == "train-answerer":
-        bank = _existing(rd / "bank.jsonl") or bank_prev
-        metrics = train_answerer(
-            cfg, n, str(data), bank, _existing(prev / "answerer"), str(rd / "answerer")
-        )
-    elif args.phase == "train-generator":
-        frozen = (
-            _existing(rd / "answerer")
-            or _existing(prev / "answerer")
-            or cfg.model_for("answerer").name
-        )
-        g = rd / "generator"
-        g.mkdir(exist_ok=True)
-        metrics = train_generator(
-            cfg,
-            n,
-            str(data),
-            frozen,
-            _existing(prev / "generator" / "model"),
-            str(g / "model"),
-            str(g / "tests.jsonl"),
-            str(g / "frozen_solutions.jsonl"),
-        )
-    else:
-        g = rd / "generator"
-        if not (g / "tests.jsonl").is_file():
-            raise SparringError(f"{g}/tests.jsonl: missing; run train-generator --round {n}")
-        metrics = validate_tests(
-            cfg,
-            n,
-            str(data),
-            str(g / "tests.jsonl"),
-            str(g / "frozen_solutions.jsonl"),
-            bank_prev,
-            str(rd / "bank.jsonl"),
-        )
+        inputs["bank_in"] = ""
+    outputs = {
+        "materialize": {"data": str(data)},
+        "train-answerer": {"model": str(rd / "answerer")},
+        "train-generator": outputs_in("train-generator", gen),
+        "validate-tests": outputs_in("validate-tests", rd),
+    }[name]
+    metrics = run(name, cfg, n, inputs, outputs)
     print(json.dumps(metrics, indent=1, sort_keys=True))
     return 0

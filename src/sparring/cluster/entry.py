@@ -9,9 +9,10 @@ Inputs and outputs are local paths or `s3://` URIs (artifact URIs on the cluster
 1. joins the process group (`sparring.cluster.ranks`; gloo on CPUs, NCCL on GPUs),
 2. reads the config (file or URI; `--set key=value` overrides), and the first process of each
    node fetches the inputs into a node-local work folder while the others wait,
-3. runs the phase function (`sparring.phases.answerer.train_answerer` or
-   `sparring.phases.generator.train_generator`); TRL/Accelerate train data-parallel over all
-   processes, the generator's frozen solutions are sampled once in shares and shared,
+3. runs the phase from the phase table (`sparring.phases.table`: train-answerer or
+   train-generator, their inputs and outputs declared there); TRL/Accelerate train
+   data-parallel over all processes, the generator's frozen solutions are sampled once in
+   shares and shared,
 4. compares the trained weights of every process: each writes its own copy (rank 0 into the
    output, the others into `WORKDIR/rank-N/out`), and with DDP replicas (not FSDP/ZeRO-3
    shards) different fingerprints fail the run (LoRA adapters are written by every rank; a
@@ -110,24 +111,12 @@ def fetch_inputs(args: argparse.Namespace, work: Path, w: ranks.World) -> dict[s
 
 
 def run_phase(cfg: Config, args: argparse.Namespace, inputs: dict[str, str], out: Path):
-    """Call the phase function with local paths; outputs go under `out`."""
+    """Call the phase (from the phase table) with local paths; outputs go under `out`."""
+    from sparring.phases.table import outputs_in, run
+
     out.mkdir(parents=True, exist_ok=True)
-    init = inputs.get("init_model") or None
-    if args.phase == "train-answerer":
-        from sparring.phases.answerer import train_answerer
-        from sparring.phases.validate import bank_file
-
-        return train_answerer(
-            cfg, args.round, inputs["data"], bank_file(inputs["bank"]), init, str(out / "model"),
-            phase=args.phase_name or "answerer",
-        )  # fmt: skip
-    from sparring.phases.generator import train_generator
-
-    return train_generator(
-        cfg, args.round, inputs["data"], inputs["frozen_answerer"], init, str(out / "model"),
-        str(out / "tests.jsonl"), str(out / "frozen_solutions.jsonl"),
-        phase=args.phase_name or "generator",
-    )  # fmt: skip
+    outputs = outputs_in(args.phase, out)
+    return run(args.phase, cfg, args.round, inputs, outputs, phase=args.phase_name)
 
 
 def fingerprint(model_dir: Path) -> str:

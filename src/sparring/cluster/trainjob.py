@@ -26,6 +26,7 @@ from typing import Any
 
 from sparring.config import Config, processes_per_node
 from sparring.errors import SparringError
+from sparring.phases.table import PHASES
 
 GROUP = "trainer.kubeflow.org"
 VERSION = "v1alpha1"
@@ -48,16 +49,10 @@ MLFLOW_ENV = ("MLFLOW_TRACKING_URI", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKIN
 OPTIONAL_ENV = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 
-# What each phase reads, in the order of its arguments; every one is an artifact URI.
-PHASE_INPUTS = {
-    "train-answerer": ("data", "bank", "init_model"),
-    "train-generator": ("data", "frozen_answerer", "init_model"),
-}
-# What each phase writes under the output prefix: a folder (the model) and files.
-PHASE_OUTPUTS = {
-    "train-answerer": ("model",),
-    "train-generator": ("model", "tests.jsonl", "frozen_solutions.jsonl"),
-}
+# What each phase a TrainJob can run reads (artifact URIs) and writes under its output prefix
+# (a folder, the model, and files): read from the phase table, where each phase is declared.
+PHASE_INPUTS = {n: s.inputs for n, s in PHASES.items() if s.trainjob}
+PHASE_OUTPUTS = {n: tuple(s.outputs.values()) for n, s in PHASES.items() if s.trainjob}
 METRICS_FILE = "metrics.json"  # the phase's metrics, written by rank 0
 RANKS_FILE = "distributed.json"  # world size and each rank's weights fingerprint
 

@@ -1,13 +1,14 @@
 """The plain-Python runner: every phase of a self-play run in schedule order, with checkpoints.
 
-It walks `plan_phases(cfg)` (the plan the KFP DAG is unrolled from) and passes each training
-phase its `Phase.name`, which fixes its step count and seeds its draws as in the DAG.
+It walks `plan_phases(cfg)` (the plan the KFP DAG is unrolled from), runs each phase through
+the phase table (sparring.phases.table) and passes it its `Phase.name`, which fixes its step
+count and seeds its draws as in the DAG.
 
 Workdir layout (`run_selfplay(cfg, workdir)`):
   data/                      materialize output (train/val/eval.jsonl, bank.jsonl, manifest.json)
   r00-p01-warm_start/        with warm_start.steps > 0: the SFT-warm-started answerer (model/)
   rNN-pMM-KIND/              outputs of phase MM (round NN): model/, tests.jsonl,
-                             frozen_solutions.jsonl, bank.jsonl, metrics.json
+                             frozen_solutions.jsonl, bank.jsonl (+ validation.json), metrics.json
   checkpoints/rNN-pMM-KIND/  state after that phase (models of both roles, bank, checkpoint.json,
                              COMPLETE marker written last); incomplete ones are ignored
   phases.log                 one `start`/`done` line per phase (what ran, for humans and tests)
@@ -37,10 +38,7 @@ from typing import Any
 from sparring import progress, storage
 from sparring.config import Config
 from sparring.errors import SparringError, disk_full
-from sparring.phases.answerer import train_answerer
-from sparring.phases.generator import train_generator
-from sparring.phases.materialize import materialize
-from sparring.phases.validate import validate_tests
+from sparring.phases.table import BY_KIND, outputs_in, run
 from sparring.training import checkpoints as ck
 from sparring.training.schedule import Phase, plan_phases
 
@@ -64,56 +62,46 @@ def run_phase(cfg: Config, phase: Phase, workdir: Path, state: dict[str, Any]) -
     if out.exists():
         shutil.rmtree(out)  # a killed earlier attempt of this phase
     out.mkdir(parents=True)
-    if phase.kind == "materialize":
-        metrics = materialize(cfg, str(data), state.get("bank_in"))
-        state["bank"] = str(data / "bank.jsonl")
-    elif phase.kind == "warm_start":
+    if phase.kind == "warm_start":  # only the local runners warm-start: not in the table
         from sparring.phases.warm_start import warm_start
 
         metrics = warm_start(cfg, str(data), state["answerer"], str(out / "model"))
         state["answerer"] = str(out / "model")
-    elif phase.kind == "answerer":
-        metrics = train_answerer(
-            cfg,
-            phase.round,
-            str(data),
-            state["bank"],
-            state["answerer"],
-            str(out / "model"),
-            phase=phase.name,  # its identity seeds its draws, as in the KFP DAG
-        )
-        state["answerer"] = str(out / "model")
+        storage.write_text(str(out / "metrics.json"), json.dumps(metrics, indent=1, sort_keys=True))
+        return metrics
+    spec = BY_KIND.get(phase.kind)
+    if spec is None:  # pragma: no cover
+        raise SparringError(f"unknown phase kind {phase.kind}")
+    gen = Path(state.get("last_generator_out") or out)
+    inputs = {  # where this runner keeps each input, by the table's names
+        "materialize": {"bank_in": state.get("bank_in") or ""},
+        "answerer": {"data": str(data), "bank": state["bank"], "init_model": state["answerer"]},
+        "generator": {
+            "data": str(data),
+            "frozen_answerer": state["answerer"] or cfg.model_for("answerer").name,
+            "init_model": state["generator"],
+        },
+        "validate": {
+            "data": str(data),
+            "tests": str(gen / "tests.jsonl"),
+            "frozen_solutions": str(gen / "frozen_solutions.jsonl"),
+            "bank_in": state["bank"],
+        },
+    }[spec.kind]
+    outputs = {"data": str(data)} if spec.name == "materialize" else outputs_in(spec.name, out)
+    # its identity (phase.name) seeds its draws, as in the KFP DAG
+    metrics = run(spec.name, cfg, phase.round, inputs, outputs, phase=phase.name)
+    if spec.kind == "materialize":
+        state["bank"] = str(data / "bank.jsonl")
+    elif spec.kind == "answerer":
+        state["answerer"] = outputs["model"]
         state["answerer_reward"] = metrics.get("reward", state.get("answerer_reward"))
-    elif phase.kind == "generator":
-        frozen = state["answerer"] or cfg.model_for("answerer").name
-        metrics = train_generator(
-            cfg,
-            phase.round,
-            str(data),
-            frozen,
-            state["generator"],
-            str(out / "model"),
-            str(out / "tests.jsonl"),
-            str(out / "frozen_solutions.jsonl"),
-            phase=phase.name,
-        )
-        state["generator"] = str(out / "model")
+    elif spec.kind == "generator":
+        state["generator"] = outputs["model"]
         state["last_generator_out"] = str(out)
-    elif phase.kind == "validate":
-        gen = Path(state["last_generator_out"])
-        metrics = validate_tests(
-            cfg,
-            phase.round,
-            str(data),
-            str(gen / "tests.jsonl"),
-            str(gen / "frozen_solutions.jsonl"),
-            state["bank"],
-            str(out / "bank.jsonl"),
-        )
+    else:
         state["bank"] = str(out / "bank.jsonl")
         state["test_validity"] = metrics["validity"]
-    else:  # pragma: no cover
-        raise SparringError(f"unknown phase kind {phase.kind}")
     storage.write_text(str(out / "metrics.json"), json.dumps(metrics, indent=1, sort_keys=True))
     return metrics
 

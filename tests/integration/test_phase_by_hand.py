@@ -1,0 +1,46 @@
+"""`sparring phase …`: the four code-duel phases run one at a time by hand, dispatched from the
+phase table, chain through the workdir layout its --help documents (data/, round-N/answerer/,
+round-N/generator/{model,tests.jsonl,frozen_solutions.jsonl}, round-N/bank.jsonl), with real
+GRPO steps on the tiny model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sparring.backends.base import read_meta
+from sparring.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def phase(capsys, name: str, workdir: Path, *extra: str) -> dict:
+    argv = ["phase", name, "--config", str(ROOT / "configs/smoke.yaml"), "--workdir", str(workdir)]
+    assert main([*argv, *extra]) == 0
+    out = capsys.readouterr().out
+    start = out.rfind("\n{\n") + 1  # the phase's metrics, printed last (indented JSON)
+    return json.loads(out[start:])
+
+
+def test_phases_by_hand_chain_through_the_documented_layout(tmp_path, capsys):
+    d = tmp_path / "work"
+    assert main(["phase", "train-answerer", "--config", str(ROOT / "configs/smoke.yaml"),
+                 "--workdir", str(d)]) == 2  # fmt: skip
+    assert "run `sparring phase materialize` first" in capsys.readouterr().err
+    assert phase(capsys, "materialize", d)["problems_train"] > 0
+    assert (d / "data/train.jsonl").is_file() and (d / "data/bank.jsonl").is_file()
+    gen = phase(capsys, "train-generator", d)
+    assert gen["steps"] == 1 and gen["problems"] == 2  # steps.generator, problems_per_phase
+    g = d / "round-1/generator"
+    assert (g / "model").is_dir() and (g / "tests.jsonl").is_file()
+    frozen = [json.loads(x) for x in (g / "frozen_solutions.jsonl").read_text().splitlines()]
+    assert len(frozen) == 2 and all(len(r["solutions"]) == 2 for r in frozen)  # frozen_samples
+    v = phase(capsys, "validate", d)
+    assert (d / "round-1/bank.jsonl").is_file() and "validity" in v
+    a = phase(capsys, "train-answerer", d)
+    assert a["steps"] == 1
+    meta = read_meta(d / "round-1/answerer")
+    assert (meta["role"], meta["base"]) == ("answerer", "tiny-random")
+    # round 2 starts from round 1's models: the generator from round-1/generator/model
+    phase(capsys, "train-generator", d, "--round", "2")
+    assert read_meta(d / "round-2/generator/model")["role"] == "generator"
