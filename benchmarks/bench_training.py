@@ -51,12 +51,12 @@ def bench_reuse(steps: int = 3) -> float:
     from sparring.backends.torch.generation import generate
     from sparring.config import load_config
     from sparring.games import code_duel
-    from sparring.phases.common import sandbox_limits
     from sparring.phases.materialize import materialize
     from sparring.problems import read_jsonl
     from sparring.programs import extract_code
     from sparring.prompts import answerer_messages
     from sparring.sandbox import Sandbox
+    from sparring.sandbox.limits import untrusted_limits
 
     sets = [
         "data.max_problems=8",
@@ -95,7 +95,7 @@ def bench_reuse(steps: int = 3) -> float:
             for p in problems
         }
 
-    with Sandbox(sandbox_limits(cfg)) as sb:
+    with Sandbox(untrusted_limits(cfg)) as sb:
         sb.run_many([(problems[0].reference_solution, problems[0].baseline_tests)])  # warm up
         # reuse: sample once (before the phase), then a cached scorer every step
         frozen = sample(0)

@@ -16,9 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from sparring.evaluation.humaneval import evaluate_humaneval_samples, sandbox_limits
+from sparring.evaluation.humaneval import evaluate_humaneval_samples
 from sparring.problems import load_humaneval
 from sparring.programs import CHECK_NAME, CHECK_TEST, humaneval_solution, humaneval_tests
+from sparring.sandbox.limits import trusted_limits
 
 pytestmark = pytest.mark.integration
 
@@ -44,7 +45,7 @@ def problems():
 
 @pytest.fixture(scope="module")
 def limits():
-    return sandbox_limits(timeout_s=1.0)
+    return trusted_limits(timeout_s=1.0)
 
 
 def _official(rows, samples):

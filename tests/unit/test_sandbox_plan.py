@@ -293,3 +293,16 @@ def test_limits_validation_and_reports():
     assert RunReport([], infra_error="boom").pass_rate is None
     assert RunReport([]).pass_rate == 0.0
     assert TestResult.__test__ is False
+
+
+def test_trusted_and_untrusted_limits_differ_only_in_the_test_length_cap():
+    """Generated tests are capped at sandbox.max_test_chars (a longer one is invalid); HumanEval's
+    and a problem's own tests are not, and both keep the config's other limits."""
+    from sparring.config import from_dict
+    from sparring.sandbox.limits import trusted_limits, untrusted_limits
+
+    cfg = from_dict({"sandbox": {"timeout_s": 3.0, "max_test_chars": 500}})
+    untrusted, trusted = untrusted_limits(cfg), trusted_limits(cfg)
+    assert (untrusted.max_test_chars, trusted.max_test_chars) == (500, 1_000_000)
+    assert untrusted.timeout_s == trusted.timeout_s == 3.0
+    assert trusted_limits(None, timeout_s=1.0).timeout_s == 1.0

@@ -108,12 +108,9 @@ def add_commands(sub) -> None:
 
 
 def _eval_humaneval(args: argparse.Namespace) -> int:
-    from sparring.evaluation.humaneval import (
-        evaluate_humaneval_samples,
-        read_samples,
-        sandbox_limits,
-    )
+    from sparring.evaluation.humaneval import evaluate_humaneval_samples, read_samples
     from sparring.problems import load_humaneval
+    from sparring.sandbox.limits import trusted_limits
 
     cfg = config_from_args(args)
     if args.samples_per_task < 1:
@@ -123,7 +120,7 @@ def _eval_humaneval(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     problems = load_humaneval()
     overrides = {"timeout_s": args.timeout} if args.timeout else {}
-    limits = sandbox_limits(cfg, **overrides)
+    limits = trusted_limits(cfg, **overrides)
     if args.samples:
         samples = read_samples(args.samples)
         if args.limit:
@@ -227,7 +224,7 @@ def _infer(args: argparse.Namespace) -> int:
         stages = ["code"] if cfg.reasoning.direct else list(cfg.reasoning.stages)
     if args.execute_tests and not any(p.baseline_tests for p in problems):
         raise SparringError("--execute-tests needs tests: pass --tests 'assert f(1) == 2; …'")
-    from sparring.evaluation.humaneval import sandbox_limits
+    from sparring.sandbox.limits import trusted_limits
 
     records = inf.solve(
         args.checkpoint,
@@ -242,7 +239,7 @@ def _infer(args: argparse.Namespace) -> int:
         tracking_uri=args.tracking_uri
         or os.environ.get("MLFLOW_TRACKING_URI")
         or cfg.tracking.mlflow_uri,
-        limits=sandbox_limits(cfg),
+        limits=trusted_limits(cfg),
     )
     for i, record in enumerate(records):
         if i:

@@ -41,10 +41,10 @@ def _reward(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from sparring.errors import SparringError
-    from sparring.evaluation.humaneval import sandbox_limits
     from sparring.games import code_duel
     from sparring.problems import compute_trivial_passes, load_source
     from sparring.sandbox import Sandbox
+    from sparring.sandbox.limits import trusted_limits
 
     path = Path(args.batch)
     if not path.is_file():
@@ -69,7 +69,7 @@ def _reward(args: argparse.Namespace) -> int:
         if pid not in problems:
             raise SparringError(f"{args.batch}:{n}: problem_id {pid!r} is not in {args.source}")
     wanted = list(dict.fromkeys(pid for _, pid, _ in items))
-    with Sandbox(sandbox_limits(None, timeout_s=args.timeout)) as sb:
+    with Sandbox(trusted_limits(None, timeout_s=args.timeout)) as sb:
         scored = {p.id: p for p in compute_trivial_passes([problems[i] for i in wanted], sb)}
         credits = code_duel.score_answers(
             [scored[pid] for _, pid, _ in items], [text for _, _, text in items], sb

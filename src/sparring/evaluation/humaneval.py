@@ -8,7 +8,8 @@ asserts (loops, helpers; 8 of 164 tasks) keep the check-function form as a fallb
 builtins snapshot with the candidate's return values required to be plain builtin data (an
 in-process guard: best effort against code written to defeat this particular harness);
 `sample_rows` and `evaluate_humaneval_samples` (official sample format) and the sandbox job
-runners the other evaluation modules share (`run_jobs`, `run_jobs_fail_fast`, `sandbox_limits`).
+runners the other evaluation modules share (`run_jobs`, `run_jobs_fail_fast`, on
+sparring.sandbox.limits.trusted_limits).
 
 Does not cover: generating completions (sparring.sampler) or loading the tasks
 (sparring.problems.load_humaneval). Pure apart from the sandbox, which is imported lazily.
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparring.errors import SparringError, read_user_text
 from sparring.programs import humaneval_job
+from sparring.sandbox.limits import trusted_limits
 
 if TYPE_CHECKING:
     from sparring.problems import Problem
@@ -50,24 +52,13 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - prod
 
 
-def sandbox_limits(cfg: Any = None, **overrides: Any):
-    """SandboxLimits from cfg.sandbox (defaults without a config); evaluation tests are trusted,
-    so their length is not capped."""
-    from sparring.sandbox import SandboxLimits
-
-    overrides = {"max_test_chars": 1_000_000, **overrides}
-    if cfg is None:
-        return SandboxLimits(**overrides)
-    return SandboxLimits.from_config(cfg.sandbox, **overrides)
-
-
 def run_jobs(jobs: list[tuple[str, list[str]]], limits: Any = None) -> list[Any]:
     """Run (solution, tests) jobs in one Sandbox; RunReports in order."""
     if not jobs:
         return []
     from sparring.sandbox import Sandbox
 
-    with Sandbox(limits or sandbox_limits()) as sandbox:
+    with Sandbox(limits or trusted_limits()) as sandbox:
         return sandbox.run_many(jobs)
 
 
@@ -79,7 +70,7 @@ def run_jobs_fail_fast(jobs: list[tuple[str, list[str]]], limits: Any = None) ->
         return []
     from sparring.sandbox import RunReport, Sandbox
 
-    with Sandbox(limits or sandbox_limits()) as sandbox:
+    with Sandbox(limits or trusted_limits()) as sandbox:
         first = sandbox.run_many([(code, tests[:1]) for code, tests in jobs])
         rest_index = [
             i

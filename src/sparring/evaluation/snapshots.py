@@ -26,7 +26,7 @@ from sparring.evaluation.crossplay import (
     win_rates,
 )
 from sparring.evaluation.hacking import hacking_signals, special_case_share
-from sparring.evaluation.humaneval import evaluate_humaneval_samples, run_jobs, sandbox_limits
+from sparring.evaluation.humaneval import evaluate_humaneval_samples, run_jobs
 from sparring.evaluation.rounds import (
     _round_metrics,
     read_round_tests,
@@ -35,6 +35,7 @@ from sparring.evaluation.rounds import (
 )
 from sparring.programs import humaneval_tests
 from sparring.sampler import load_answerer, sample_answers
+from sparring.sandbox.limits import trusted_limits
 
 if TYPE_CHECKING:
     from sparring.problems import Problem
@@ -321,7 +322,7 @@ def evaluate_snapshots(
         eval_problems = eval_problems[: cfg.data.humaneval_limit]
     val_problems = problems_of("val.jsonl")
     known = {p.id: p for p in [*problems_of("train.jsonl"), *val_problems]}
-    limits = sandbox_limits(cfg)
+    limits = trusted_limits(cfg)
     bank_rows = read_bank(bank_path or data / "bank.jsonl")
     bank = group_by_problem(bank_rows)
     sim = cfg.rewards.duplicate_similarity

@@ -19,12 +19,12 @@ from sparring.phases.common import (
     drawn_digest,
     planned_steps,
     reward_metrics,
-    sandbox_limits,
     train_problems,
     trained_record,
 )
 from sparring.phases.zone import draw_in_zone, in_zone, read_zone
 from sparring.problems import Problem
+from sparring.sandbox.limits import untrusted_limits
 
 
 def answerer_rows(
@@ -103,7 +103,7 @@ def train_answerer(
     model, tok, peft_config = backend.load_trainable(cfg, "answerer", init_model)
     dataset = answerer_dataset(problems, bank, stages)
     seed = derived_seed(cfg, round_index, phase)
-    with Sandbox(sandbox_limits(cfg)) as sb, tempfile.TemporaryDirectory() as tmp:
+    with Sandbox(untrusted_limits(cfg)) as sb, tempfile.TemporaryDirectory() as tmp:
         reward_fn = AnswererRewardFn(sb, cfg.rewards)
         model, trl_metrics = backend.train(
             cfg, model, tok, dataset, reward_fn, steps, tmp, seed, peft_config,

@@ -47,12 +47,6 @@ def drawn_digest(problems: list[Problem]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def sandbox_limits(cfg: Config) -> Any:
-    from sparring.sandbox import SandboxLimits
-
-    return SandboxLimits.from_config(cfg.sandbox)
-
-
 def read_lines(path: str | Path | None) -> list[dict[str, Any]]:
     if not path or not Path(path).is_file():
         return []

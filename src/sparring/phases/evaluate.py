@@ -19,10 +19,10 @@ from sparring.evaluation import learning
 from sparring.evaluation import report as report_mod
 from sparring.evaluation.crossplay import group_by_problem, read_bank
 from sparring.evaluation.hacking import hacking_signals
-from sparring.evaluation.humaneval import sandbox_limits
 from sparring.evaluation.snapshots import choose_best, evaluate_snapshots, model_metrics
 from sparring.phases.snapshot import resolve_snapshots
 from sparring.problems import read_jsonl
+from sparring.sandbox.limits import trusted_limits
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ def labelled_snapshot(
     solve = {p.id: p for p in val}
     solve.update({pid: known[pid] for pid in sorted(bank) if pid in known})
     metrics, _ = model_metrics(
-        cfg, model_path, eval_problems, val, solve, bank, sandbox_limits(cfg)
+        cfg, model_path, eval_problems, val, solve, bank, trusted_limits(cfg)
     )
     # judged like a round's snapshot: against the base model's trivial share
     history = [

@@ -25,13 +25,13 @@ from sparring.phases.common import (
     drawn_digest,
     planned_steps,
     reward_metrics,
-    sandbox_limits,
     train_problems,
     trained_record,
     write_lines,
 )
 from sparring.phases.zone import draw_in_zone
 from sparring.problems import Problem
+from sparring.sandbox.limits import untrusted_limits
 
 
 def _equality(test: str) -> tuple[ast.expr, ast.expr] | None:
@@ -194,7 +194,7 @@ def train_generator(
     from datasets import Dataset
 
     role = "proposer" if proposer else "generator"
-    with Sandbox(sandbox_limits(cfg)) as sb, tempfile.TemporaryDirectory() as tmp:
+    with Sandbox(untrusted_limits(cfg)) as sb, tempfile.TemporaryDirectory() as tmp:
         if proposer:
             reward_fn = _ProposerRewardFn(cfg, sb, frozen, ftok, round_index)
             rows = [{"prompt": prompts.proposer_messages(p), "problem_id": p.id} for p in problems]

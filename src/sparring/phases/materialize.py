@@ -18,7 +18,7 @@ from typing import Any
 from sparring import storage
 from sparring.config import Config
 from sparring.errors import SparringError
-from sparring.phases.common import read_lines, sandbox_limits, write_lines
+from sparring.phases.common import read_lines, write_lines
 from sparring.problems import (
     Problem,
     compute_trivial_passes,
@@ -28,6 +28,7 @@ from sparring.problems import (
     write_jsonl,
 )
 from sparring.problems import split as split_problems
+from sparring.sandbox.limits import untrusted_limits
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
     if cfg.data.max_problems and len(problems) > cfg.data.max_problems:
         keep = set(p.id for p in random.Random(cfg.seed).sample(problems, cfg.data.max_problems))
         problems = [p for p in problems if p.id in keep]
-    with Sandbox(sandbox_limits(cfg)) as sb:
+    with Sandbox(untrusted_limits(cfg)) as sb:
         reports = sb.run_many([(p.reference_solution, p.baseline_tests) for p in problems])
     infra = [p.id for p, r in zip(problems, reports, strict=True) if r.infra_error]
     if problems and len(infra) == len(problems):
@@ -74,7 +75,7 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
         raise SparringError(f"data.eval: {cfg.data.eval!r} holds no problems")
     if cfg.data.humaneval_limit and cfg.data.eval == "humaneval":
         eval_set = eval_set[: cfg.data.humaneval_limit]
-    from sparring.evaluation.humaneval import sandbox_limits as trusted_limits
+    from sparring.sandbox.limits import trusted_limits
 
     with Sandbox(trusted_limits(cfg)) as sb:  # baseline and HumanEval tests are trusted
         train, val, eval_set = (

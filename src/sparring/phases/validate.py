@@ -14,9 +14,10 @@ from typing import Any
 
 from sparring import rewards
 from sparring.config import Config
-from sparring.phases.common import read_lines, sandbox_limits, train_problems, write_lines
+from sparring.phases.common import read_lines, train_problems, write_lines
 from sparring.phases.zone import ZONE_FILE, in_zone, zone_stats
 from sparring.problems import Problem
+from sparring.sandbox.limits import untrusted_limits
 
 VALIDATION_FILE = "validation.json"
 
@@ -50,7 +51,7 @@ def validate_tests(
     total = valid = honest = discriminating = duplicates = 0
     new_rows: list[dict[str, Any]] = []
     infra = 0
-    with Sandbox(sandbox_limits(cfg)) as sb:
+    with Sandbox(untrusted_limits(cfg)) as sb:
         zone = _frozen_zone(cfg, problems, solutions, sb)
         for row in generated:
             p = problems.get(row["problem_id"])

@@ -6,7 +6,14 @@ Public API: `SandboxLimits`, `TestResult`, `RunReport`, `Sandbox`, `run_tests`, 
 `validation`. Not covered here: reward computation (sparring.rewards) and Kubernetes pod isolation.
 """
 
-from sparring.sandbox.limits import OUTCOMES, RunReport, SandboxLimits, TestResult
+from sparring.sandbox.limits import (
+    OUTCOMES,
+    RunReport,
+    SandboxLimits,
+    TestResult,
+    trusted_limits,
+    untrusted_limits,
+)
 from sparring.sandbox.plan import normalize, parse_tests_file
 from sparring.sandbox.pool import InfraError, Sandbox, run_tests, shared_sandbox
 from sparring.sandbox.validation import TestVerdict, ValidationReport, validate_tests
@@ -24,5 +31,7 @@ __all__ = [
     "parse_tests_file",
     "run_tests",
     "shared_sandbox",
+    "trusted_limits",
+    "untrusted_limits",
     "validate_tests",
 ]

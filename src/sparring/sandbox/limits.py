@@ -1,6 +1,8 @@
 """Limits and result types of the sandbox (plain data, no processes).
 
-Covers: `SandboxLimits`, the per-test `TestResult`, the per-request `RunReport`, outcome names.
+Covers: `SandboxLimits` with its two named uses, `untrusted_limits` (model-written tests: the
+config's limits, length capped) and `trusted_limits` (HumanEval and the project's own tests:
+length not capped), the per-test `TestResult`, the per-request `RunReport`, outcome names.
 Does not cover: running anything (see `pool.py`) or deciding pass/fail (see `plan.py`).
 """
 
@@ -52,6 +54,21 @@ class SandboxLimits:
     @property
     def n_workers(self) -> int:
         return self.workers or max(1, os.cpu_count() or 1)
+
+
+def untrusted_limits(cfg: Any) -> SandboxLimits:
+    """Limits for model-written code and model-written tests: `cfg.sandbox` as configured, so a
+    generated test longer than `sandbox.max_test_chars` is invalid."""
+    return SandboxLimits.from_config(cfg.sandbox)
+
+
+def trusted_limits(cfg: Any = None, **overrides: Any) -> SandboxLimits:
+    """Limits for model-written code run against trusted tests (HumanEval's, a problem's own):
+    `cfg.sandbox` (defaults without a config) with the tests' length not capped."""
+    overrides = {"max_test_chars": 1_000_000, **overrides}
+    if cfg is None:
+        return SandboxLimits(**overrides)
+    return SandboxLimits.from_config(cfg.sandbox, **overrides)
 
 
 @dataclass(frozen=True)
