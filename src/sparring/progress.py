@@ -6,7 +6,9 @@ marked lines reach the console), and `step_callback` (a TRL/transformers callbac
 line per optimizer step: reward or loss, useful groups, clipped completions, time left).
 
 `Countdown` says a line per part of a long, non-training job (the evaluate phase, `sparring
-eval`, `sparring infer --batch`) with the time left.
+eval`, `sparring infer --batch`) with the time left. `heartbeat` (around every phase) says a
+line whenever none was said for `HEARTBEAT_S`, with the last thing said: a step or a chunk of
+answers can take minutes on a CPU, and a silent phase looks hung.
 
 `failure_excerpt` picks the failed task and its traceback out of a run's log.
 
@@ -16,18 +18,59 @@ pod's log holds the same lines.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
+import threading
 import time
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 MARK = "[sparring]"
 LABEL = ""  # the phase running in this process (`r1 train-answerer`), set by the phase runner
 
 
+HEARTBEAT_S = 50.0  # a phase silent this long says it is still working (under a line a minute)
+_LAST = {"at": time.monotonic(), "text": ""}  # when the last line was said, and what
+
+
 def say(text: str) -> None:
     """Print one progress line (flushed at once: the runner streams it line by line)."""
+    _LAST["at"], _LAST["text"] = time.monotonic(), text
     print(f"{MARK} {time.strftime('%H:%M:%S')} {text}", flush=True)
+
+
+def still_working(now: float, started: float, interval: float = HEARTBEAT_S) -> str | None:
+    """The heartbeat's line when nothing was said for `interval` seconds before `now`, else
+    None: the phase, how long it has run, and the last line said in it."""
+    if now - _LAST["at"] < interval:
+        return None
+    last = str(_LAST["text"])
+    if LABEL and last.startswith(LABEL):
+        last = last[len(LABEL) :].lstrip(" :")
+    text = f"{LABEL or 'sparring'}: still working, {fmt_seconds(now - started)} in"
+    return f"{text}; last: {last}" if last else text
+
+
+@contextlib.contextmanager
+def heartbeat(interval: float = HEARTBEAT_S) -> Iterator[None]:
+    """Say `still_working` from a daemon thread whenever nothing was said for `interval`."""
+    started = time.monotonic()
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(min(5.0, interval / 4)):
+            line = still_working(time.monotonic(), started, interval)
+            if line is not None:
+                say(line)
+
+    thread = threading.Thread(target=beat, name="sparring-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=10)
 
 
 def fmt_seconds(seconds: float) -> str:

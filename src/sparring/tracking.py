@@ -298,7 +298,8 @@ def phase_run(cfg, parent_run_id: str, name: str, round_index: int) -> Iterator[
     _ACTIVE = run
     status = "FAILED"
     try:
-        yield run
+        with progress.heartbeat():  # a line at least every HEARTBEAT_S, whatever the phase does
+            yield run
         status = "FINISHED"
     finally:
         _ACTIVE = None

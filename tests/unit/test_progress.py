@@ -1,6 +1,7 @@
 """Progress lines: the console shows Sparring's lines, the log keeps everything."""
 
 import io
+import time
 
 from sparring import progress
 
@@ -81,3 +82,24 @@ def test_countdown_estimates_the_time_left_from_the_pace_so_far(capsys, monkeypa
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].endswith("r2 evaluate base: answers 1/4 problems left~0m30s")  # 10 s/unit x 3
     assert lines[1].endswith("r2 evaluate base: answers 3/4 problems left~0m10s")  # 10 s/unit x 1
+
+
+def test_a_silent_phase_says_it_is_still_working(monkeypatch, capsys):
+    """`still_working` is due once nothing was said for the interval, names the phase, its time
+    so far and the last line said in it; a line said resets it. The heartbeat thread says it."""
+    monkeypatch.setattr(progress, "LABEL", "r3 evaluate")
+    progress.say("r3 evaluate base: greedy answers 8/20 problems left~2m00s")
+    said = progress._LAST["at"]
+    assert progress.still_working(said + 49.0, said - 70.0) is None
+    line = progress.still_working(said + 50.0, said - 70.0)
+    assert line == (
+        "r3 evaluate: still working, 2m00s in; last: base: greedy answers 8/20 problems left~2m00s"
+    )
+    progress.say("r3 evaluate base: HumanEval 1/4")  # said again: the interval starts over
+    assert progress.still_working(progress._LAST["at"] + 49.0, said) is None
+    capsys.readouterr()
+    with progress.heartbeat(interval=0.05):
+        deadline = time.monotonic() + 30  # a generous bound: the beat comes within ~0.1 s
+        while "still working" not in capsys.readouterr().out and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert time.monotonic() < deadline, "the heartbeat never said a line"

@@ -157,7 +157,8 @@ def run_selfplay(
         _say(root, f"start {phase.name} steps={phase.steps}")
         progress.LABEL = phase.name
         t = time.perf_counter()
-        metrics = run_phase(cfg, phase, root, state)
+        with progress.heartbeat():
+            metrics = run_phase(cfg, phase, root, state)
         seconds = time.perf_counter() - t
         history.append({**phase.to_dict(), "seconds": seconds, "metrics": metrics})
         meta = {
