@@ -7,7 +7,7 @@ and `inputs` (those datasets as run inputs tagged with MLflow's context: trainin
 evaluation). The Dataset column of MLflow's runs table shows them; two runs with the same digest
 saw the same problems.
 
-Does not cover: logging them (sparring.tracking_buffer.PhaseRun.log_inputs, buffered through an
+Does not cover: logging them (sparring.tracking.buffer.PhaseRun.log_inputs, buffered through an
 outage) or loading problems (sparring.problems).
 """
 

@@ -7,7 +7,7 @@ when it is not a number), `one_line` (an exception as one short line) and `with_
 passed since the first failure; backoff 0.5 s doubling to 5 s).
 
 Does not cover: which failures are transient (each caller knows its client: sparring.storage for
-boto3, sparring.tracking_retry for MLflow) or the error raised at the deadline (the caller's).
+boto3, sparring.tracking.retry for MLflow) or the error raised at the deadline (the caller's).
 """
 
 from __future__ import annotations

@@ -162,7 +162,7 @@ def test_values_buffered_in_one_millisecond_all_arrive(cfg, mlflow_server, monke
 
     from mlflow import MlflowClient
 
-    from sparring.tracking_buffer import PhaseRun
+    from sparring.tracking.buffer import PhaseRun
 
     parent = tracking.start_parent_run(cfg, "kfp-run-same-ms")
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{free_port()}")  # down

@@ -11,7 +11,7 @@ then if it could not be at the start); at the phase's end it waits up to
 `SPARRING_MLFLOW_WAIT_SECONDS` and names what was not logged.
 
 Does not cover: opening and closing phases (sparring.tracking.phase_run), the parent run and the
-registry (sparring.tracking), the retry rules (sparring.tracking_retry); values lost when the
+registry (sparring.tracking), the retry rules (sparring.tracking.retry); values lost when the
 process itself dies while MLflow is down (the buffer lives in memory).
 """
 
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sparring import tracking_retry as retry
+from sparring.tracking import retry
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,6 @@
 """MLflow tracking: one parent run per pipeline run, a child run per phase and round, the registry.
-Why one module: the parent run, the phase runs and the registry share one outage-proof client
+The package is all of Sparring's MLflow: this module, `buffer` (the URI, a phase's run fed from
+an outage-proof buffer) and `retry` (what to retry, and how long). Why one module here: the parent run, the phase runs and the registry share one outage-proof client
 (retries, the buffer's run ids); split, each part would reach into the others' run state.
 
 Covers: the parent run (named `<config name> <UTC time>`, tagged with the KFP run id, the
@@ -10,13 +11,13 @@ runs), child runs created in whichever process a component runs (`phase_run`), m
 tags of a phase (`log_params`), reading a run's phases back, the headline metrics copied onto the
 parent run (`log_headline`; the names are sparring.headline's), registering the champion and
 downloading it for recurring training. The tracking URI and the buffer are in
-sparring.tracking_buffer.
+sparring.tracking.buffer.
 
 An MLflow outage does not stop training. A phase's child run (`phase_run`, `PhaseRun`) is fed
 from a buffer: metric values and files wait in memory while the server does not answer and are
 sent, with the time they were logged, when it answers again (the run itself is created then if
 it could not be at the start). At the phase's end Sparring waits up to
-`SPARRING_MLFLOW_WAIT_SECONDS` (sparring.tracking_retry) for the rest; past that, the phase still
+`SPARRING_MLFLOW_WAIT_SECONDS` (sparring.tracking.retry) for the rest; past that, the phase still
 finishes and prints one line saying what was not logged. Calls that must succeed (the parent
 run, the registry) retry for the same wait, then raise a one-line TrackingUnavailable. Ending
 the parent run also ends its child runs still marked RUNNING (killed tasks, or ones that ended
@@ -28,7 +29,7 @@ folder as a logged model of the run (`create_logged_model` + `log_model_artifact
 `create_model_version(source="models:/<model id>", run_id=…, model_id=…)` +
 `set_registered_model_alias`, so the registry version links to the logged model and its run.
 
-Does not cover: the retry rules (sparring.tracking_retry); metrics lost when the process itself
+Does not cover: the retry rules (sparring.tracking.retry); metrics lost when the process itself
 dies while the server is down (the buffer lives in memory); a child run created twice when the
 server died after creating it but before answering (the retry creates another).
 """
@@ -43,9 +44,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sparring import tracking_retry as retry
 from sparring.errors import SparringError
-from sparring.tracking_buffer import (
+from sparring.tracking import retry
+from sparring.tracking.buffer import (
     PhaseRun,
     connect,
     ensure_experiment,
@@ -53,7 +54,7 @@ from sparring.tracking_buffer import (
     numeric,
     tracking_uri,
 )
-from sparring.tracking_retry import TrackingUnavailable
+from sparring.tracking.retry import TrackingUnavailable
 
 # re-exported: callers know them as sparring.tracking.*
 __all__ = ["PhaseRun", "TrackingUnavailable", "metric_name", "tracking_uri"]
