@@ -1,7 +1,8 @@
 """MLflow tracking: one parent run per pipeline run, a child run per phase and round, the registry.
 The package is all of Sparring's MLflow: this module, `buffer` (the URI, a phase's run fed from
-an outage-proof buffer) and `retry` (what to retry, and how long). Why one module here: the parent run, the phase runs and the registry share one outage-proof client
-(retries, the buffer's run ids); split, each part would reach into the others' run state.
+an outage-proof buffer) and `retry` (what to retry, and how long). Why one module here: the
+parent run, the phase runs and the registry share one outage-proof client (retries, the
+buffer's run ids); split, each part would reach into the others' run state.
 
 Covers: the parent run (named `<config name> <UTC time>`, tagged with the KFP run id, the
 resolved config as `config.yaml` plus flattened params and the library versions as `version.*`
