@@ -4,9 +4,9 @@ Covers: `available()` (whether `mlx.core` and `mlx_lm` import); `load(name_or_pa
 built-in names (`tiny-random`, `smollm2-135m`), local HF folders (llama & co. as mlx_lm supports
 them), and Sparring model artifacts: MLX LoRA artifacts (`sparring_model.json` with
 `"backend": "mlx"`), full-weight artifacts and base pointers; `add_lora` (only
-`lora_a`/`lora_b` trainable); `save_adapter`: mlx_lm adapter format (`adapters.safetensors` +
-`adapter_config.json`), tokenizer files and `sparring_model.json` {"backend": "mlx", "base",
-"adapter", ...}, written atomically.
+`lora_a`/`lora_b` trainable); `set_lora_scale` (scale 0: the base model); `save_adapter`:
+mlx_lm adapter format (`adapters.safetensors` + `adapter_config.json`), tokenizer files and
+`sparring_model.json` {"backend": "mlx", "base", "adapter", ...}, written atomically.
 
 Does not cover: full fine-tuning (MLX requires `tuning_mode: lora`) or PEFT (torch) LoRA
 artifacts (load them with the torch backend). `mlx` is imported lazily, so this module imports
@@ -131,6 +131,16 @@ def _lora_modules(model: Any) -> list[tuple[str, Any]]:
     from mlx_lm.tuner.lora import LoRALinear
 
     return [(n, m) for n, m in model.named_modules() if isinstance(m, LoRALinear)]
+
+
+def set_lora_scale(model: Any, scales: list[float] | float) -> list[float]:
+    """Set every LoRA layer's scale (one value, or one per layer); returns the old scales.
+    Scale 0 is the base model (the judge, the KL reference) without removing the adapter."""
+    mods = [m for _, m in _lora_modules(model)]
+    old = [m.scale for m in mods]
+    for i, m in enumerate(mods):
+        m.scale = scales[i] if isinstance(scales, list) else scales
+    return old
 
 
 def _lora_keys(model: Any, target_modules: Sequence[str]) -> list[str]:

@@ -3,9 +3,11 @@
 Covers: `MlxPolicy`: one mlx-lm model with LoRA layers per role (MLX has no named adapters on one
 base, and the models this backend runs are small), started fresh or from MLX adapter artifacts
 under `init_dir/<role>/`; `sample` with a role's adapter, or the base (LoRA scale 0: the judge);
-`train(records)`: per role one Adam step on TRL's clipped surrogate over completion tokens
-(ratio 1: one update per batch of fresh records), loss aggregated as `grpo.loss_type`, grad
-norm clipped at 1.0; `save` each role's adapter as an MLX Sparring artifact.
+`train(records)`: per role one Adam step on its records through
+`sparring.backends.mlx.step.policy_step`, the MLX policy-gradient step the code duel's GRPO loop
+shares (TRL's clipped surrogate over completion tokens, ratio 1: one update per batch of fresh
+records, loss aggregated as `grpo.loss_type`, grad norm clipped at 1.0); `save` each role's
+adapter as an MLX Sparring artifact.
 Does not cover: old log-probs from a server (records are trained on-policy) or full fine-tuning.
 `mlx` is imported only when a method runs.
 """
@@ -20,8 +22,8 @@ from typing import Any
 
 from sparring.backends.base import Messages, read_meta
 from sparring.backends.mlx.generation import _encode, generate
-from sparring.backends.mlx.grpo import _aggregate, _set_lora_scale, _token_logprobs
-from sparring.backends.mlx.models import _hf, add_lora, load, save_adapter
+from sparring.backends.mlx.models import _hf, add_lora, load, save_adapter, set_lora_scale
+from sparring.backends.mlx.step import policy_step
 
 
 class MlxPolicy:
@@ -52,7 +54,7 @@ class MlxPolicy:
             scales = None
         else:  # the base model: any role's model with its LoRA switched off
             model = next(iter(self.models.values()), None) or self.plain
-            scales = _set_lora_scale(model, 0.0) if self.models else None
+            scales = set_lora_scale(model, 0.0) if self.models else None
         try:
             rows = generate(
                 model, self.tokenizer, prompts, max_new_tokens=max_tokens,
@@ -60,12 +62,11 @@ class MlxPolicy:
             )  # fmt: skip
         finally:
             if scales is not None:
-                _set_lora_scale(model, scales)
+                set_lora_scale(model, scales)
         return [r[0] for r in rows]
 
     def train(self, records: Sequence[Any]) -> dict[str, float]:
-        import mlx.core as mx
-        import mlx.nn as nn
+        """One optimizer step per role on its records; returns loss and grad norm per role."""
         import mlx.optimizers as optim
 
         g = self.cfg.grpo
@@ -77,41 +78,21 @@ class MlxPolicy:
         hf = _hf(self.tokenizer)
         metrics: dict[str, float] = {}
         for role, rows in by_role.items():
-            model = self.models[role]
-            seqs, starts, temps = [], [], []
-            for r in rows:
-                prompt = _encode(self.tokenizer, r.messages, g.max_prompt_length)
-                completion = hf.encode(r.completion, add_special_tokens=False) or [hf.eos_token_id]
-                seqs.append(prompt + completion)
-                starts.append(len(prompt))
-                temps.append(float(r.temperature or 1.0))
-            width = max(len(s) for s in seqs)
-            tokens = mx.array([s + [hf.eos_token_id] * (width - len(s)) for s in seqs])
-            inputs, targets = tokens[:, :-1], tokens[:, 1:]
-            keep = max(len(s) - st for s, st in zip(seqs, starts, strict=True))
-            k = mx.arange(keep)[None, :]
-            index = mx.minimum(mx.array(starts)[:, None] - 1 + k, width - 2)
-            lengths = mx.array([len(s) - st for s, st in zip(seqs, starts, strict=True)])
-            mask = (k < lengths[:, None]).astype(mx.float32)
-            adv = mx.array([float(r.advantage) for r in rows], dtype=mx.float32)
-            temperature = sum(temps) / len(temps)  # one role samples at one temperature
-
-            def loss_fn(inputs, targets, index, mask, adv, model=model, temperature=temperature):
-                lp = _token_logprobs(model, inputs, targets, temperature, index)
-                ratio = mx.exp(lp - mx.stop_gradient(lp))
-                clipped = mx.clip(ratio, 1.0 - g.epsilon, 1.0 + g.epsilon)
-                per_token = -mx.minimum(ratio * adv[:, None], clipped * adv[:, None])
-                return _aggregate(per_token, mask, g.loss_type, g.max_completion_length)
-
+            prompts = [_encode(self.tokenizer, r.messages, g.max_prompt_length) for r in rows]
+            completions = [
+                hf.encode(r.completion, add_special_tokens=False) or [hf.eos_token_id] for r in rows
+            ]
+            temps = [float(r.temperature or 1.0) for r in rows]
             optimizer = self._optimizers.setdefault(role, optim.Adam(learning_rate=g.learning_rate))
-            model.train()
-            loss, grads = nn.value_and_grad(model, loss_fn)(inputs, targets, index, mask, adv)
-            grads, norm = optim.clip_grad_norm(grads, 1.0)
-            optimizer.update(model, grads)
-            mx.eval(loss, model.trainable_parameters(), optimizer.state)
-            model.eval()
-            metrics[f"loss/{role}"] = round(float(loss.item()), 6)
-            metrics[f"grad_norm/{role}"] = round(float(norm.item()), 6)
+            step = policy_step(
+                self.models[role], optimizer, prompts, completions,
+                [float(r.advantage) for r in rows], pad=hf.eos_token_id,
+                temperature=sum(temps) / len(temps),  # one role samples at one temperature
+                epsilon=g.epsilon, loss_type=g.loss_type,
+                max_completion_length=g.max_completion_length,
+            )  # fmt: skip
+            metrics[f"loss/{role}"] = round(step["loss"], 6)
+            metrics[f"grad_norm/{role}"] = round(step["grad_norm"], 6)
             metrics[f"records/{role}"] = float(len(rows))
         self.version += 1
         return metrics
