@@ -1,4 +1,5 @@
-"""MLX backend on tiny-random: load + generate, a real GRPO update with LoRA, adapter round trip.
+"""MLX backend on tiny-random: load + generate, a real GRPO update with LoRA, adapter round trip;
+the shared policy-gradient step against a loss and gradient computed by hand with numpy.
 
 Not skipped when mlx is missing on Linux/macOS: CI installs `mlx[cpu]` + `mlx-lm`, and a missing
 install must fail here rather than pass silently.
@@ -18,6 +19,7 @@ if sys.platform not in ("linux", "darwin"):
 from sparring.backends.mlx import generation as mlx_generation
 from sparring.backends.mlx import grpo as mlx_grpo
 from sparring.backends.mlx import models as mlx_models
+from sparring.backends.mlx import step as mlx_step
 from sparring.backends.torch.models import ModelError
 
 MESSAGES = [
@@ -107,6 +109,85 @@ def test_grpo_trains_lora_only_and_adapter_round_trips(tiny, tmp_path: Path):
     loaded, loaded_tok = mlx_models.load(str(out))
     assert all(np.array_equal(lora[k], v) for k, v in _flat(loaded).items() if k in lora)
     assert mlx_generation.generate(loaded, loaded_tok, MESSAGES, max_new_tokens=8) == want
+
+
+def _bigram():
+    """A model whose next-token logits depend on the current token only (embedding -> linear),
+    so the step's loss and gradient can be written down with numpy; only the head's bias trains."""
+    import mlx.core as mx
+    import mlx.nn as nn
+
+    class Bigram(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(5, 3)
+            self.head = nn.Linear(3, 5)
+
+        def __call__(self, x):
+            return self.head(self.embed(x))
+
+    mx.random.seed(3)
+    model = Bigram()
+    model.freeze()
+    model.head.unfreeze(keys=["bias"])
+    return model
+
+
+@pytest.mark.parametrize(
+    ("loss_type", "want"),
+    [("dapo", -(3 * 1.0 - 0.5) / 4), ("grpo", (-1.0 + 0.5) / 2), ("dr_grpo", -(3 - 0.5) / 8)],
+)
+def test_policy_step_matches_a_hand_computed_loss_and_gradient(loss_type, want):
+    """Ratio 1, so each completion token contributes -A to the loss and -A * w * d log p / d theta
+    to the gradient (w: its aggregation weight); one SGD update moves the bias by -lr * grad."""
+    import mlx.optimizers as optim
+    import numpy as np
+
+    model = _bigram()
+    embed, weight = np.array(model.embed.weight), np.array(model.head.weight)
+    bias = np.array(model.head.bias)
+    prompts, completions, adv = [[1, 2], [3]], [[4, 0, 2], [1]], [1.0, -0.5]
+    temperature, max_len = 0.7, 4
+    # (input token, target token, advantage, weight) per completion token, by hand
+    weights = {"dapo": [1 / 4] * 4, "grpo": [1 / 6] * 3 + [1 / 2], "dr_grpo": [1 / 8] * 4}
+    tokens = [(2, 4, 1.0), (4, 0, 1.0), (0, 2, 1.0), (3, 1, -0.5)]
+    grad = np.zeros(5)
+    for (x, y, a), w in zip(tokens, weights[loss_type], strict=True):
+        z = (weight @ embed[x] + bias) / temperature
+        p = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+        grad += -a * w * (np.eye(5)[y] - p) / temperature
+
+    out = mlx_step.policy_step(
+        model, optim.SGD(learning_rate=0.1), prompts, completions, adv, pad=0,
+        temperature=temperature, epsilon=0.2, loss_type=loss_type, max_completion_length=max_len,
+        max_grad_norm=100.0,
+    )  # fmt: skip
+    assert out["loss"] == pytest.approx(want, abs=1e-6)
+    assert out["grad_norm"] == pytest.approx(float(np.linalg.norm(grad)), rel=1e-4)
+    np.testing.assert_allclose(np.array(model.head.bias), bias - 0.1 * grad, atol=1e-6)
+    np.testing.assert_array_equal(np.array(model.head.weight), weight)  # frozen stays
+
+
+def test_policy_step_clips_the_norm_and_zero_advantage_moves_nothing():
+    import mlx.optimizers as optim
+    import numpy as np
+
+    model = _bigram()
+    bias = np.array(model.head.bias)
+    args = ([[1, 2]], [[4, 0]])
+    kw = {"pad": 0, "temperature": 1.0, "epsilon": 0.2, "max_completion_length": 2}
+    flat = mlx_step.policy_step(model, optim.Adam(learning_rate=0.1), *args, [0.0], **kw)
+    assert flat == {"loss": 0.0, "grad_norm": 0.0}
+    np.testing.assert_array_equal(np.array(model.head.bias), bias)
+    free = mlx_step.policy_step(_bigram(), optim.SGD(learning_rate=1.0), *args, [1.0], **kw)
+    clipped = mlx_step.policy_step(
+        model, optim.SGD(learning_rate=1.0), *args, [1.0], **kw, max_grad_norm=1e-3
+    )
+    assert free["grad_norm"] > 1e-3  # the norm before clipping is reported
+    assert clipped["grad_norm"] == pytest.approx(free["grad_norm"])
+    assert float(np.linalg.norm(np.array(model.head.bias) - bias)) == pytest.approx(1e-3, rel=1e-3)
+    with pytest.raises(ValueError, match="loss_type"):
+        mlx_step.policy_step(model, optim.SGD(learning_rate=1.0), *args, [1.0], **kw, loss_type="x")
 
 
 def test_load_errors_name_the_fix(tmp_path: Path):
