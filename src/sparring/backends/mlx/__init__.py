@@ -3,7 +3,8 @@ CPU with `mlx[cpu]`).
 
 Covers: `MlxBackend`, the `sparring.backends.base.Backend` interface on MLX, for the dual
 topology with LoRA; the work is in `models` (load, LoRA layers, adapter artifacts),
-`generation` (sampling) and `grpo` (the update loop). Does not cover: full fine-tuning, the
+`generation` (sampling), `step` (the one policy-gradient step), `grpo` (the code duel's GRPO
+loop) and `policy` (the engine's policy). Does not cover: full fine-tuning, the
 shared topology or the warm start (the config refuses them with `backend: mlx`). `mlx` is
 imported only when a method runs.
 """

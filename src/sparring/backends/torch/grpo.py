@@ -1,5 +1,9 @@
 """TRL glue: one GRPO run of one role on one dataset, with Sparring's config mapped onto TRL's.
 
+This TRL subclass is the torch implementation of the code duel's policy-gradient step, kept for
+TRL's distributed (DDP, FSDP, ZeRO-3) and vLLM paths; the engine's step on torch is
+`sparring.backends.torch.policy` (`records_batch`, `policy_loss`, `TorchPolicy.train`).
+
 Why one module: the trainer subclass, its arguments and `run_grpo` share the TRL internals the
 subclass overrides (generation, scoring, logging of a step); split, each half would reach into
 the other's private assumptions about TRL 1.16.
