@@ -47,8 +47,8 @@ PURE = (
     "sparring.cluster.kube", "sparring.cluster.wait",
     # the sandbox image ships no ML stack: what its validate task imports must not need one
     "sparring.phases.validate", "sparring.phases.kfp_io", "sparring.sandbox",
-    # one of each: the phase table, the answerer sampler, backend-neutral text helpers
-    "sparring.phases.table", "sparring.sampler", "sparring.backends.text",
+    # one of each: the phase table, the answerer sampler, backend-neutral text helpers, the bank
+    "sparring.phases.table", "sparring.sampler", "sparring.backends.text", "sparring.bank",
 )  # fmt: skip
 # The phase functions every runner dispatches; only the phase table calls them (it alone knows
 # their argument order).
