@@ -17,7 +17,7 @@ def select(
     from sparring import tracking
     from sparring.phases import kfp_io
     from sparring.phases import select as phase
-    from sparring.phases.validate import bank_file
+    from sparring.bank import bank_file
 
     cfg = kfp_io.config_from_yaml(config_yaml)
     with tracking.phase_run(cfg, parent_run_id, "select", kfp_io.final_round(cfg)) as run:

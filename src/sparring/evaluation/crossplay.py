@@ -1,46 +1,22 @@
 """Cross-play: every answerer snapshot against every generator round's tests, and Elo ratings.
 
-Covers: reading the adversarial test bank (`read_bank`, `group_by_problem`), the code a
-completion runs as (`solution_code`), the game matrix (`cross_play`, `win_rates`), one Elo game
-(`elo_expected`, `elo_update`: the single update every rating here uses, and the engine's
-elo_arena game too) and `elo_ratings` of answerers and generators from cross-play games.
-Does not cover: which snapshots are evaluated (sparring.evaluation.snapshots) or drawing the
-heatmap (sparring.evaluation.report).
+Covers: the code a completion runs as (`solution_code`), the game matrix (`cross_play`,
+`win_rates`), one Elo game (`elo_expected`, `elo_update`: the single update every rating here
+uses, and the engine's elo_arena game too) and `elo_ratings` of answerers and generators from
+cross-play games. Does not cover: which snapshots are evaluated (sparring.evaluation.snapshots),
+reading the adversarial test bank (sparring.bank) or drawing the heatmap
+(sparring.evaluation.report).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparring.evaluation.humaneval import run_jobs
 
 if TYPE_CHECKING:
     from sparring.problems import Problem
-
-
-def read_bank(path: str | Path | None) -> list[dict[str, Any]]:
-    """Bank (or round tests) JSONL rows {"problem_id", "test", "round", "breaks"}; missing -> []."""
-    if not path or not Path(path).is_file():
-        return []
-    rows = []
-    for line in Path(path).read_text().splitlines():
-        if line.strip():
-            row = json.loads(line)
-            if isinstance(row, dict) and "problem_id" in row and "test" in row:
-                rows.append(row)
-    return rows
-
-
-def group_by_problem(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for row in rows:
-        tests = out.setdefault(str(row["problem_id"]), [])
-        if row["test"] not in tests:
-            tests.append(row["test"])
-    return out
 
 
 def solution_code(problem: Problem, completion: str) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparring import rewards
-from sparring.evaluation.crossplay import group_by_problem, read_bank
+from sparring.bank import read_bank, tests_by_problem
 from sparring.evaluation.humaneval import run_jobs
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def summarize_round(
         validity = sum(1 for r in rows if r.get("valid", True)) / len(rows)
     dup = metrics.get("duplicate_rate")
     if dup is None and rows:
-        per = group_by_problem(rows)
+        per = tests_by_problem(rows)
         raw = [r["test"] for r in rows]
         dup_count = len(raw) - sum(len(v) for v in per.values())
         near = sum(
@@ -105,7 +105,7 @@ def validate_rows(
 ) -> list[dict[str, Any]]:
     """Mark each row `valid` when its test passes the problem's reference solution (rows of
     unknown problems are invalid)."""
-    per = group_by_problem([r for r in rows if r["problem_id"] in problems])
+    per = tests_by_problem([r for r in rows if r["problem_id"] in problems])
     ids = sorted(per)
     reports = run_jobs([(problems[pid].reference_solution, per[pid]) for pid in ids], limits)
     ok: set[tuple[str, str]] = set()

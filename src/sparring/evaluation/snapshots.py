@@ -17,14 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparring import progress, rewards
-from sparring.evaluation.crossplay import (
-    cross_play,
-    elo_ratings,
-    group_by_problem,
-    read_bank,
-    solution_code,
-    win_rates,
-)
+from sparring.bank import BANK_FILE, read_bank, rows_by_round, tests_by_problem
+from sparring.evaluation.crossplay import cross_play, elo_ratings, solution_code, win_rates
 from sparring.evaluation.hacking import hacking_signals, special_case_share
 from sparring.evaluation.humaneval import evaluate_humaneval_samples, run_jobs
 from sparring.evaluation.rounds import (
@@ -323,8 +317,8 @@ def evaluate_snapshots(
     val_problems = problems_of("val.jsonl")
     known = {p.id: p for p in [*problems_of("train.jsonl"), *val_problems]}
     limits = trusted_limits(cfg)
-    bank_rows = read_bank(bank_path or data / "bank.jsonl")
-    bank = group_by_problem(bank_rows)
+    bank_rows = read_bank(bank_path or data / BANK_FILE)
+    bank = tests_by_problem(bank_rows)
     sim = cfg.rewards.duplicate_similarity
 
     # rounds: (number, valid tests per problem, summary)
@@ -336,13 +330,11 @@ def evaluate_snapshots(
         number = next((r["round"] for r in rows if isinstance(r.get("round"), int)), j + 1)
         valid = [r for r in rows if r.get("valid", True)]
         rounds.append(
-            (number, group_by_problem(valid), summarize_round(rows, _round_metrics(path), sim))
+            (number, tests_by_problem(valid), summarize_round(rows, _round_metrics(path), sim))
         )
     if not round_tests:
-        numbers = sorted({r["round"] for r in bank_rows if isinstance(r.get("round"), int)})
-        for n in numbers:
-            rows = [r for r in bank_rows if r.get("round") == n]
-            rounds.append((n, group_by_problem(rows), summarize_round(rows, None, sim)))
+        for n, rows in rows_by_round(bank_rows).items():  # the bank's lineage
+            rounds.append((n, tests_by_problem(rows), summarize_round(rows, None, sim)))
     summaries = [{"round": n, **summary} for n, _, summary in rounds]
 
     models = list(answerer_models)

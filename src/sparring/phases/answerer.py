@@ -11,9 +11,9 @@ import tempfile
 from typing import Any
 
 from sparring import backends, prompts, rewards
+from sparring.bank import bank_tests
 from sparring.config import Config
 from sparring.phases.common import (
-    bank_tests,
     check_shared_beta,
     derived_seed,
     drawn_digest,

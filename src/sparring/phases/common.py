@@ -1,11 +1,12 @@
-"""What the phases share: seeds, datasets on disk, problem draws, the bank, reward metrics.
+"""What the phases share: seeds, datasets on disk, problem draws, reward metrics.
 
 Covers: `derived_seed` (per round and phase, stable across processes), a phase's planned step
 count (`planned_steps`), JSONL lines read and written atomically, the training problems of a
 materialized dataset, seeded problem draws and their digest (`drawn_digest`, recorded with the
-model so runners can be compared), the bank's tests per problem, the reward metrics every
-training phase logs, the record a trained model artifact carries.
-Does not cover: any phase (one module each beside this one).
+model so runners can be compared), the reward metrics every training phase logs, the record a
+trained model artifact carries.
+Does not cover: any phase (one module each beside this one), the adversarial bank
+(sparring.bank).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from typing import Any
 from sparring import storage
 from sparring.config import Config
 from sparring.errors import SparringError
-from sparring.evaluation.crossplay import group_by_problem, read_bank
 from sparring.problems import Problem, read_jsonl
 
 
@@ -76,11 +76,6 @@ def draw_problems(cfg: Config, problems: list[Problem], round_index: int, phase:
         return list(problems)
     rng = random.Random(derived_seed(cfg, round_index, phase))
     return rng.sample(problems, n)
-
-
-def bank_tests(bank_path: str | None) -> dict[str, list[str]]:
-    """The bank's tests per problem, deduplicated, in bank order."""
-    return group_by_problem(read_bank(bank_path))
 
 
 def check_shared_beta(cfg: Config) -> None:

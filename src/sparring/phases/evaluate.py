@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from sparring import tracking
+from sparring.bank import BANK_FILE, bank_tests
 from sparring.config import Config
 from sparring.evaluation import learning
 from sparring.evaluation import report as report_mod
-from sparring.evaluation.crossplay import group_by_problem, read_bank
 from sparring.evaluation.hacking import hacking_signals
 from sparring.evaluation.snapshots import choose_best, evaluate_snapshots, model_metrics
 from sparring.phases.snapshot import resolve_snapshots
@@ -112,7 +112,7 @@ def labelled_snapshot(
         eval_problems = eval_problems[: cfg.data.humaneval_limit]
     val = problems_of("val.jsonl")
     known = {p.id: p for p in [*problems_of("train.jsonl"), *val]}
-    bank = group_by_problem(read_bank(bank_path or data / "bank.jsonl"))
+    bank = bank_tests(bank_path or data / BANK_FILE)
     solve = {p.id: p for p in val}
     solve.update({pid: known[pid] for pid in sorted(bank) if pid in known})
     metrics, _ = model_metrics(

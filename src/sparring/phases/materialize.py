@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from sparring import storage
+from sparring.bank import BANK_FILE, parse_rows, read_rows, write_rows
 from sparring.config import Config
 from sparring.errors import SparringError
-from sparring.phases.common import read_lines, write_lines
 from sparring.problems import (
     Problem,
     compute_trivial_passes,
@@ -87,8 +87,8 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
     write_jsonl(train, out / "train.jsonl")
     write_jsonl(val, out / "val.jsonl")
     write_jsonl(eval_set, out / "eval.jsonl")
-    bank = read_lines(bank_in)
-    write_lines(out / "bank.jsonl", bank)
+    bank = read_rows(bank_in)  # carried as they are
+    write_rows(out / BANK_FILE, bank)
     manifest = {
         "loaded": loaded,
         "checked": len(checked),
@@ -133,20 +133,21 @@ def _discrimination_metrics(problems: list[Problem]) -> dict[str, Any]:
 
 
 def load_bank(cfg: Config, out_path: str) -> int:
-    """Copy the persisted test bank to out_path (an empty file when none); return its line count."""
+    """Copy the persisted test bank's rows to out_path (an empty file when none); return how
+    many."""
     text = ""
     uri = cfg.storage.bank_uri
     if uri and not cfg.storage.start_fresh and storage.exists(uri):
         text = storage.read_text(uri)
-    Path(out_path).parent.mkdir(parents=True, exist_ok=True)
-    Path(out_path).write_text(text)
-    return sum(1 for line in text.splitlines() if line.strip())
+    rows = parse_rows(text)
+    write_rows(out_path, rows)
+    return len(rows)
 
 
 def materialize_carrying_bank(cfg: Config, out_dir: str) -> dict[str, float]:
     """`materialize`, carrying in the bank persisted at `storage.bank_uri` (if any)."""
     with tempfile.TemporaryDirectory() as tmp:
-        bank = str(Path(tmp) / "bank.jsonl")
+        bank = str(Path(tmp) / BANK_FILE)
         n = load_bank(cfg, bank)
         result = dict(materialize(cfg, out_dir, bank_in=bank if n else None))
     result["bank_loaded"] = float(n)

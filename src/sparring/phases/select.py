@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sparring import storage, tracking
+from sparring.bank import bank_text
 from sparring.config import Config
 from sparring.phases.snapshot import localize
 
@@ -58,13 +59,11 @@ def select_and_register(
 
 
 def save_bank(cfg: Config, bank_path: str) -> bool:
-    """Persist the bank file at `storage.bank_uri`; False when no URI is configured."""
+    """Persist the bank (file or folder) at `storage.bank_uri`, verbatim; False when no URI is
+    configured."""
     if not cfg.storage.bank_uri:
         return False
-    p = Path(bank_path)
-    if p.is_dir():
-        p = p / "bank.jsonl"
-    storage.write_text(cfg.storage.bank_uri, p.read_text() if p.is_file() else "")
+    storage.write_text(cfg.storage.bank_uri, bank_text(bank_path))
     return True
 
 

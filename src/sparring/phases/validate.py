@@ -1,9 +1,11 @@
 """The validate phase: keep the generated tests that the reference passes, bank the survivors.
 
-Covers: `validate_tests` (sandbox check against the reference solutions, duplicates, trivial
-tests, the frozen answerer's break rate, the zone estimate for the next answerer phase) and
-`validate_into` (the sandbox task's body: the bank and its metrics in one folder, since that
-task has no MLflow credentials). Does not cover: the sandbox (sparring.sandbox).
+Covers: `validate_tests` (sandbox check against the reference solutions and the trivial
+solutions, the frozen answerer's break rate, the zone estimate for the next answerer phase, the
+survivors merged into the bank by sparring.bank's rule) and `validate_into` (the sandbox task's
+body: the bank and its metrics in one folder, since that task has no MLflow credentials).
+Does not cover: the sandbox (sparring.sandbox), the bank's format and what enters it
+(sparring.bank).
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from sparring import rewards
+from sparring.bank import BANK_FILE, BankMerge, beside_bank, read_rows, trivially_passed, write_rows
 from sparring.config import Config
-from sparring.phases.common import read_lines, train_problems, write_lines
+from sparring.phases.common import read_lines, train_problems
 from sparring.phases.zone import ZONE_FILE, in_zone, zone_stats
 from sparring.problems import Problem
 from sparring.sandbox.limits import untrusted_limits
@@ -31,25 +34,25 @@ def validate_tests(
     bank_in: str,
     bank_out: str,
 ) -> dict[str, float]:
-    """Validate generated tests in the sandbox; append survivors to the bank (bank_out)."""
+    """Validate generated tests in the sandbox; append survivors to the bank (bank_out).
+    `bank_in` is a bank file or folder."""
     from sparring.phases.sandboxed import require_isolation
-    from sparring.sandbox import Sandbox, normalize
+    from sparring.sandbox import Sandbox
     from sparring.sandbox import validate_tests as sandbox_validate
     from sparring.sandbox.oracle import with_reference_expected
 
     require_isolation(cfg)
     problems = {p.id: p for p in train_problems(data_dir)}
-    bank = read_lines(bank_in)
-    existing: dict[str, list[str]] = {}
-    for row in bank:
-        existing.setdefault(row["problem_id"], []).append(row["test"])
+    bank = BankMerge(
+        read_rows(bank_in),
+        {pid: p.baseline_tests for pid, p in problems.items()},
+        cfg.rewards.duplicate_similarity,
+    )
     solutions = {
         r["problem_id"]: [s for s in r["solutions"] if s] for r in read_lines(frozen_solutions)
     }
     generated = read_lines(generated_tests)
-    threshold = cfg.rewards.duplicate_similarity
     total = valid = honest = discriminating = duplicates = 0
-    new_rows: list[dict[str, Any]] = []
     infra = 0
     with Sandbox(untrusted_limits(cfg)) as sb:
         zone = _frozen_zone(cfg, problems, solutions, sb)
@@ -64,38 +67,23 @@ def validate_tests(
             if report.infra_error:
                 infra += 1
                 continue
-            trivially_passed = _trivially_passed(p, tests, sb)
-            known = list(p.baseline_tests) + existing.get(p.id, [])
-            known_keys = {normalize(t) for t in known}
+            barred = _trivially_passed(p, tests, sb)
             for v in report.verdicts:
                 total += 1
-                dup = (
-                    v.duplicate
-                    or normalize(v.test) in known_keys
-                    or any(rewards.jaccard(v.test, k) >= threshold for k in known)
-                )
+                dup = v.duplicate or bank.is_duplicate(p.id, v.test)
                 duplicates += dup
                 if not v.valid:
                     continue
                 valid += 1
-                if v.test in trivially_passed:
+                if v.test in barred:
                     continue  # trivial code passes it: no credit to anyone, not banked
                 honest += 1
                 discriminating += bool(v.breaks)
                 if dup:
                     continue
-                new_rows.append(
-                    {
-                        "problem_id": p.id,
-                        "test": v.test,
-                        "round": round_index,
-                        "breaks": len(v.breaks),
-                    }
-                )
-                known.append(v.test)
-                known_keys.add(normalize(v.test))
-    write_lines(bank_out, bank + new_rows)
-    (Path(bank_out).parent / ZONE_FILE).write_text(json.dumps(zone, sort_keys=True))
+                bank.add(p.id, v.test, round_index, len(v.breaks))
+    write_rows(bank_out, bank.rows)
+    beside_bank(bank_out, ZONE_FILE).write_text(json.dumps(zone, sort_keys=True))
     return {
         "candidates": float(total),
         "validity": valid / total if total else 0.0,
@@ -105,19 +93,19 @@ def validate_tests(
         "zone_problems": float(sum(in_zone(z) for z in zone.values())),
         "zone_estimated": float(len(zone)),
         "duplicate_rate": duplicates / total if total else 0.0,
-        "new_tests": float(len(new_rows)),
-        "bank_size": float(len(bank) + len(new_rows)),
+        "new_tests": float(len(bank.added)),
+        "bank_size": float(len(bank.rows)),
         "infra_errors": float(infra),
     }
 
 
 def _trivially_passed(problem: Problem, tests: list[str], sandbox: Any) -> set[str]:
-    """The tests among `tests` that some trivial solution of the problem passes."""
+    """The tests among `tests` that some trivial solution of the problem passes (run here,
+    judged by sparring.bank.trivially_passed)."""
     from sparring.games.code_duel import problem_info, run_cached
 
     family = problem_info(problem, []).trivial_solutions
-    rows = run_cached(sandbox, [(code, tests) for code in family], None)
-    return {t for row in rows for t, ok in zip(tests, row, strict=True) if ok is not False}
+    return trivially_passed(tests, run_cached(sandbox, [(code, tests) for code in family], None))
 
 
 def _frozen_zone(
@@ -155,8 +143,8 @@ def validate_into(
     the next answerer phase (`validation_metrics`). `bank_in` is a bank folder or file."""
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     result = validate_tests(
-        cfg, round_index, data_dir, generated_tests, frozen_solutions, bank_file(bank_in),
-        str(Path(out_dir) / "bank.jsonl"),
+        cfg, round_index, data_dir, generated_tests, frozen_solutions, bank_in,
+        str(Path(out_dir) / BANK_FILE),
     )  # fmt: skip
     numeric = {k: float(v) for k, v in (result or {}).items() if isinstance(v, (int, float))}
     (Path(out_dir) / VALIDATION_FILE).write_text(json.dumps(numeric, sort_keys=True))
@@ -167,9 +155,3 @@ def validation_metrics(bank_dir: str) -> dict[str, float] | None:
     """The metrics `validate_into` wrote beside a bank, or None for a bank without them."""
     path = Path(bank_dir) / VALIDATION_FILE
     return json.loads(path.read_text()) if path.is_file() else None
-
-
-def bank_file(path: str) -> str:
-    """A bank artifact is a folder holding bank.jsonl (materialize data, validate output)."""
-    p = Path(path)
-    return str(p / "bank.jsonl") if p.is_dir() else str(p)

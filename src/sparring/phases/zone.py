@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 
+from sparring.bank import beside_bank
 from sparring.config import Config
 from sparring.phases.common import derived_seed, draw_problems
 from sparring.problems import Problem
@@ -20,10 +20,10 @@ ZONE_FILE = "zone.json"
 
 def read_zone(bank_path: str | None) -> dict[str, dict[str, float]]:
     """Per problem, the answerer's rollout rewards seen so far (n, mean, spread), written by
-    validation next to the bank it outputs; {} when there is none yet."""
+    validation next to the bank it outputs (a bank file or folder); {} when there is none yet."""
     if not bank_path:
         return {}
-    path = Path(bank_path).parent / ZONE_FILE
+    path = beside_bank(bank_path, ZONE_FILE)
     return json.loads(path.read_text()) if path.is_file() else {}
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from sparring import rewards, storage
+from sparring.bank import BANK_FILE, copy_bank
 from sparring.errors import SparringError
 
 MARKER = "COMPLETE"
@@ -57,7 +58,7 @@ class Checkpoint:
 
     @property
     def bank(self) -> Path:
-        return self.path / "bank.jsonl"
+        return self.path / BANK_FILE
 
 
 def _link_tree(src: str | Path, dst: Path) -> None:
@@ -92,10 +93,7 @@ def write_checkpoint(
                 recorded[role] = None
                 if src:
                     bases[role] = src
-        if bank and Path(bank).is_file():
-            shutil.copy2(bank, tmp / "bank.jsonl")
-        else:
-            (tmp / "bank.jsonl").write_text("")
+        copy_bank(bank, tmp / BANK_FILE)  # no bank: an empty one
         record = {**meta, "models": recorded, "base_models": bases, "time": time.time()}
         (tmp / META).write_text(json.dumps(record, indent=1, sort_keys=True))
         with open(tmp / MARKER, "w") as fh:  # last: its presence means everything is there

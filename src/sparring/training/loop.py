@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from sparring import progress, storage
+from sparring.bank import BANK_FILE, copy_bank
 from sparring.config import Config
 from sparring.errors import SparringError, disk_full
 from sparring.phases.table import BY_KIND, outputs_in, run
@@ -92,7 +93,7 @@ def run_phase(cfg: Config, phase: Phase, workdir: Path, state: dict[str, Any]) -
     # its identity (phase.name) seeds its draws, as in the KFP DAG
     metrics = run(spec.name, cfg, phase.round, inputs, outputs, phase=phase.name)
     if spec.kind == "materialize":
-        state["bank"] = str(data / "bank.jsonl")
+        state["bank"] = str(data / BANK_FILE)
     elif spec.kind == "answerer":
         state["answerer"] = outputs["model"]
         state["answerer_reward"] = metrics.get("reward", state.get("answerer_reward"))
@@ -100,7 +101,7 @@ def run_phase(cfg: Config, phase: Phase, workdir: Path, state: dict[str, Any]) -
         state["generator"] = outputs["model"]
         state["last_generator_out"] = str(out)
     else:
-        state["bank"] = str(out / "bank.jsonl")
+        state["bank"] = str(out / BANK_FILE)
         state["test_validity"] = metrics["validity"]
     storage.write_text(str(out / "metrics.json"), json.dumps(metrics, indent=1, sort_keys=True))
     return metrics
@@ -146,7 +147,7 @@ def run_selfplay(
             )
         # the bank lives in the checkpoint: copy it back so later phases read it
         bank = root / "data" / f"bank-resumed-{start.index:02d}.jsonl"
-        storage.write_bytes(str(bank), start.bank.read_bytes())
+        copy_bank(start.bank, bank)
         state["bank"] = str(bank)
         history = list(start.meta.get("history", []))
         _say(root, f"resume after {start.path.name} (phase {start_index} of {len(plan)})")
