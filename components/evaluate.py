@@ -13,9 +13,9 @@ def evaluate(
     metrics: Output[Metrics],
 ):
     from sparring import datasets, tracking
+    from sparring.bank import bank_file
     from sparring.phases import evaluate as phase
     from sparring.phases import kfp_io
-    from sparring.bank import bank_file
 
     cfg = kfp_io.config_from_yaml(config_yaml)
     with tracking.phase_run(cfg, parent_run_id, "evaluate", kfp_io.final_round(cfg)) as run:

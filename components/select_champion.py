@@ -15,9 +15,9 @@ def select(
 ) -> str:
     """Returns the registered model version ("" when nothing was promotable)."""
     from sparring import tracking
+    from sparring.bank import bank_file
     from sparring.phases import kfp_io
     from sparring.phases import select as phase
-    from sparring.bank import bank_file
 
     cfg = kfp_io.config_from_yaml(config_yaml)
     with tracking.phase_run(cfg, parent_run_id, "select", kfp_io.final_round(cfg)) as run:

@@ -47,8 +47,8 @@ def _materialize(cfg: Config, round_index: int, i: Paths, o: Paths, phase: str):
 
 
 def _train_answerer(cfg: Config, round_index: int, i: Paths, o: Paths, phase: str):
-    from sparring.phases.answerer import train_answerer
     from sparring.bank import bank_file
+    from sparring.phases.answerer import train_answerer
 
     return train_answerer(
         cfg, round_index, i["data"], bank_file(i["bank"]), i.get("init_model") or None,
