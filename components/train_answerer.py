@@ -24,7 +24,7 @@ def train_answerer(
     from sparring import datasets, tracking
     from sparring.phases import kfp_io, table
     from sparring.phases.validate import validation_metrics
-    from sparring.training.schedule import label_of
+    from sparring.schedule import label_of
 
     cfg = kfp_io.config_from_yaml(config_yaml)
     label = label_of(cfg, phase, "answerer", round_index)

@@ -25,7 +25,7 @@ def train_generator(
 ):
     from sparring import datasets, tracking
     from sparring.phases import kfp_io, table
-    from sparring.training.schedule import label_of
+    from sparring.schedule import label_of
 
     cfg = kfp_io.config_from_yaml(config_yaml)
     label = label_of(cfg, phase, "generator", round_index)

@@ -28,7 +28,7 @@ Does not cover: running tests or trivial solutions in the sandbox (sparring.phas
 sparring.sandbox), the trivial-solution family (sparring.trivial), the validate phase's metrics
 and zone estimate (sparring.phases.validate, sparring.phases.zone), persisting the bank at
 `storage.bank_uri` (sparring.phases.select saves it, sparring.phases.materialize carries it
-in), which checkpoint holds which bank (sparring.training.checkpoints). Pure: no heavy imports.
+in), which checkpoint holds which bank (sparring.plain_runner.checkpoints). Pure: no heavy imports.
 """
 
 from __future__ import annotations

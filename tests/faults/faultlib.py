@@ -98,7 +98,7 @@ def read_rows(path: Path) -> list[dict]:
 
 def checkpoint_state(ck_root: Path) -> dict[str, dict]:
     """Per visible checkpoint folder: complete?, phase index, bank rows, models recorded."""
-    from sparring.training import checkpoints as ck
+    from sparring.plain_runner import checkpoints as ck
 
     out: dict[str, dict] = {}
     if not ck_root.is_dir():

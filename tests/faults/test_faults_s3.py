@@ -32,7 +32,7 @@ from faultlib import (
 
 from sparring import storage
 from sparring.errors import SparringError
-from sparring.training import checkpoints as ck
+from sparring.plain_runner import checkpoints as ck
 
 pytestmark = pytest.mark.faults
 BUCKET = "faults"

@@ -145,7 +145,7 @@ def test_shared_topology_phases(data_dir, tmp_path):
 
 
 def test_dry_run_writes_summary_and_changes_no_weights(tmp_path, monkeypatch):
-    from sparring.training.loop import run_selfplay
+    from sparring.plain_runner.loop import run_selfplay
 
     cache = models.tiny_random_dir()
     before = tree_hash(cache)

@@ -1,5 +1,5 @@
 """The two runners of one config draw the same problems in every phase: the plain runner
-(`sparring.training.loop.run_selfplay`) and the KFP DAG under kfp.local (`local_run.run_local`).
+(`sparring.plain_runner.loop.run_selfplay`) and the KFP DAG under kfp.local (`local_run.run_local`).
 
 Both walk `plan_phases` and pass each training phase its `Phase.name`, which seeds its draws; each
 trained (here: dry-run copied) model records the label it was given and a digest of the problems
@@ -17,8 +17,8 @@ import pytest
 
 from sparring import local_run
 from sparring.config import load_config
-from sparring.training.loop import run_selfplay
-from sparring.training.schedule import plan_phases
+from sparring.plain_runner.loop import run_selfplay
+from sparring.schedule import plan_phases
 
 # minutes of real pipeline runs: the slow tier (make test-slow, run by CI)
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from sparring.training import checkpoints as ck
+from sparring.plain_runner import checkpoints as ck
 
 
 def write(root, name, index, reward=None, validity=None, model_dir=None):

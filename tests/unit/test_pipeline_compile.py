@@ -11,7 +11,7 @@ import yaml
 from pipelines.common import MLFLOW_ENV, S3_ENV
 from pipelines.selfplay import compile_pipeline
 from sparring.config import load_config
-from sparring.training.schedule import plan_phases
+from sparring.schedule import plan_phases
 
 TRAINING = ("train-answerer", "train-generator")
 # The DAG's tasks that are phases of `plan_phases`, by component name (init_models, the

@@ -5,7 +5,7 @@ Covers: `main` (the top-level parser, `sparring = sparring.cli.main:main`), `com
 (train, phase), `pipeline` (compile, run, submit, schedule, runs), `evaluate` (eval, infer).
 
 Does not cover: what the commands do. Handlers parse, check user input, call the library
-(sparring.problems, sparring.local_run, sparring.evaluation, sparring.training, sparring.sandbox,
+(sparring.problems, sparring.local_run, sparring.evaluation, sparring.plain_runner, sandbox,
 …) and print; heavy frameworks (torch, kfp, mlflow, transformers) are imported inside the
 handlers, so `sparring --help` stays fast. This package is empty on purpose: import the modules.
 """

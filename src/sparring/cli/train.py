@@ -2,7 +2,7 @@
 
 Covers: arguments, the `--dry-run` config override, and the workdir layout of `sparring phase`
 (PHASE_LAYOUT, which is also each phase's `--help` text). Does not cover: the phases themselves
-(sparring.phases) or the runner with checkpoints and resume (sparring.training.loop).
+(sparring.phases) or the runner with checkpoints and resume (sparring.plain_runner.loop).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ Workdir layout of `sparring phase` (chosen so phases chain by hand):
                              (frozen answerer: D/round-N/answerer if present, else round N-1,
                              else the base model)
   D/round-N/bank.jsonl       validate: the bank after round N (input: round N-1's, else data's)
-`sparring train` uses its own layout (see sparring.training.loop): D/data, D/rNN-pMM-KIND,
+`sparring train` uses its own layout (see sparring.plain_runner.loop): D/data, D/rNN-pMM-KIND,
 D/checkpoints, D/phases.log, D/summary.json.
 """
 
@@ -38,7 +38,7 @@ def add_commands(sub) -> None:
         help="run every phase locally in plain Python, with checkpoints and resume",
         description="Run the whole self-play schedule in this process (no Kubeflow). "
         "Checkpoints after every phase go to WORKDIR/checkpoints; see the layout in "
-        "`sparring.training.loop`.",
+        "`sparring.plain_runner.loop`.",
     )
     add_config_args(p, required=True)
     p.add_argument("--workdir", required=True, help="output folder of the run")
@@ -80,7 +80,7 @@ def _cfg(args: argparse.Namespace):
 
 
 def _train(args: argparse.Namespace) -> int:
-    from sparring.training.loop import run_selfplay
+    from sparring.plain_runner.loop import run_selfplay
 
     cfg = _cfg(args)
     summary = run_selfplay(

@@ -23,7 +23,7 @@ unit-tested with fake results. Honest credit: an answer earns only on tests that
 solution passes (sparring.trivial), and a generated test earns break credit only when the
 reference passes it and every trivial solution fails it. None means "no signal" (sandbox
 failure), never 0.
-Does not cover: sampling (sparring.backends.torch.generation) or training (sparring.training).
+Does not cover: sampling (sparring.sampler) or training (sparring.phases, sparring.backends).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The phases of self-play, one module each, each the body of one KFP component (and of one step
-of the plain runner, sparring.training.loop).
+of the plain runner, sparring.plain_runner.loop).
 
 Modules: `materialize` (datasets and the carried-in bank), `init_models` (what round 1 starts
 from), `warm_start` (SFT on reference solutions), `generator` (GRPO of the test writer against a

@@ -68,7 +68,7 @@ def train_answerer(
 ) -> dict[str, float]:
     """GRPO of the answerer for the planned steps of `phase` (the phase's `Phase.name`, which
     also seeds its draws; a free label runs `cfg.steps.answerer` steps); writes the model."""
-    from sparring.training.schedule import reasoning_stages
+    from sparring.schedule import reasoning_stages
 
     init_model = init_model or None  # "" from a pipeline means "the base model"
     steps = planned_steps(cfg, phase, "answerer", round_index)

@@ -34,7 +34,7 @@ def derived_seed(cfg: Config, round_index: int, phase: str) -> int:
 def planned_steps(cfg: Config, phase: str, kind: str, round_index: int) -> int:
     """GRPO steps of the `kind` phase labelled `phase`: its count in the plan (1 for an
     alternating pair's), or `steps.<kind>` for a free label (a phase run by hand)."""
-    from sparring.training.schedule import planned_phase
+    from sparring.schedule import planned_phase
 
     planned = planned_phase(cfg, phase, kind, round_index)
     return planned.steps if planned is not None else int(getattr(cfg.steps, kind))

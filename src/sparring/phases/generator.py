@@ -80,7 +80,7 @@ def sample_frozen_solutions(
     `serving.mode: server`, behind the server. `seed_label` seeds the sampling (the generator
     phase passes its own label)."""
     from sparring.sampler import sample_answers
-    from sparring.training.schedule import reasoning_stages
+    from sparring.schedule import reasoning_stages
 
     sampled = sample_answers(
         answerer, problems, stages=reasoning_stages(cfg, round_index),

@@ -13,7 +13,7 @@ adapter. The artifact is saved like every other answerer phase (round 0, phase "
 
 `cfg.dry_run` or `warm_start.steps == 0`: no model is loaded; the init model is copied.
 Does not cover: the SFT loop (sparring.backends.torch.sft; MLX refuses it, naming `backend` and
-`warm_start.steps`) or when the phase runs (training.schedule and the pipeline decide).
+`warm_start.steps`) or when the phase runs (sparring.schedule and the pipeline decide).
 """
 
 from __future__ import annotations

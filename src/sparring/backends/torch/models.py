@@ -12,7 +12,8 @@ Covers:
 - Shared topology: `shared_peft_model` keeps ONE base per process with one named LoRA adapter per
   role (`answerer`, `generator`), switched with `set_adapter(role)`.
 
-Does not cover: generation (sparring.backends.torch.generation) or training (sparring.training).
+Does not cover: generation (sparring.backends.torch.generation) or training
+(sparring.backends.torch.grpo).
 The cache lives in `$SPARRING_CACHE` (default `~/.cache/sparring`) under `models/`.
 """
 

@@ -40,8 +40,8 @@ from sparring.bank import BANK_FILE, copy_bank
 from sparring.config import Config
 from sparring.errors import SparringError, disk_full
 from sparring.phases.table import BY_KIND, outputs_in, run
-from sparring.training import checkpoints as ck
-from sparring.training.schedule import Phase, plan_phases
+from sparring.plain_runner import checkpoints as ck
+from sparring.schedule import Phase, plan_phases
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ Covers:
   ...)` finds it back in the plan (its step count included); `phase_label` is how task and MLflow
   run names show it to people.
 
-Does not cover: running phases (training.loop, pipelines.selfplay) or what a phase does
+Does not cover: running phases (sparring.plain_runner.loop, pipelines.selfplay) or what a phase does
 (sparring.phases).
 No I/O, no heavy imports: unit-tested in milliseconds.
 """

@@ -17,7 +17,7 @@ upload finished are seen by `latest_remote`, so a half-uploaded one is never res
 
 Covers: writing, listing, loading, the latest complete checkpoint (local or mirrored),
 best-checkpoint selection by `rewards.checkpoint_score` with the config's selection weights.
-Does not cover: what the runner does with them (training.loop).
+Does not cover: what the runner does with them (sparring.plain_runner.loop).
 """
 
 from __future__ import annotations
