@@ -99,6 +99,11 @@ class Backend(Protocol):
         adapter per role (from `init_dir/<role>/` when saved there), trained from records."""
         ...
 
+    def use_role(self, model: Any, role: str) -> None:
+        """Make `model` act as `role`: with one base shared by both roles (the shared topology)
+        it switches to that role's adapter; a model of one role is left as it is."""
+        ...
+
     def sample(
         self, model: Any, tokenizer: Any, messages_batch: list[Messages], *, max_new_tokens: int,
         temperature: float, top_p: float = 1.0, num_samples: int = 1, seed: int = 0,

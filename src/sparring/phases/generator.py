@@ -179,8 +179,8 @@ def train_generator(
         1, len(problems) * cfg.steps.frozen_samples
     )
     proposer = cfg.generator_mode == "problems"
-    if cfg.topology != "shared" and not proposer:
-        del frozen  # the cached solutions are all the phase needs from the snapshot
+    if not proposer:
+        del frozen  # the cached solutions are all the phase needs (a shared base stays cached)
         gc.collect()
     model, tok, peft_config = backend.load_trainable(cfg, "generator", init_model)
     seed = derived_seed(cfg, round_index, phase)
@@ -224,8 +224,7 @@ def train_generator(
         )
         metrics.update(trl_metrics)
         metrics.update(reward_metrics(reward_fn.rewards, reward_fn.history, cfg))
-        if cfg.topology == "shared":
-            model.set_adapter("generator")
+        backend.use_role(model, "generator")
         final = backend.sample(
             model,
             tok,
@@ -281,11 +280,11 @@ class _ProposerRewardFn:
                     p["baseline_tests"], p["reference_solution"])
             for i, p in enumerate(proposed)
         ]  # fmt: skip
-        if self.cfg.topology == "shared":
-            self.frozen.set_adapter("answerer")
+        backend = backends.get(self.cfg.backend)
+        backend.use_role(self.frozen, "answerer")  # one base for both roles: its adapter
         try:
             return sample_answers(
-                LoadedAnswerer(backends.get(self.cfg.backend), self.frozen, self.ftok),
+                LoadedAnswerer(backend, self.frozen, self.ftok),
                 refs,
                 max_new_tokens=completion_tokens(self.cfg, self.ftok, refs),
                 temperature=self.cfg.grpo.temperature,
@@ -293,8 +292,7 @@ class _ProposerRewardFn:
                 seed=len(self.rewards),
             ).texts
         finally:
-            if self.cfg.topology == "shared":
-                self.frozen.set_adapter("generator")
+            backend.use_role(self.frozen, "generator")
 
     def __call__(self, prompts, completions, problem_id, **kwargs):
         from sparring.games.code_duel import completion_text, proposer_rewards

@@ -82,6 +82,9 @@ class MlxBackend:
 
         return load(name_or_path)
 
+    def use_role(self, model: Any, role: str) -> None:
+        """Nothing to switch: MLX runs the dual topology only (one model per role)."""
+
     def sample(
         self, model: Any, tokenizer: Any, messages_batch: list[Messages], *, max_new_tokens: int,
         temperature: float, top_p: float = 1.0, num_samples: int = 1, seed: int = 0,

@@ -91,6 +91,10 @@ class TorchBackend:
 
         return load_model(name_or_path, device=device, dtype=dtype, merge=True)
 
+    def use_role(self, model: Any, role: str) -> None:
+        if hasattr(model, "sparring_sources"):  # models.shared_peft_model: one adapter per role
+            model.set_adapter(role)
+
     def load_policy(self, cfg: Any, base: str, roles: list[str], init_dir: str | None) -> Any:
         from sparring.backends.torch.policy import TorchPolicy
 
