@@ -49,6 +49,7 @@ PURE = (
     "sparring.phases.validate", "sparring.phases.kfp_io", "sparring.sandbox",
     # one of each: the phase table, the answerer sampler, backend-neutral text helpers, the bank
     "sparring.phases.table", "sparring.sampler", "sparring.backends.text", "sparring.bank",
+    "sparring.backends.builtins",
     "sparring.schedule",
 )  # fmt: skip
 # The phase functions every runner dispatches; only the phase table calls them (it alone knows

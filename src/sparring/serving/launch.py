@@ -44,7 +44,7 @@ def resolve_source(source: str, tracking_uri: str | None = None) -> str:
     path = Path(source).expanduser()
     if path.is_dir():
         return str(path.resolve())
-    from sparring.backends.torch.models import BUILTINS, builtin_dir
+    from sparring.backends.builtins import BUILTINS, builtin_dir
 
     if source in BUILTINS:
         return str(builtin_dir(source))

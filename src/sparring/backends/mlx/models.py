@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sparring.backends.torch.models import META_FILE, ModelError, builtin_dir, read_meta
+from sparring.backends.base import META_FILE, read_meta
+from sparring.backends.builtins import ModelError, builtin_dir
 from sparring.storage import atomic_dir
 
 ADAPTER_FILE = "adapters.safetensors"
