@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 META_FILE = "sparring_model.json"
 Messages = list[dict[str, str]]
+# The loss aggregations TRL names, which every backend's policy-gradient step implements.
+LOSS_TYPES = ("dapo", "bnpo", "grpo", "dr_grpo")
 
 
 @dataclass

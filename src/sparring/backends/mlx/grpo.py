@@ -19,9 +19,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from sparring.backends.base import LOSS_TYPES
 from sparring.backends.mlx.generation import _decode, _encode, _sample_ids
 from sparring.backends.mlx.models import _hf, _require, add_lora
-from sparring.backends.mlx.step import LOSS_TYPES, policy_step
+from sparring.backends.mlx.step import policy_step
 
 
 def _group_std(rewards: list[float | None], groups: list[int]) -> list[float]:

@@ -20,9 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from sparring.backends.base import LOSS_TYPES
 from sparring.backends.mlx.models import set_lora_scale
-
-LOSS_TYPES = ("dapo", "grpo", "bnpo", "dr_grpo")
 
 
 def _split_head(model: Any) -> tuple[Any, Any] | None:

@@ -35,9 +35,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sparring.backends.base import Messages
+from sparring.backends.base import LOSS_TYPES, Messages
 
-LOSS_TYPES = ("dapo", "bnpo", "grpo", "dr_grpo")
 MICRO_BATCH = 8  # records per forward pass; the loss is normalised over the whole role batch
 
 
