@@ -47,10 +47,10 @@ def _completions(problems, step: int, per_problem: int) -> tuple[list[str], list
 
 
 def bench_reuse(steps: int = 3) -> float:
+    from sparring import code_duel
     from sparring.backends.torch import models
     from sparring.backends.torch.generation import generate
     from sparring.config import load_config
-    from sparring.games import code_duel
     from sparring.phases.materialize import materialize
     from sparring.problems import read_jsonl
     from sparring.programs import extract_code

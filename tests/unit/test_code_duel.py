@@ -4,7 +4,7 @@ healthy machine (an infrastructure error)."""
 
 import pytest
 
-from sparring.games import code_duel
+from sparring import code_duel
 from sparring.sandbox import Sandbox, SandboxLimits
 from sparring.sandbox.limits import INFRA_ERROR, RunReport, TestResult
 
@@ -202,8 +202,8 @@ def test_proposer_earns_nothing_for_problems_trivial_code_solves(pool):
 
 
 def test_answerer_rewards_with_the_real_sandbox_give_grpo_advantages():
+    from sparring.code_duel import answerer_rewards
     from sparring.engine.credit import group_advantages
-    from sparring.games.code_duel import answerer_rewards
     from sparring.problems import Problem
     from sparring.sandbox import Sandbox, SandboxLimits
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from sparring.games import code_duel
+from sparring import code_duel
 from sparring.problems import compute_trivial_passes, load_bundled, load_humaneval
 from sparring.rewards import DEFAULT_DIFFICULTY_WEIGHTS
 from sparring.sandbox import Sandbox, SandboxLimits

@@ -3,7 +3,7 @@ and the generator's reward with real sandbox workers."""
 
 import pytest
 
-from sparring.games import code_duel
+from sparring import code_duel
 from sparring.sandbox import Sandbox, SandboxLimits
 from sparring.sandbox.oracle import literal_source, split_equality, with_reference_expected
 from sparring.trivial import trivial_family

@@ -1,7 +1,7 @@
 """`sparring reward`: what each solution of a JSONL batch earns as the answerer's reward, and why.
 
 Covers: reading and checking the batch, and printing one line (or JSON object) per solution.
-Does not cover: the scoring itself (sparring.games.code_duel.score_answers,
+Does not cover: the scoring itself (sparring.code_duel.score_answers,
 sparring.rewards.answerer_credit) or which tests trivial code passes
 (sparring.problems.compute_trivial_passes).
 """
@@ -40,8 +40,8 @@ def add_commands(sub) -> None:
 def _reward(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from sparring import code_duel
     from sparring.errors import SparringError
-    from sparring.games import code_duel
     from sparring.problems import compute_trivial_passes, load_source
     from sparring.sandbox import Sandbox
     from sparring.sandbox.limits import trusted_limits

@@ -227,7 +227,7 @@ def _sampled_measures(
     name: str = "",
 ) -> dict[str, dict[str, float]]:
     """Per measure, per problem: the mean over `samples` sampled completions."""
-    from sparring.games import code_duel
+    from sparring import code_duel
     from sparring.sandbox import Sandbox
 
     completions = _generate_sized(

@@ -20,12 +20,11 @@ from collections import defaultdict, deque
 from collections.abc import Sequence
 from typing import Any
 
-from sparring import problems, prompts, rewards
+from sparring import code_duel, problems, prompts, rewards
 from sparring.engine.arena import Arena
 from sparring.engine.core import Episode, EpisodeState, Role, Rollout, Rubric
 from sparring.engine.game import EVAL_POOL, TRAIN_POOL, Game
 from sparring.errors import SparringError
-from sparring.games import code_duel
 
 
 class HonestGrader:

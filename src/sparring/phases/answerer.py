@@ -1,7 +1,7 @@
 """The answerer phase: GRPO of the answerer on the problems plus the banked adversarial tests.
 
 Covers: the answerer's dataset (prompt rows with the tests each problem is judged on) and
-`train_answerer`. Does not cover: the reward (sparring.games.code_duel.AnswererRewardFn) or the
+`train_answerer`. Does not cover: the reward (sparring.code_duel.AnswererRewardFn) or the
 GRPO loop (the backend's `train`).
 """
 
@@ -93,7 +93,7 @@ def train_answerer(
         copy_model(init_model or base, out_model, {**meta, "role": "answerer"})
         return metrics
     check_shared_beta(cfg)
-    from sparring.games.code_duel import AnswererRewardFn
+    from sparring.code_duel import AnswererRewardFn
     from sparring.phases.sandboxed import require_isolation
     from sparring.sandbox import Sandbox
 

@@ -3,7 +3,7 @@
 Covers: sampling the frozen answerer snapshot once (`sample_frozen_solutions`), `train_generator`
 (rewarded against those cached solutions; writes the generated tests and frozen solutions), the
 proposer mode's reward, and the dry run's mutated baseline tests (`fallback_tests`). Does not
-cover: the rewards' rules (sparring.games.code_duel) or validation (sparring.phases.validate).
+cover: the rewards' rules (sparring.code_duel) or validation (sparring.phases.validate).
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ def train_generator(
 
     require_isolation(cfg)  # before the models load: its tests run against the answers
 
-    from sparring.games import code_duel
+    from sparring import code_duel
     from sparring.sampler import LoadedAnswerer
     from sparring.sandbox import Sandbox
 
@@ -295,7 +295,7 @@ class _ProposerRewardFn:
             backend.use_role(self.frozen, "generator")
 
     def __call__(self, prompts, completions, problem_id, **kwargs):
-        from sparring.games.code_duel import completion_text, proposer_rewards
+        from sparring.code_duel import completion_text, proposer_rewards
 
         texts = [completion_text(c) for c in completions]
         out, valid = proposer_rewards(

@@ -102,7 +102,7 @@ def validate_tests(
 def _trivially_passed(problem: Problem, tests: list[str], sandbox: Any) -> set[str]:
     """The tests among `tests` that some trivial solution of the problem passes (run here,
     judged by sparring.bank.trivially_passed)."""
-    from sparring.games.code_duel import problem_info, run_cached
+    from sparring.code_duel import problem_info, run_cached
 
     family = problem_info(problem, []).trivial_solutions
     return trivially_passed(tests, run_cached(sandbox, [(code, tests) for code in family], None))
@@ -113,7 +113,7 @@ def _frozen_zone(
 ) -> dict[str, dict[str, float]]:
     """Per problem the frozen answerer was sampled on: the honest rewards of its solutions
     (unparseable ones earn 0), summarised by `zone_stats` for the next answerer phase."""
-    from sparring.games.code_duel import run_cached
+    from sparring.code_duel import run_cached
 
     zone: dict[str, dict[str, float]] = {}
     for pid, codes in solutions.items():

@@ -55,7 +55,7 @@ Notes on TRL 1.16: GRPOConfig has no `max_prompt_length`, so `fit_prompts` enfor
 problem statement in half would train on a different problem); reward functions may return
 None, which TRL turns into NaN and drops with nansum/nanmean, so a sandbox failure is "no
 signal", not 0.
-Does not cover: rewards (sparring.games.code_duel), which model/adapter is trained
+Does not cover: rewards (sparring.code_duel), which model/adapter is trained
 (sparring.phases), DAPO's "resample until the batch is full" variant (dropping shrinks the batch
 instead), multimodal batches (no dropping when images are present), multi-GPU runs of the
 subclass (untested here).
