@@ -102,6 +102,7 @@ def test_game_config_compiles_into_a_game_pipeline(tmp_path, path):
     assert "comp-train-answerer" not in components
 
 
+@pytest.mark.slow  # a whole kfp.local game DAG (~35 s): in CI's slow tier (make test < 15 min)
 def test_game_pipeline_runs_through_kfp_local(tmp_path, mlflow_server, s3_server, monkeypatch):
     from sparring import local_run
 

@@ -25,6 +25,7 @@ def _sparring(tmp_path, *args):
     return cmd, env
 
 
+@pytest.mark.slow  # two kfp.local runs (~50 s): in CI's slow tier, to keep make test under 15 min
 def test_resume_after_kill_reuses_finished_tasks(tmp_path):
     cmd, env = _sparring(tmp_path)
     proc = subprocess.Popen(

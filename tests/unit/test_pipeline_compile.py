@@ -405,7 +405,8 @@ def test_one_node_configs_and_local_runs_train_in_the_task(cluster, tmp_path):
             assert _launcher(task) == "task", key
     from pipelines.selfplay import build_pipeline
 
-    cfg = load_config("configs/cluster-multinode.yaml")
+    # one alternating pair per round instead of 20: the launcher, not the size, is under test
+    cfg = load_config("configs/cluster-multinode.yaml", ["steps.alternating=1"])
     from kfp import compiler
 
     path = tmp_path / "local.yaml"
