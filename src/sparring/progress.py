@@ -41,11 +41,12 @@ def say(text: str) -> None:
 
 
 def still_working(now: float, started: float, interval: float = HEARTBEAT_S) -> str | None:
-    """The heartbeat's line when nothing was said for `interval` seconds before `now`, else
-    None: the phase, how long it has run, and the last line said in it."""
-    if now - _LAST["at"] < interval:
+    """The heartbeat's line when nothing was said for `interval` seconds before `now` (counted
+    from the phase's start, `started`, at the latest), else None: the phase, how long it has
+    run, and the last line said in it (none when nothing was said since it started)."""
+    if now - max(_LAST["at"], started) < interval:
         return None
-    last = str(_LAST["text"])
+    last = str(_LAST["text"]) if _LAST["at"] >= started else ""
     if LABEL and last.startswith(LABEL):
         last = last[len(LABEL) :].lstrip(" :")
     text = f"{LABEL or 'sparring'}: still working, {fmt_seconds(now - started)} in"

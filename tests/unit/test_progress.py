@@ -95,6 +95,11 @@ def test_a_silent_phase_says_it_is_still_working(monkeypatch, capsys):
     assert line == (
         "r3 evaluate: still working, 2m00s in; last: base: greedy answers 8/20 problems left~2m00s"
     )
+    # a phase starting after the last line counts from its own start and quotes nothing older
+    assert progress.still_working(said + 60.0, said + 20.0) is None
+    assert progress.still_working(said + 70.0, said + 20.0) == (
+        "r3 evaluate: still working, 0m50s in"
+    )
     progress.say("r3 evaluate base: HumanEval 1/4")  # said again: the interval starts over
     assert progress.still_working(progress._LAST["at"] + 49.0, said) is None
     said_lines: list[str] = []
