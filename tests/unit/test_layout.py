@@ -51,6 +51,9 @@ PURE = (
     "sparring.phases.table", "sparring.sampler", "sparring.backends.text", "sparring.bank",
     "sparring.backends.builtins",
     "sparring.schedule",
+    # the learning canary's problem families and its calibration summaries
+    "sparring.families", "sparring.families.base", "sparring.families.numeric",
+    "sparring.families.text", "sparring.calibration",
 )  # fmt: skip
 # The phase functions every runner dispatches; only the phase table calls them (it alone knows
 # their argument order).

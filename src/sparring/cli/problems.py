@@ -1,8 +1,10 @@
-"""`sparring problems list | check`: list problem sets, and check them in the sandbox (reference
-solutions against their own tests, and which tests trivial code passes).
+"""`sparring problems list | check | families`: list problem sets, check them in the sandbox
+(reference solutions against their own tests, and which tests trivial code passes), and write a
+seeded set generated from the problem families.
 
 Does not cover: loading problems and running the checks (sparring.problems, sparring.trivial),
-or scoring solutions (`sparring reward`, sparring.cli.reward).
+generating family instances (sparring.families), or scoring solutions (`sparring reward`,
+sparring.cli.reward).
 """
 
 from __future__ import annotations
@@ -10,8 +12,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from sparring.cli.common import add_group
+from sparring.errors import SparringError
 
 
 def add_commands(sub) -> None:
@@ -45,6 +49,47 @@ def add_commands(sub) -> None:
         help="per problem: reference verdict, tests, and the tests trivial code passes",
     )
     p.set_defaults(func=_problems_check)
+    p = prob.add_parser(
+        "families",
+        help="write seeded problems generated from the procedural problem families",
+        description=(
+            "Writes --per-family instances of every chosen (family, level) pair: short "
+            "function-writing problems over lists, strings, integers and dicts whose function "
+            "and parameter names, constants and phrasing come from --seed. Level 1 is one "
+            "simple step; levels 2 and 3 add steps and edge-case rules. Every instance has 8-10 "
+            "tests that its reference solution passes, at least 3 (and half) of which no "
+            "trivial solution passes. The same arguments write the same file; ids are "
+            "fam-<family>-L<level>-s<seed>-<index>. An unknown family name is refused with the "
+            "list of known ones."
+        ),
+        epilog="Example: sparring problems families --seed 1 --per-family 5 --out fam.jsonl",
+    )
+    p.add_argument(
+        "--seed",
+        metavar="INT",
+        help="required: a non-negative integer; the same seed, the same problems",
+    )
+    p.add_argument(
+        "--per-family",
+        metavar="INT",
+        help="required: instances of each family at each level (>= 1)",
+    )
+    p.add_argument(
+        "--families", metavar="A,B", help="comma-separated family names (default: all of them)"
+    )
+    p.add_argument(
+        "--levels",
+        metavar="1,2",
+        default="1,2,3",
+        help="comma-separated levels, 1 to 3 (default: 1,2,3)",
+    )
+    p.add_argument(
+        "--out",
+        metavar="FILE",
+        help="required: the file to write: JSONL (one problem per line) when it ends in "
+        '.jsonl, else JSON {"problems": [...]}; readable by `problems list --source FILE`',
+    )
+    p.set_defaults(func=_problems_families)
 
 
 def _problems_list(args: argparse.Namespace) -> int:
@@ -116,3 +161,59 @@ def _problems_check(args: argparse.Namespace) -> int:
             f"{len(weak)} problems have fewer than {args.min_discriminating} such tests"
         )
     return 1 if failures or weak else 0
+
+
+def _problems_families(args: argparse.Namespace) -> int:
+    from sparring.atomic import write_file
+    from sparring.families import LEVELS, FamilyError, generate
+
+    seed = _int_option(args.seed, "--seed", 0, FamilyError)
+    per_family = _int_option(args.per_family, "--per-family", 1, FamilyError)
+    if not args.out:
+        raise FamilyError("--out FILE is required: where to write the problems (.json or .jsonl)")
+    families = None
+    if args.families is not None:
+        families = [name.strip() for name in args.families.split(",") if name.strip()]
+        if not families:
+            raise FamilyError("--families: name at least one family, or leave it out for all")
+    levels = []
+    for part in args.levels.split(","):
+        level = part.strip()
+        if not level.isdigit() or int(level) not in LEVELS:
+            raise FamilyError(f"--levels: {level!r} is not one of {', '.join(map(str, LEVELS))}")
+        levels.append(int(level))
+    path = Path(args.out)
+    if path.is_dir():
+        raise FamilyError(f"--out {path}: is a folder; name a .json or .jsonl file")
+    problems = generate(seed, per_family, families, levels)
+    n_families = len({p.tags[0] for p in problems})
+    n_levels = len({p.tags[1] for p in problems})
+    if args.out.endswith(".jsonl"):
+        text = "".join(json.dumps(p.to_dict()) + "\n" for p in problems)
+    else:
+        text = json.dumps({"problems": [p.to_dict() for p in problems]}, indent=1) + "\n"
+    try:
+        write_file(path, text.encode())
+    except OSError as exc:
+        # name the blocking folder (a file where a folder should be), not the temporary file
+        blocker = str(exc.filename or "")
+        where = f" ({blocker})" if blocker and str(path).startswith(blocker + "/") else ""
+        raise FamilyError(f"--out {path}: cannot write: {exc.strerror or exc}{where}") from None
+    print(
+        f"wrote {len(problems)} problems ({n_families} families x {n_levels} levels x "
+        f"{per_family}) to {path}"
+    )
+    return 0
+
+
+def _int_option(value: str | None, flag: str, minimum: int, error: type[SparringError]) -> int:
+    """An integer option checked here, so that a bad one is one line, not argparse's usage."""
+    if value is None:
+        raise error(f"{flag} INT is required")
+    try:
+        number = int(value)
+    except ValueError:
+        raise error(f"{flag} {value!r}: not an integer") from None
+    if number < minimum:
+        raise error(f"{flag} {number}: must be at least {minimum}")
+    return number

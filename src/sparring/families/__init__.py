@@ -1,0 +1,305 @@
+"""Problem families: procedurally generated function-writing problems, seeded and checked.
+
+Covers: `FAMILIES` (14 families over integer lists, strings, integers and mappings, each with
+levels 1-3: level 1 is one simple step a 135M model can sometimes solve, each further level adds
+a step or an edge-case rule), `generate` (per_family instances of every (family, level) pair,
+identical for the same seed in any process), and `check_instance` (the reference passes every
+test, and at least 3 tests, and at least half, are passed by no trivial solution of
+sparring.trivial). A family level picks, per instance, its function and parameter names, its
+constants and one of at least three phrasings; its inputs always include the edge cases.
+
+Does not cover: the sandbox. Expected values come from each family's own Python (trusted: it
+is this package's code), and the checks exec the reference and the trivial solutions
+in-process. Materializing datasets and scoring answers are the pipeline's (sparring.phases).
+The families themselves live in sparring.families.numeric and sparring.families.text.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import Any
+
+from sparring.errors import SparringError
+from sparring.families.base import Args, Draft, Family
+from sparring.families.numeric import FAMILIES_NUMERIC
+from sparring.families.text import FAMILIES_TEXT
+from sparring.problems import Problem
+from sparring.trivial import argument_count, trivial_family
+
+__all__ = [
+    "FAMILIES",
+    "LEVELS",
+    "Draft",
+    "Family",
+    "FamilyError",
+    "build_draft",
+    "check_instance",
+    "check_instances",
+    "generate",
+    "normalized_key",
+]
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (*FAMILIES_NUMERIC, *FAMILIES_TEXT)}
+LEVELS = (1, 2, 3)
+DIFFICULTY = {1: "easy", 2: "medium", 3: "hard"}
+MIN_TESTS, MAX_TESTS = 8, 10
+MIN_DISCRIMINATING = 3
+MAX_TEST_CHARS = 300
+ATTEMPTS = 40  # sub-seeds tried per instance before a family is declared broken
+DRAWS = 300  # random inputs drawn per instance while looking for discriminating ones
+
+
+# check_instance's findings that a fresh draw can fix (too few usable inputs); any other
+# finding is a bug in the family
+REDRAWABLE = ("test count ", "a test is repeated", "test over ", "discriminating tests: ")
+
+
+class FamilyError(SparringError, ValueError):
+    """An unknown family or level, a bad count or seed, or a family that cannot produce a
+    valid instance: one line naming what is known."""
+
+
+def _family(name: str) -> Family:
+    if name not in FAMILIES:
+        raise FamilyError(f"unknown problem family {name!r}; known: {', '.join(FAMILIES)}")
+    return FAMILIES[name]
+
+
+def _level(level: Any) -> int:
+    if isinstance(level, bool) or level not in LEVELS:
+        raise FamilyError(f"unknown level {level!r}; known: {', '.join(map(str, LEVELS))}")
+    return int(level)
+
+
+def build_draft(family: str, level: int, rng: random.Random) -> Draft:
+    """One draft of `family` at `level` from `rng`: names, phrasing, constants, reference
+    and implementation, before tests are chosen."""
+    return _family(family).build(rng, _level(level))
+
+
+def generate(
+    seed: int,
+    per_family: int,
+    families: Sequence[str] | None = None,
+    levels: Sequence[int] = LEVELS,
+) -> list[Problem]:
+    """`per_family` checked instances of each (family, level) pair, families in `FAMILIES`
+    order unless named, ids `fam-<family>-L<level>-s<seed>-<index>`. The same arguments give
+    the same problems in any process; an instance depends only on (seed, family, level, index),
+    unless it repeats an earlier one of the same call."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise FamilyError(f"seed {seed!r}: use a non-negative integer")
+    if isinstance(per_family, bool) or not isinstance(per_family, int) or per_family < 1:
+        raise FamilyError(f"per_family {per_family!r}: use an integer of at least 1")
+    names = list(FAMILIES) if families is None else list(families)
+    chosen = [_family(name) for name in dict.fromkeys(names)]
+    if not chosen:
+        raise FamilyError(f"no families named; known: {', '.join(FAMILIES)}")
+    chosen_levels = list(dict.fromkeys(_level(level) for level in levels))
+    if not chosen_levels:
+        raise FamilyError(f"no levels named; known: {', '.join(map(str, LEVELS))}")
+    seen: set[str] = set()
+    problems = []
+    for family in chosen:
+        for level in chosen_levels:
+            for index in range(per_family):
+                problems.append(_instance(family, level, seed, index, seen))
+    return problems
+
+
+def _instance(family: Family, level: int, seed: int, index: int, seen: set[str]) -> Problem:
+    """The first sub-seed's instance that passes `check_instance` and is new to `seen`."""
+    why = ""
+    for attempt in range(ATTEMPTS):
+        key = f"{seed}:{family.name}:{level}:{index}" + (f":{attempt}" if attempt else "")
+        rng = random.Random(key)
+        draft = family.build(rng, level)
+        problem = Problem(
+            id=f"fam-{family.name}-L{level}-s{seed}-{index}",
+            description=draft.description,
+            function_signature=draft.signature,
+            baseline_tests=_choose_tests(draft, rng),
+            reference_solution=draft.source,
+            difficulty=DIFFICULTY[level],
+            tags=[f"family:{family.name}", f"level:{level}", family.domain],
+        )
+        issues = check_instance(problem)
+        bugs = [issue for issue in issues if not issue.startswith(REDRAWABLE)]
+        if bugs:
+            # a reference that disagrees with its implementation is a bug in the family, not
+            # bad luck: redrawing would only hide the broken variant
+            raise FamilyError(f"family {family.name} level {level} is broken: {bugs[0]}")
+        if issues:
+            why = next((i for i in issues if i.startswith("discriminating")), issues[0])
+            continue
+        norm = normalized_key(problem)
+        if norm in seen:
+            why = "every instance repeated an earlier one"
+            continue
+        seen.add(norm)
+        return problem
+    raise FamilyError(
+        f"family {family.name} level {level}: no valid instance for seed {seed} index {index} "
+        f"in {ATTEMPTS} tries ({why})"
+    )
+
+
+def _call_repr(name: str, args: Args) -> str:
+    return f"{name}({', '.join(repr(a) for a in args)})"
+
+
+def _choose_tests(draft: Draft, rng: random.Random) -> list[str]:
+    """The edge cases, then random inputs that no trivial solution gets right, up to 8-10
+    tests, shuffled; expected values from the trusted implementation."""
+    target = rng.randint(MIN_TESTS, MAX_TESTS)
+    trivials = _trivial_callables(len(draft.params))
+    tests: list[str] = []
+    calls: set[str] = set()
+
+    trivially_passed = 0
+
+    def add(args: Args, edge: bool) -> None:
+        nonlocal trivially_passed
+        call = _call_repr(draft.name, args)
+        if call in calls:
+            return
+        expected = draft.impl(*copy.deepcopy(args))
+        trivial = any(_same(t, args, expected) for t in trivials)
+        if trivial and not edge:
+            return
+        test = f"assert {call} == {expected!r}"
+        if len(test) > MAX_TEST_CHARS:
+            return
+        calls.add(call)
+        tests.append(test)
+        trivially_passed += trivial
+
+    for args in draft.edge_inputs:
+        add(args, edge=True)
+    # edge cases that trivial code passes need as many discriminating tests beside them
+    need = max(2 * trivially_passed, trivially_passed + MIN_DISCRIMINATING)
+    target = min(MAX_TESTS, max(target, need))
+    for _ in range(DRAWS):
+        if len(tests) >= target:
+            break
+        add(draft.random_input(rng), edge=False)
+    rng.shuffle(tests)
+    return tests
+
+
+def _same(fn: Callable[..., Any], args: Args, expected: Any) -> bool:
+    # trivial solutions never change their arguments: no copy needed
+    try:
+        return bool(fn(*args) == expected)
+    except Exception:
+        return False
+
+
+@lru_cache(maxsize=8)
+def _trivial_callables(n_args: int) -> tuple[Callable[..., Any], ...]:
+    # what a trivial solution returns does not depend on the function's name
+    return tuple(
+        _define(source, "trivial") for source in trivial_family("trivial", n_args).values()
+    )
+
+
+@lru_cache(maxsize=1024)
+def _trivial_definitions(name: str, n_args: int) -> tuple[tuple[str, Callable[..., Any]], ...]:
+    return tuple(
+        (trivial, _define(source, name)) for trivial, source in trivial_family(name, n_args).items()
+    )
+
+
+def _define(source: str, name: str) -> Callable[..., Any]:
+    namespace: dict[str, Any] = {}
+    exec(compile(source, f"<{name}>", "exec"), namespace)
+    fn = namespace.get(name)
+    if not callable(fn):
+        raise ValueError(f"the source does not define {name}")
+    return fn
+
+
+def _passes(test: Any, name: str, fn: Callable[..., Any]) -> bool:
+    try:
+        exec(test, {name: fn})
+    except Exception:
+        return False
+    return True
+
+
+def normalized_key(problem: Problem) -> str:
+    """Lowercased, whitespace-collapsed description and tests: two instances with the same key
+    ask the same thing."""
+    parts = [problem.description, *problem.baseline_tests]
+    return "\n".join(" ".join(part.lower().split()) for part in parts)
+
+
+def check_instance(problem: Problem) -> list[str]:
+    """What is wrong with one generated instance (empty when nothing): the reference fails a
+    test, fewer than 8 or more than 10 tests, a repeated or over-long test, fewer than 3
+    tests, or under half, that no trivial solution passes, difficulty and tags off the level.
+    Runs the reference and the trivial solutions in-process: only for our own references."""
+    issues: list[str] = []
+    name = problem.function_name
+    tests = problem.baseline_tests
+    level_tags = [t for t in problem.tags if t.startswith("level:")]
+    if not any(t.startswith("family:") for t in problem.tags) or len(level_tags) != 1:
+        issues.append(f"tags {problem.tags}: need one family:<name> and one level:<n>")
+    else:
+        level = level_tags[0].partition(":")[2]
+        if DIFFICULTY.get(int(level) if level.isdigit() else 0) != problem.difficulty:
+            issues.append(f"difficulty {problem.difficulty!r} does not match {level_tags[0]}")
+    if not MIN_TESTS <= len(tests) <= MAX_TESTS:
+        issues.append(f"test count {len(tests)}; need {MIN_TESTS} to {MAX_TESTS}")
+    if len(set(tests)) != len(tests):
+        issues.append("a test is repeated")
+    for test in tests:
+        if len(test) > MAX_TEST_CHARS:
+            issues.append(f"test over {MAX_TEST_CHARS} characters: {test[:60]}...")
+    if not problem.reference_solution.startswith(problem.function_signature):
+        issues.append("the reference solution does not start with the signature")
+    try:
+        compiled = [compile(test, "<test>", "exec") for test in tests]
+        reference = _define(problem.reference_solution, name)
+    except Exception as exc:  # a syntax error, or a def line that raises when run
+        return [*issues, f"the reference or a test does not compile: {exc}"]
+    for test, code in zip(tests, compiled, strict=True):
+        if not _passes(code, name, reference):
+            issues.append(f"the reference fails {test}")
+    passed_by: list[list[str]] = [[] for _ in tests]
+    n_args = argument_count(problem.function_signature)
+    for trivial, fn in _trivial_definitions(name, n_args):
+        for i, code in enumerate(compiled):
+            if _passes(code, name, fn):
+                passed_by[i].append(trivial)
+    discriminating = sum(1 for names in passed_by if not names)
+    if discriminating < MIN_DISCRIMINATING or 2 * discriminating < len(tests):
+        passed = "; ".join(
+            f"{test} ({', '.join(names)})"
+            for test, names in zip(tests, passed_by, strict=True)
+            if names
+        )
+        issues.append(
+            f"discriminating tests: {discriminating} of {len(tests)} (need at least "
+            f"{MIN_DISCRIMINATING} and half); trivially passed: {passed}"
+        )
+    return issues
+
+
+def check_instances(problems: Sequence[Problem]) -> list[str]:
+    """`check_instance` of each, prefixed by its id, plus repeated ids and repeated
+    (normalized) description and tests across the set."""
+    issues = [f"{p.id}: {issue}" for p in problems for issue in check_instance(p)]
+    ids: dict[str, int] = {}
+    keys: dict[str, str] = {}
+    for p in problems:
+        ids[p.id] = ids.get(p.id, 0) + 1
+        key = normalized_key(p)
+        if key in keys:
+            issues.append(f"{p.id}: same description and tests as {keys[key]}")
+        keys.setdefault(key, p.id)
+    issues += [f"{pid}: id used {n} times" for pid, n in ids.items() if n > 1]
+    return issues

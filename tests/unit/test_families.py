@@ -1,0 +1,330 @@
+"""Problem families: every instance of every (family, level) passes its checks (property test over
+seeds), references agree with the implementations, generation is deterministic across processes,
+phrasings vary, files round-trip through the loaders, and `sparring problems families` writes a
+readable file or refuses a bad argument in one line."""
+
+import copy
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sparring.cli.main import main
+from sparring.errors import SparringError
+from sparring.families import (
+    FAMILIES,
+    LEVELS,
+    Draft,
+    Family,
+    FamilyError,
+    build_draft,
+    check_instance,
+    check_instances,
+    generate,
+    normalized_key,
+)
+from sparring.families.base import make
+from sparring.problems import load_source, write_jsonl
+from sparring.trivial import trivial_family
+
+PAIRS = [(name, level) for name in FAMILIES for level in LEVELS]
+ID = re.compile(r"fam-(?P<family>[a-z_]+)-L(?P<level>[123])-s(?P<seed>\d+)-(?P<index>\d+)")
+
+
+def _define(draft: Draft):
+    namespace: dict = {}
+    exec(draft.source, namespace)
+    return namespace[draft.name]
+
+
+def test_at_least_12_families_over_lists_strings_integers_and_mappings():
+    assert len(FAMILIES) >= 12
+    assert {f.domain for f in FAMILIES.values()} == {"lists", "strings", "integers", "mappings"}
+    for name, family in FAMILIES.items():
+        assert family.name == name
+        assert sorted(family.levels) == list(LEVELS) and family.description
+
+
+@pytest.mark.parametrize(("family", "level"), PAIRS)
+def test_each_level_has_three_phrasings_and_varied_names(family, level):
+    drafts = [build_draft(family, level, random.Random(f"phrasing:{i}")) for i in range(60)]
+    assert len({d.template for d in drafts}) >= 3
+    assert len({d.name for d in drafts}) >= 3
+    assert len({d.params[0][0] for d in drafts}) >= 2
+
+
+@pytest.mark.parametrize(("family", "level"), PAIRS)
+def test_reference_source_agrees_with_the_implementation(family, level):
+    """On the edge cases and on random inputs beyond the ones that become tests: same value,
+    same type, and neither changes its arguments."""
+    for i in range(12):
+        rng = random.Random(f"agree:{i}")
+        draft = build_draft(family, level, rng)
+        reference = _define(draft)
+        inputs = [*draft.edge_inputs, *(draft.random_input(rng) for _ in range(15))]
+        for args in inputs:
+            want = draft.impl(*copy.deepcopy(args))
+            kept = copy.deepcopy(args)
+            got = reference(*kept)
+            assert got == want and type(got) is type(want), (draft.source, args, got, want)
+            assert kept == args, f"{draft.name} changed its argument {args}"
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 10**6))
+def test_every_instance_passes_its_checks(seed):
+    problems = generate(seed, 1)
+    assert len(problems) == len(PAIRS)
+    assert check_instances(problems) == []
+    for p in problems:
+        m = ID.fullmatch(p.id)
+        assert m and m["seed"] == str(seed) and m["index"] == "0"
+        assert p.tags == [
+            f"family:{m['family']}",
+            f"level:{m['level']}",
+            FAMILIES[m["family"]].domain,
+        ]
+        assert p.difficulty == {"1": "easy", "2": "medium", "3": "hard"}[m["level"]]
+        assert 8 <= len(p.baseline_tests) <= 10
+        assert all(t.startswith(f"assert {p.function_name}(") for t in p.baseline_tests)
+        assert p.reference_solution.startswith(p.function_signature + "\n")
+
+
+def test_descriptions_stay_short_and_level_1_shortest():
+    problems = generate(11, 3)
+    for p in problems:
+        limit = 260 if p.difficulty == "easy" else 420
+        assert len(p.description) <= limit, p.description
+        assert "{" not in p.description.replace("{}", ""), p.description
+
+
+def test_same_seed_same_problems_in_this_process_and_others():
+    first = [p.to_dict() for p in generate(123, 2)]
+    assert first == [p.to_dict() for p in generate(123, 2)]
+    code = (
+        "import json; from sparring.families import generate; "
+        "print(json.dumps([p.to_dict() for p in generate(123, 2)]))"
+    )
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+        )
+        assert json.loads(out.stdout) == first
+
+
+def test_different_seeds_give_different_instances():
+    a, b = generate(1, 2), generate(2, 2)
+    keys_a = {normalized_key(p) for p in a}
+    assert not keys_a & {normalized_key(p) for p in b}
+    assert sum(x.description != y.description for x, y in zip(a, b, strict=True)) > len(a) // 2
+
+
+def test_counts_ids_and_subsets():
+    problems = generate(9, 3, families=["digits", "word_ops"], levels=[1, 3])
+    assert len(problems) == 2 * 2 * 3
+    ids = [p.id for p in problems]
+    assert len(set(ids)) == len(ids)
+    assert ids[0] == "fam-digits-L1-s9-0" and ids[-1] == "fam-word_ops-L3-s9-2"
+    # an instance depends on (seed, family, level, index), not on what else was asked for
+    full = {p.id: p for p in generate(9, 3)}
+    assert all(full[p.id] == p for p in problems)
+    assert check_instances(problems) == []
+
+
+def test_problems_round_trip_through_the_loaders(tmp_path):
+    problems = generate(4, 1)
+    jsonl = tmp_path / "fam.jsonl"
+    write_jsonl(problems, jsonl)
+    as_json = tmp_path / "fam.json"
+    as_json.write_text(json.dumps({"problems": [p.to_dict() for p in problems]}))
+    assert load_source(str(jsonl)) == problems
+    assert load_source(str(as_json)) == problems
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"families": ["nope"]}, "unknown problem family 'nope'; known: filter_aggregate"),
+        ({"levels": [4]}, "unknown level 4; known: 1, 2, 3"),
+        ({"levels": [True]}, "unknown level True"),
+        ({"per_family": 0}, "per_family 0"),
+        ({"seed": -1}, "seed -1"),
+        ({"families": []}, "no families named"),
+    ],
+)
+def test_bad_arguments_are_one_line_family_errors(kwargs, message):
+    args = {"seed": 0, "per_family": 1, **kwargs}
+    with pytest.raises(FamilyError) as info:
+        generate(**args)
+    assert message in str(info.value) and "\n" not in str(info.value)
+    assert isinstance(info.value, SparringError) and isinstance(info.value, ValueError)
+    with pytest.raises(FamilyError, match="known"):
+        build_draft("nope", 1, random.Random(0))
+
+
+# --- the checks catch what they check ----------------------------------------------------
+
+
+def _one(family: str = "filter_aggregate", level: int = 1):
+    return generate(5, 1, families=[family], levels=[level])[0]
+
+
+def test_check_catches_a_wrong_reference():
+    p = _one("multiples", 1)
+    off_by_one = p.reference_solution.replace(" + 1)", ")")
+    assert off_by_one != p.reference_solution
+    issues = check_instance(replace(p, reference_solution=off_by_one))
+    assert issues and all(i.startswith("the reference fails assert ") for i in issues), issues
+    never = p.function_signature + "\n    return object()\n"
+    assert len(check_instance(replace(p, reference_solution=never))) == len(p.baseline_tests)
+
+
+def test_check_catches_tests_that_trivial_code_passes():
+    p = _one("rearrange", 1)
+    name = p.function_name
+    trivial_tests = [f"assert {name}({[i, i]!r}) == {[i, i]!r}" for i in range(8)]
+    # the reference passes them (rotating [i, i] gives [i, i]), so only discrimination fails
+    issues = check_instance(replace(p, baseline_tests=trivial_tests))
+    assert len(issues) == 1 and issues[0].startswith("discriminating tests: 0 of 8"), issues
+    assert "echo_0" in issues[0] and "list_first" in issues[0]
+    strong = [t for t in p.baseline_tests if not _trivially_passed(t, name)]
+    assert len(strong) >= 4
+    under_half = check_instance(replace(p, baseline_tests=[*strong[:4], *trivial_tests[:5]]))
+    assert len(under_half) == 1 and under_half[0].startswith("discriminating tests: 4 of 9")
+    too_few = check_instance(replace(p, baseline_tests=[*strong[:2], *trivial_tests[:6]]))
+    assert len(too_few) == 1 and too_few[0].startswith("discriminating tests: 2 of 8")
+    assert check_instance(replace(p, baseline_tests=[*strong[:4], *trivial_tests[:4]])) == []
+
+
+def _trivially_passed(test: str, name: str) -> bool:
+    for source in trivial_family(name, 1).values():
+        namespace: dict = {}
+        exec(source, namespace)
+        try:
+            exec(test, namespace)
+        except Exception:
+            continue
+        return True
+    return False
+
+
+def test_check_catches_counts_lengths_tags_and_repeats():
+    p = _one("digits", 2)
+    assert check_instance(p) == []
+    few = check_instance(replace(p, baseline_tests=p.baseline_tests[:5]))
+    assert "test count 5; need 8 to 10" in few
+    repeated = check_instance(
+        replace(p, baseline_tests=[*p.baseline_tests[:7], p.baseline_tests[0]])
+    )
+    assert "a test is repeated" in repeated
+    long_test = f"assert {p.function_name}({'1' * 300}) == 0"
+    assert any(
+        "over 300 characters" in i
+        for i in check_instance(replace(p, baseline_tests=[*p.baseline_tests[:8], long_test]))
+    )
+    assert any("difficulty" in i for i in check_instance(replace(p, difficulty="easy")))
+    assert any("tags" in i for i in check_instance(replace(p, tags=["integers"])))
+    issues = check_instances([p, replace(p, id="other"), p])
+    assert any("same description and tests as" in i for i in issues)
+    assert any("id used 2 times" in i for i in issues)
+
+
+def test_a_family_that_cannot_make_a_valid_instance_is_a_clear_error(monkeypatch):
+    def build(rng: random.Random, level: int) -> Draft:
+        # every answer is 0: trivial code passes every test
+        return make(
+            rng, ["zero"], [("xs", "list[int]")], "int", ["Return 0.", "Zero.", "Nothing."], {},
+            "    return 0\n", lambda xs: 0, [([],)], lambda r: ([r.randint(0, 9)],),
+        )  # fmt: skip
+
+    monkeypatch.setitem(
+        FAMILIES, "broken", Family("broken", "lists", "d", {1: "", 2: "", 3: ""}, build)
+    )
+    with pytest.raises(
+        FamilyError,
+        match=r"^family broken level 1: no valid instance for seed 0 index 0 in 40 tries",
+    ):
+        generate(0, 1, families=["broken"], levels=[1])
+
+
+def test_a_reference_that_disagrees_is_a_bug_not_redrawn(monkeypatch):
+    """Redrawing would hide a broken variant behind the other variants of its level."""
+    family = FAMILIES["window"]
+
+    def build(rng: random.Random, level: int) -> Draft:
+        draft = family.build(rng, level)
+        return replace(draft, body="    return None\n")
+
+    monkeypatch.setitem(FAMILIES, "window", replace(family, build=build))
+    with pytest.raises(FamilyError, match=r"^family window level 2 is broken: the reference fails"):
+        generate(0, 1, families=["window"], levels=[2])
+
+
+# --- the CLI ----------------------------------------------------------------------------
+
+
+def test_cli_writes_a_file_that_problems_list_reads(tmp_path):
+    out = tmp_path / "sub" / "fam.json"
+    cmd = [sys.executable, "-m", "sparring.cli.main", "problems"]
+    made = subprocess.run(
+        [*cmd, "families", "--seed", "3", "--per-family", "2", "--families", "digits,window",
+         "--levels", "1,2", "--out", str(out)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert made.stdout == f"wrote 8 problems (2 families x 2 levels x 2) to {out}\n"
+    assert load_source(str(out)) == generate(3, 2, ["digits", "window"], [1, 2])
+    listed = subprocess.run([*cmd, "list", "--source", str(out)], capture_output=True, text=True)
+    assert listed.returncode == 0 and listed.stdout.endswith("8 problems\n")
+
+
+def test_cli_writes_jsonl(tmp_path, capsys):
+    out = tmp_path / "fam.jsonl"
+    rc = main(["problems", "families", "--seed", "0", "--per-family", "1", "--out", str(out)])
+    assert rc == 0
+    n = len(PAIRS)
+    assert (
+        capsys.readouterr().out
+        == f"wrote {n} problems ({len(FAMILIES)} families x 3 levels x 1) to {out}\n"
+    )
+    assert len(out.read_text().splitlines()) == n
+    assert [p.id for p in load_source(str(out))] == [p.id for p in generate(0, 1)]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--families", "digits,nope"], "unknown problem family 'nope'"),
+        (["--levels", "1,4"], "--levels: '4' is not one of 1, 2, 3"),
+        (["--levels", "two"], "--levels: 'two'"),
+        (["--per-family", "0"], "--per-family 0: must be at least 1"),
+        (["--seed", "-1"], "--seed -1: must be at least 0"),
+        (["--seed", "x"], "--seed 'x': not an integer"),
+        (["--out", None], "--out FILE is required"),
+        (["--out", "BLOCKED/x.json"], "cannot write"),
+        (["--out", "."], "is a folder"),
+    ],
+)
+def test_cli_refuses_each_bad_argument_in_one_line(tmp_path, capsys, args, message):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    given_args = {"--seed": "1", "--per-family": "1", "--out": str(tmp_path / "ok.json")}
+    given_args.update(zip(args[::2], args[1::2], strict=True))
+    argv = ["problems", "families"]
+    for flag, value in given_args.items():
+        if value == ".":
+            argv += [flag, str(tmp_path)]
+        elif value is not None:
+            argv += [flag, value.replace("BLOCKED", str(blocker))]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and message in err, err
+    assert not (tmp_path / "ok.json").exists()
