@@ -172,6 +172,11 @@ class RewardsConfig:
         {"easy": 0.8, "medium": 1.0, "hard": 1.2}, "answerer: reward scale per difficulty"
     )
     format_bonus: float = _f(0.0, "answerer: bonus for a parseable code block", ge=0.0, le=1.0)
+    answerer: Literal["honest", "format_only"] = _f(
+        "honest",
+        "answerer reward: honest (share of the tests no trivial code passes) or format_only "
+        "(1 when the answer defines the asked-for function with its parameters: the control)",
+    )
     duplicate_similarity: float = _f(
         0.9, "token Jaccard at or above which two tests are near-duplicates", ge=0.0, le=1.0
     )
@@ -213,8 +218,33 @@ class SandboxConfig:
 
 
 @dataclass(frozen=True)
+class FamiliesConfig:
+    families: list[str] = _f([], "families trained on (empty = every family not held out)")
+    levels: list[int] = _f([1, 2, 3], "difficulty levels trained and measured (1-3)")
+    per_family: int = _f(4, "training instances per family and level", ge=1)
+    seed: int = _f(0, "seed of the training instances", ge=0)
+    heldout_seed: int = _f(
+        1, "seed of the held-out instances (fresh instances of the trained families)", ge=0
+    )
+    heldout_per_family: int = _f(2, "held-out instances per family and level (0 = none)", ge=0)
+    heldout_families: list[str] = _f(
+        [], "families never trained: their instances are measured as held-out, unseen"
+    )
+
+
+@dataclass(frozen=True)
 class DataConfig:
-    train: list[str] = _f(["bundled"], "problem sources: bundled, FILE.json(l), DIR, s3://…")
+    train: list[str] = _f(
+        ["bundled"], "problem sources: bundled, families (data.families), FILE.json(l), DIR, s3://…"
+    )
+    families: FamiliesConfig = _f(
+        FamiliesConfig, "generated problem families, the source named `families` in data.train"
+    )
+    heldout: list[str] = _f(
+        [],
+        "problem sources never trained on: the held-out part of each (data.val_fraction, seeded "
+        "as a training split) is measured beside the held-out families, e.g. [bundled]",
+    )
     eval: str = _f("humaneval", "held-out evaluation set: humaneval or a problem source")
     val_fraction: float = _f(
         0.1, "share of training problems held out for validation", ge=0, le=0.9
@@ -559,7 +589,36 @@ def _check_cross_fields(cfg: Config) -> None:
         )
     if not cfg.data.train:
         raise ConfigError("data.train: name at least one problem source, e.g. [bundled]")
+    _check_families(cfg)
     _check_distributed(cfg)
+
+
+def _check_families(cfg: Config) -> None:
+    from sparring.families import FAMILIES, LEVELS
+
+    fam = cfg.data.families
+    for key in ("families", "heldout_families"):
+        for name in getattr(fam, key):
+            if name not in FAMILIES:
+                raise ConfigError(
+                    f"data.families.{key}: unknown family {name!r}; known: {', '.join(FAMILIES)}"
+                )
+    for level in fam.levels:
+        if level not in LEVELS:
+            raise ConfigError(f"data.families.levels: {level}; use levels among {list(LEVELS)}")
+    if not fam.levels:
+        raise ConfigError("data.families.levels: name at least one level, e.g. [1, 2]")
+    both = sorted(set(fam.families) & set(fam.heldout_families))
+    if both:
+        raise ConfigError(
+            f"data.families.heldout_families: {both[0]!r} is also trained (data.families."
+            "families); a held-out family must not be trained"
+        )
+    if "families" in cfg.data.train and fam.heldout_seed == fam.seed and fam.heldout_per_family:
+        raise ConfigError(
+            "data.families.heldout_seed: equals data.families.seed, so the held-out instances "
+            "would be the training ones; choose another seed"
+        )
 
 
 def processes_per_node(cfg: Config) -> int:

@@ -254,6 +254,25 @@ def split(problems: list[Problem], val_fraction: float, seed: int) -> tuple[list
     return train, val
 
 
+HELDOUT_TAG = "heldout:"  # + the held-out set's name: seen, unseen, or a data.heldout source
+
+
+def heldout_sets(problems: list[Problem]) -> dict[str, list[str]]:
+    """{held-out set name: problem ids} from the `heldout:<set>` tags that materialize gives
+    (held-out problems split off data.train carry none and form no named set).
+
+    >>> p = Problem("a", "d", "def f(x):", ["assert f(1) == 1"], "", tags=["heldout:seen"])
+    >>> heldout_sets([p])
+    {'seen': ['a']}
+    """
+    sets: dict[str, list[str]] = {}
+    for p in problems:
+        for tag in p.tags:
+            if tag.startswith(HELDOUT_TAG):
+                sets.setdefault(tag[len(HELDOUT_TAG) :], []).append(p.id)
+    return sets
+
+
 def write_jsonl(problems: list[Problem], path: str | Path) -> None:
     Path(path).write_text("".join(json.dumps(p.to_dict()) + "\n" for p in problems))
 

@@ -55,6 +55,14 @@ def test_smoke_uses_tiny_model_and_local_uses_smollm2():
             "backend: 'mlx' supports topology 'dual' only",
         ),
         ({"backend": "mlx", "warm_start": {"steps": 8}}, "warm_start.steps: the warm start"),
+        ({"data": {"families": {"families": ["nope"]}}}, "data.families.families: unknown family"),
+        ({"data": {"families": {"levels": [4]}}}, "data.families.levels: 4; use levels among"),
+        ({"data": {"families": {"levels": []}}}, "data.families.levels: name at least one"),
+        (
+            {"data": {"train": ["families"], "families": {"seed": 3, "heldout_seed": 3}}},
+            "data.families.heldout_seed: equals data.families.seed",
+        ),
+        ({"rewards": {"answerer": "length"}}, "rewards.answerer: 'length' is not allowed"),
     ],
 )
 def test_invalid_values_name_the_field(data, fragment):

@@ -12,6 +12,7 @@ import json
 import logging
 import random
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,10 @@ from sparring.bank import BANK_FILE, parse_rows, read_rows, write_rows
 from sparring.config import Config
 from sparring.errors import SparringError
 from sparring.problems import (
+    HELDOUT_TAG,
     Problem,
     compute_trivial_passes,
+    heldout_sets,
     load_humaneval,
     load_source,
     load_sources,
@@ -41,13 +44,15 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
     require_isolation(cfg)  # the first phase: a machine that cannot isolate stops here
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    problems = load_sources(list(cfg.data.train))
+    problems = training_problems(cfg)
     loaded = len(problems)
     if cfg.data.max_problems and len(problems) > cfg.data.max_problems:
         keep = set(p.id for p in random.Random(cfg.seed).sample(problems, cfg.data.max_problems))
         problems = [p for p in problems if p.id in keep]
+    heldout = heldout_problems(cfg)
     with Sandbox(untrusted_limits(cfg)) as sb:
         reports = sb.run_many([(p.reference_solution, p.baseline_tests) for p in problems])
+        heldout_reports = sb.run_many([(p.reference_solution, p.baseline_tests) for p in heldout])
     infra = [p.id for p, r in zip(problems, reports, strict=True) if r.infra_error]
     if problems and len(infra) == len(problems):
         raise SparringError(
@@ -56,12 +61,18 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
         )
     checked = [p for p, r in zip(problems, reports, strict=True) if r.pass_rate == 1.0]
     failing = len(problems) - len(checked)
-    for p, r in zip(problems, reports, strict=True):
+    for p, r in zip([*problems, *heldout], [*reports, *heldout_reports], strict=True):
         if r.pass_rate != 1.0:
             log.warning("dropping %s: reference solution fails its tests (%s)", p.id, r.pass_rate)
+    heldout = [p for p, r in zip(heldout, heldout_reports, strict=True) if r.pass_rate == 1.0]
     if not checked:
         raise SparringError("materialize: no problem's reference solution passes its tests")
-    train, val = split_problems(checked, cfg.data.val_fraction, cfg.seed)
+    generated = [p for p in checked if _is_family(p)]
+    train, val = split_problems(
+        [p for p in checked if not _is_family(p)], cfg.data.val_fraction, cfg.seed
+    )
+    train = [*train, *generated]  # family instances all train: their held-out sets are fresh ones
+    val = [*val, *heldout]
     try:
         if cfg.data.eval == "humaneval":
             eval_set = load_humaneval(cfg.data.humaneval_limit)
@@ -97,6 +108,7 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
         "val": len(val),
         "eval": len(eval_set),
         "bank": len(bank),
+        "heldout_sets": {k: len(v) for k, v in heldout_sets(val).items()},
         "config_digest": cfg.digest(),
         "seed": cfg.seed,
         **honest,
@@ -109,8 +121,74 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
         "problems_eval": float(len(eval_set)),
         "problems_dropped": float(failing),
         "bank_size": float(len(bank)),
+        **{f"problems_heldout_{k}": float(len(v)) for k, v in heldout_sets(val).items()},
         **{k: float(v) for k, v in honest.items()},
     }
+
+
+FAMILIES_SOURCE = "families"
+
+
+def _is_family(problem: Problem) -> bool:
+    return any(t.startswith("family:") for t in problem.tags)
+
+
+def _tagged(problems: list[Problem], name: str) -> list[Problem]:
+    return [replace(p, tags=[*p.tags, HELDOUT_TAG + name]) for p in problems]
+
+
+def trained_families(cfg: Config) -> list[str]:
+    """The families a run trains on: data.families.families, or every family not held out."""
+    from sparring.families import FAMILIES
+
+    fam = cfg.data.families
+    return list(fam.families) or [f for f in FAMILIES if f not in fam.heldout_families]
+
+
+def training_problems(cfg: Config) -> list[Problem]:
+    """The problems of `data.train`: each source loaded, and `families` generated from
+    data.families (seed, trained families, levels, per_family)."""
+    sources = [s for s in cfg.data.train if s != FAMILIES_SOURCE]
+    problems = load_sources(sources) if sources else []
+    if FAMILIES_SOURCE in cfg.data.train:
+        from sparring.families import generate
+
+        fam = cfg.data.families
+        problems += generate(fam.seed, fam.per_family, trained_families(cfg), fam.levels)
+    return problems
+
+
+def heldout_problems(cfg: Config) -> list[Problem]:
+    """What the run is measured on and never trains on, each tagged `heldout:<set>`: fresh
+    instances of the trained families under data.families.heldout_seed (`seen`), instances of
+    data.families.heldout_families (`unseen`), and the held-out part of each data.heldout
+    source (named after it). Disjoint from training by construction: another seed, other
+    families, the other side of a split; a generated instance equal to a training one in
+    description and tests is dropped all the same."""
+    out: list[Problem] = []
+    fam = cfg.data.families
+    if FAMILIES_SOURCE in cfg.data.train and fam.heldout_per_family:
+        from sparring.families import generate
+
+        seen = generate(fam.heldout_seed, fam.heldout_per_family, trained_families(cfg), fam.levels)
+        out += _tagged(seen, "seen")
+        if fam.heldout_families:
+            unseen = generate(
+                fam.heldout_seed, fam.heldout_per_family, fam.heldout_families, fam.levels
+            )
+            out += _tagged(unseen, "unseen")
+    for source in cfg.data.heldout:
+        _, part = split_problems(load_source(source), cfg.data.val_fraction, cfg.seed)
+        out += _tagged(part, source)
+    if FAMILIES_SOURCE in cfg.data.train:
+        trained = {_fingerprint(p) for p in training_problems(cfg)}
+        out = [p for p in out if _fingerprint(p) not in trained]
+    return out
+
+
+def _fingerprint(problem: Problem) -> str:
+    text = " ".join(problem.description.lower().split()) + "\n" + "\n".join(problem.baseline_tests)
+    return text
 
 
 def _discrimination_metrics(problems: list[Problem]) -> dict[str, Any]:
