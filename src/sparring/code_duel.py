@@ -198,18 +198,38 @@ def answerer_rewards(
     cache: ResultCache | None = None,
     discriminating: Sequence[Sequence[bool]] | None = None,
     trivial_results: Sequence[Sequence[Sequence[bool]]] | None = None,
+    mode: str = "honest",
+    signatures: Sequence[str] | None = None,
 ) -> tuple[list[float | None], dict[str, float]]:
-    """Rewards of answerer completions (the honest credit, plus `format_bonus` for parsed code
-    that is not trivial), and batch metrics (`credit_metrics`)."""
+    """Rewards of answerer completions and batch metrics (`credit_metrics`, plus the
+    definition rate when `signatures` are given). `mode` honest: the honest credit, plus
+    `format_bonus` for parsed code that is not trivial; format_only (the control): 1 when the
+    completion defines the asked-for function with its parameters, else 0, whatever the tests
+    say (they still run, so the metrics show what the control did to correctness)."""
+    if mode not in ("honest", "format_only"):
+        raise ValueError(f"answerer reward mode {mode!r}: use honest or format_only")
+    if mode == "format_only" and signatures is None:
+        raise ValueError("the format_only answerer reward needs each problem's signature")
     credits = answerer_credits(
         completions, tests, difficulties, function_names, sandbox, weights, cache,
         discriminating, trivial_results,
     )  # fmt: skip
+    metrics = credit_metrics(credits)
+    defined = None
+    if signatures is not None:
+        defined = [
+            programs.defines_asked_function(text, sig)
+            for text, sig in zip(completions, signatures, strict=True)
+        ]
+        metrics["definition_rate"] = sum(defined) / max(1, len(defined))
     out: list[float | None] = []
-    for c in credits:
+    for i, c in enumerate(credits):
+        if mode == "format_only":
+            out.append(float(defined[i]))  # type: ignore[index]
+            continue
         bonus = format_bonus if c.parsed and not c.trivial and c.reward is not None else 0.0
         out.append(None if c.reward is None else round(c.reward + bonus, 6))
-    return out, credit_metrics(credits)
+    return out, metrics
 
 
 # --------------------------------------------------------------------------- generator
@@ -547,6 +567,7 @@ class AnswererRewardFn:
         discriminating: Sequence[Sequence[bool]] | None = None,
         trivial_results: Sequence[Sequence[Sequence[bool]]] | None = None,
         problem_id: Sequence[str] | None = None,
+        signature: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> list[float | None]:
         texts = [completion_text(c) for c in completions]
@@ -561,6 +582,8 @@ class AnswererRewardFn:
             self.cache,
             discriminating,
             trivial_results,
+            getattr(self.cfg, "answerer", "honest"),
+            signature,
         )
         for pid, value in zip(problem_id or [], out, strict=False):
             if value is not None:

@@ -83,6 +83,47 @@ def _defines(code: str, name: str) -> bool:
     )
 
 
+def parameter_names(code: str, name: str) -> list[str] | None:
+    """Parameter names of the first `def name` in `code` (a signature line parses too); None
+    when there is none.
+
+    >>> parameter_names("def f(a, b=1, *, c):", "f")
+    ['a', 'b', 'c']
+    >>> parameter_names("x = 1", "f") is None
+    True
+    """
+    text = code.strip()
+    if text.startswith(("def ", "async def ")) and "\n" not in text:
+        text = (text if text.endswith(":") else text + ":") + "\n    pass\n"
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            a = node.args
+            return [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+    return None
+
+
+def defines_asked_function(text: Any, signature: str) -> bool:
+    """Does the answer define the function the signature asks for, with its parameters (names,
+    in order)? The format-only control reward, and the definition rate.
+
+    >>> defines_asked_function("```python\\ndef f(xs, k):\\n    return 0\\n```", "def f(xs, k):")
+    True
+    >>> defines_asked_function("```python\\ndef f(k, xs):\\n    return 0\\n```", "def f(xs, k):")
+    False
+    >>> defines_asked_function("", "def f(xs):")
+    False
+    """
+    match = re.match(r"\s*(?:async\s+)?def\s+(\w+)\s*\(", signature)
+    name = match.group(1) if match else ""
+    wanted = parameter_names(signature, name) if name else None
+    code = extract_code(text, name) if wanted is not None else None
+    return code is not None and parameter_names(code, name) == wanted
+
+
 def complete_humaneval(prompt: str, completion: str, entry_point: str) -> str:
     """A HumanEval program: a completion that defines the function stands alone; a body
     continues the prompt (the official format)."""

@@ -56,6 +56,31 @@ def test_answerer_rewards_count_discriminating_tests_only(pool):
     assert metrics["discriminating_pass_rate"] == pytest.approx((1 + 0.5 + 0) / 3)
 
 
+def test_format_only_control_pays_the_asked_definition_whatever_the_tests_say(pool):
+    """The control reward: 1 for an answer defining f with the asked parameters, passing tests
+    or not; 0 for other parameters, another name, or no code. The tests still run, so the
+    metrics show what the control does to correctness."""
+    tests = ["assert f(1) == 1", "assert f(2) == 2"]
+    answers = [
+        f"```python\n{REF}```",  # right and correct
+        "```python\ndef f(x):\n    return -1\n```",  # right definition, wrong answers
+        "```python\ndef f(y):\n    return y\n```",  # correct code, other parameter name
+        "```python\ndef g(x):\n    return x\n```",  # another function
+        "no code",
+    ]
+    kwargs = dict(
+        tests=[tests] * 5, difficulties=["medium"] * 5, function_names=["f"] * 5, sandbox=pool,
+        signatures=["def f(x: int) -> int:"] * 5,
+    )  # fmt: skip
+    control, metrics = code_duel.answerer_rewards(answers, mode="format_only", **kwargs)
+    assert control == [1.0, 1.0, 0.0, 0.0, 0.0]
+    assert metrics["definition_rate"] == 0.4 and metrics["solved_rate"] == 0.4
+    honest, _ = code_duel.answerer_rewards(answers, **kwargs)
+    assert honest == [1.0, 0.0, 1.0, 0.0, 0.0]  # the honest reward judges by the tests
+    with pytest.raises(ValueError, match="needs each problem's signature"):
+        code_duel.answerer_rewards(answers, mode="format_only", **{**kwargs, "signatures": None})
+
+
 def test_generator_break_credit_needs_trivial_code_to_fail():
     tests = ["assert f(0) == 0", "assert f(5) == 5"]
     s = code_duel.generator_score(

@@ -27,7 +27,7 @@ from sparring.evaluation.rounds import (
     summarize_round,
     validate_rows,
 )
-from sparring.programs import humaneval_tests
+from sparring.programs import defines_asked_function, humaneval_tests
 from sparring.sampler import load_answerer, sample_answers
 from sparring.sandbox.limits import trusted_limits
 
@@ -226,7 +226,8 @@ def _sampled_measures(
     countdown: progress.Countdown | None = None,
     name: str = "",
 ) -> dict[str, dict[str, float]]:
-    """Per measure, per problem: the mean over `samples` sampled completions."""
+    """Per measure, per problem: the mean over `samples` sampled completions (`defines`: the
+    share that define the asked-for function with its parameters)."""
     from sparring import code_duel
     from sparring.sandbox import Sandbox
 
@@ -247,8 +248,14 @@ def _sampled_measures(
     flat_texts = [c for outs in completions for c in outs]
     with Sandbox(limits) as sb:
         credits = code_duel.score_answers(flat_problems, flat_texts, sb)
-    out: dict[str, dict[str, list[float]]] = {"discriminating": {}, "strict": {}, "raw": {}}
-    for p, c in zip(flat_problems, credits, strict=True):
+    out: dict[str, dict[str, list[float]]] = {
+        "discriminating": {}, "strict": {}, "raw": {}, "defines": {},
+    }  # fmt: skip
+    for p, c, text in zip(flat_problems, credits, flat_texts, strict=True):
+        if p.function_signature and not p.entry_point:  # what the format-only control pays
+            out["defines"].setdefault(p.id, []).append(
+                float(defines_asked_function(text, p.function_signature))
+            )
         if c.reward is None:
             continue  # sandbox failure: no signal
         out["discriminating"].setdefault(p.id, []).append(c.discriminating_fraction)

@@ -45,6 +45,7 @@ def answerer_rows(
                 "trivial_results": trivial,
                 "difficulty": p.difficulty,
                 "function_name": p.function_name,
+                "signature": p.function_signature,
                 "reference_solution": p.reference_solution,
             }
         )
