@@ -10,7 +10,8 @@ logged at step = round). A value a run did not measure is absent, never a stand-
 - `heldout.{discriminating,strict}.gain` and `.gain_lo` / `.gain_hi`: champion - base over
   `data.val_samples` sampled answers per problem, with its 95% paired-bootstrap interval over
   problems; only when both were sampled (`data.val_samples > 0`, and the champion is the last
-  round, the snapshot evaluate samples).
+  round, the snapshot evaluate samples). `.gain_n` is the number of problems; the interval is
+  absent when it would rest on fewer than 5.
 - `humaneval.pass_at_1.{base,champion}`, `bank.pass_rate.{base,champion}`: HumanEval pass@1 and
   the share of the adversarial bank's tests passed.
 - `champion.{promoted,score,round}`: whether select registered a champion, its selection score.
@@ -38,7 +39,7 @@ MEASURES = {"discriminating": "val_discriminating_fraction", "strict": "val_stri
 
 KEYS = (
     *(f"heldout.{m}.{f}" for m in MEASURES for f in ("base", "champion")),
-    *(f"heldout.{m}.{f}" for m in MEASURES for f in ("gain", "gain_lo", "gain_hi")),
+    *(f"heldout.{m}.{f}" for m in MEASURES for f in ("gain", "gain_n", "gain_lo", "gain_hi")),
     "humaneval.pass_at_1.base",
     "humaneval.pass_at_1.champion",
     "bank.pass_rate.base",
@@ -71,7 +72,7 @@ def _heldout(base: Mapping[str, Any], champion: Mapping[str, Any], seed: int) ->
     """Held-out rates of base and champion (one answer per problem: what every run measures),
     and when both were also sampled (`val_sampled`: evaluate samples the base and the last
     round) the gain over sampled answers with its paired-bootstrap interval."""
-    from sparring.evaluation.learning import stage_gain
+    from sparring.evaluation.learning import MIN_PER_SIDE, stage_gain
 
     out: list[Point] = []
     for measure, key in MEASURES.items():
@@ -80,8 +81,10 @@ def _heldout(base: Mapping[str, Any], champion: Mapping[str, Any], seed: int) ->
         gain = stage_gain(base, champion, measure, seed) if champion else None
         if gain is not None:
             out += _point(f"heldout.{measure}.gain", gain["delta"])
-            out += _point(f"heldout.{measure}.gain_lo", gain["lo"])
-            out += _point(f"heldout.{measure}.gain_hi", gain["hi"])
+            out += _point(f"heldout.{measure}.gain_n", gain["n"])
+            if gain["n"] >= MIN_PER_SIDE:  # fewer problems: no interval worth the name
+                out += _point(f"heldout.{measure}.gain_lo", gain["lo"])
+                out += _point(f"heldout.{measure}.gain_hi", gain["hi"])
     return out
 
 

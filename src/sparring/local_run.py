@@ -224,5 +224,62 @@ def learn_lines(cfg, parent_run_id: str) -> list[str]:
     ]
     change = learning.train_reward_change(step_rewards, seed=cfg.seed)
     lines = learning.learn_lines(summary, breaks, useful, trained, change)
-    mlflow.MlflowClient().log_text(parent_run_id, "\n".join(lines) + "\n", "learn.txt")
+    client = mlflow.MlflowClient()
+    control = _control_line(cfg, client, runs)
+    if control:
+        lines.append(control)
+    client.log_text(parent_run_id, "\n".join(lines) + "\n", "learn.txt")
     return lines
+
+
+def _heldout_of(client, runs) -> dict | None:
+    """The per-problem held-out file the evaluate phase logged (sparring.phases.evaluate)."""
+    from sparring.evaluation.learning import HELDOUT_FILE
+
+    for run in reversed(runs):
+        if not run.info.run_name.endswith("-evaluate"):
+            continue
+        try:
+            path = client.download_artifacts(run.info.run_id, f"learning/{HELDOUT_FILE}")
+        except Exception:  # an evaluate run without it (no val_samples)
+            continue
+        return json.loads(Path(path).read_text())
+    return None
+
+
+def _control_line(cfg, client, runs) -> str | None:
+    """`LEARN reward_vs_control`: this run's held-out-seen gain against the latest finished run
+    in the same MLflow experiment trained with the other answerer reward (honest against
+    format_only: `make learn` and `make learn-control` find each other there), paired over the
+    problems both measured. None until both exist."""
+    from sparring import tracking
+    from sparring.evaluation.learning import reward_vs_control
+
+    mine = _heldout_of(client, runs)
+    if not mine:
+        return None
+    other = "format_only" if cfg.rewards.answerer == "honest" else "honest"
+    experiment = runs[0].info.experiment_id if runs else None
+    if experiment is None:
+        return None
+    candidates = client.search_runs(
+        [experiment],
+        filter_string=f"params.`rewards.answerer` = '{other}' and attributes.status = 'FINISHED'",
+        order_by=["attributes.start_time DESC"],
+        max_results=20,
+    )
+    for parent in candidates:
+        if parent.data.tags.get("mlflow.parentRunId"):
+            continue  # a phase's run, not a pipeline run
+        theirs = _heldout_of(client, tracking.child_runs(cfg, parent.info.run_id))
+        if not theirs:
+            continue
+        seen_mine = (mine.get("sets") or {}).get("seen") or {}
+        seen_theirs = (theirs.get("sets") or {}).get("seen") or {}
+        if not set(seen_mine) & set(seen_theirs):
+            continue
+        treatment, control = (
+            (seen_mine, seen_theirs) if other == "format_only" else (seen_theirs, seen_mine)
+        )
+        return reward_vs_control(treatment, control, seed=cfg.seed)
+    return None

@@ -97,26 +97,83 @@ def test_train_reward_change_first_and_last_quarter():
     assert learning.train_reward_change([0.1, 0.2, 0.3]) is None
 
 
-def test_learn_lines_report_completions_and_train_reward():
+def _gain(before, after, lo, hi, n):
+    return {"before": before, "after": after, "delta": after - before, "lo": lo, "hi": hi, "n": n}
+
+
+def test_learn_lines_in_the_issue_order_with_n_on_every_interval():
     summary = {
         "gains": {
             "base_to_final": {
-                "discriminating": {
-                    "before": 0.1,
-                    "after": 0.2,
-                    "delta": 0.1,
-                    "lo": 0.05,
-                    "hi": 0.15,
-                },
-                "pass_at_n": {"before": 0.25, "after": 0.5, "delta": 0.25, "lo": 0.0, "hi": 0.5},
-            }
-        }
+                "discriminating": _gain(0.1, 0.2, 0.05, 0.15, 40),
+                "pass_at_n": _gain(0.25, 0.5, 0.0, 0.5, 40),
+                "defines": _gain(0.6, 0.9, 0.2, 0.4, 40),
+            },
+            "heldout_seen": {"discriminating": _gain(0.3, 0.45, 0.02, 0.3, 24)},
+            "heldout_unseen": {"discriminating": _gain(0.2, 0.2, -0.1, 0.1, 4)},
+        },
+        "base_zone_share": 0.625,
     }
-    change = {"first": 0.12, "last": 0.21, "lo": 0.04, "hi": 0.14}
+    change = {"first": 0.12, "last": 0.21, "lo": 0.04, "hi": 0.14, "per_side": 16.0}
     lines = learning.learn_lines(summary, [0.5], 0.9, 2048.0, change)
-    assert lines[0] == "LEARN validation_pass_rate base=0.100 final=0.200 ci95_delta=0.050,0.150"
-    assert lines[1] == "LEARN strict_pass_rate base=n/a final=n/a ci95_delta=n/a"
-    assert lines[2] == "LEARN pass_at_n base=0.250 final=0.500 ci95_delta=0.000,0.500"
+    assert lines[:7] == [
+        "LEARN completions_trained 2048",
+        "LEARN train_reward first=0.120 last=0.210 ci95_delta=0.040,0.140 n=16",
+        "LEARN base_zone_share 0.625",
+        "LEARN heldout_seen base=0.300 final=0.450 ci95_delta=0.020,0.300 n=24",
+        # four problems: the interval is not printed as a number
+        "LEARN heldout_unseen base=0.200 final=0.200 ci95_delta=n/a (n=4)",
+        "LEARN heldout_bundled base=n/a final=n/a ci95_delta=n/a (n=0)",
+        "LEARN definition_rate base=0.600 final=0.900",
+    ]
+    assert "LEARN validation_pass_rate base=0.100 final=0.200 ci95_delta=0.050,0.150 n=40" in lines
+    assert "LEARN strict_pass_rate base=n/a final=n/a ci95_delta=n/a (n=0)" in lines
     assert "LEARN generator_break_rate first=0.500 last=0.500" in lines
-    assert lines[-2] == "LEARN completions_trained 2048"
-    assert lines[-1] == "LEARN train_reward first=0.120 last=0.210 ci95_delta=0.040,0.140"
+
+
+def test_an_interval_on_fewer_than_five_values_per_side_is_never_a_number():
+    """make run trains one step per quarter: a zero-width interval must not read as certainty."""
+    change = learning.train_reward_change([0.0, 0.2, 0.4, 0.6])  # one step per quarter
+    assert change["per_side"] == 1
+    line = learning.learn_lines({}, [], None, 12.0, change)[1]
+    assert line == "LEARN train_reward first=0.000 last=0.600 ci95_delta=n/a (n=1)"
+    many = learning.train_reward_change([0.1] * 10 + [0.3] * 10)  # five steps per quarter
+    assert learning.learn_lines({}, [], None, 0.0, many)[1].endswith(" n=5")
+    assert learning.interval_text({"lo": 0.1, "hi": 0.2, "n": 4}) == "ci95_delta=n/a (n=4)"
+
+
+def test_heldout_sets_get_their_own_gains_and_per_problem_pairs():
+    base = snap(discriminating={"s1": 0.0, "s2": 0.5, "u1": 0.25, "b1": 1.0})
+    final = snap(discriminating={"s1": 1.0, "s2": 0.5, "u1": 0.25, "b1": 0.0})
+    report = {"baseline": base, "snapshots": [final]}
+    sets = {"seen": ["s1", "s2"], "unseen": ["u1"], "bundled": ["b1"]}
+    summary = learning.learning_summary(report, sets=sets)
+    seen = summary["gains"]["heldout_seen"]["discriminating"]
+    assert (seen["n"], seen["before"], seen["after"]) == (2, 0.25, 0.75)
+    assert summary["gains"]["heldout_bundled"]["discriminating"]["delta"] == -1.0
+    assert summary["gains"]["base_to_final"]["discriminating"]["n"] == 4  # all held-out
+    pairs = learning.heldout_per_problem(report, sets)
+    assert pairs["seen"] == {"s1": [0.0, 1.0], "s2": [0.5, 0.5]}
+    flat = learning.flat_metrics(summary)
+    assert learning.summary_from_metrics(flat)["gains"]["heldout_seen"]["discriminating"] == seen
+
+
+def test_reward_vs_control_pairs_gains_over_shared_problems():
+    ids = [f"p{i}" for i in range(8)]
+    treatment = {i: [0.2, 0.6] for i in ids} | {"only_t": [0.0, 1.0]}
+    control = {i: [0.2, 0.3] for i in ids}
+    line = learning.reward_vs_control(treatment, control)
+    assert line == "LEARN reward_vs_control delta=0.300 ci95_delta=0.300,0.300 n=8"
+    worse = learning.reward_vs_control(control, treatment)
+    assert worse.startswith("LEARN reward_vs_control delta=-0.300")
+    assert learning.reward_vs_control({}, control).endswith("ci95_delta=n/a (n=0)")
+
+
+def test_base_zone_share_is_the_first_validations_zone():
+    runs = [
+        ("r2-validate-tests", {"break_rate": 0.3, "zone_problems": 1.0, "zone_estimated": 8.0}),
+        ("r1-validate-tests", {"break_rate": 0.6, "zone_problems": 6.0, "zone_estimated": 8.0}),
+    ]
+    summary, *_ = learning.from_phase_runs(runs)
+    assert summary["base_zone_share"] == 0.75
+    assert learning.from_phase_runs([])[0]["base_zone_share"] is None

@@ -49,7 +49,25 @@ def paired_delta(
     }
 
 
-MEASURES = ("discriminating", "strict", "raw", "pass_at_n")
+MEASURES = ("discriminating", "strict", "raw", "pass_at_n", "defines")
+MIN_PER_SIDE = 5  # an interval resting on fewer values per side is printed as n/a, not a number
+
+
+def interval_text(d: Mapping[str, float] | None, n_key: str = "n") -> str:
+    """`ci95_delta=LO,HI n=N` for a gain, or `ci95_delta=n/a (n=K)` when it rests on fewer
+    than MIN_PER_SIDE values per side (problems, or steps per quarter).
+
+    >>> interval_text({"lo": -0.01, "hi": 0.05, "n": 40})
+    'ci95_delta=-0.010,0.050 n=40'
+    >>> interval_text({"lo": 0.6, "hi": 0.6, "n": 1})
+    'ci95_delta=n/a (n=1)'
+    >>> interval_text(None)
+    'ci95_delta=n/a (n=0)'
+    """
+    n = int((d or {}).get(n_key, 0))
+    if not d or n < MIN_PER_SIDE:
+        return f"ci95_delta=n/a (n={n})"
+    return f"ci95_delta={d['lo']:.3f},{d['hi']:.3f} n={n}"
 
 
 def train_reward_change(
@@ -78,6 +96,7 @@ def train_reward_change(
     mean_first, mean_last = sum(first) / q, sum(last) / q
     return {
         "steps": float(n),
+        "per_side": float(q),
         "first": mean_first,
         "last": mean_last,
         "delta": mean_last - mean_first,
@@ -102,10 +121,28 @@ def stage_gain(
     return paired_delta([b[i] for i in ids], [a[i] for i in ids], seed=seed)
 
 
-def learning_summary(report: Mapping[str, Any], seed: int = 0) -> dict[str, Any]:
+def subset_gain(
+    before: Mapping[str, Any], after: Mapping[str, Any], measure: str, ids: Sequence[str],
+    seed: int = 0,
+) -> dict[str, float] | None:  # fmt: skip
+    """stage_gain over the problems of `ids` only (a held-out set)."""
+    keep = set(ids)
+    b = {k: v for k, v in _per_problem(before, measure).items() if k in keep}
+    a = {k: v for k, v in _per_problem(after, measure).items() if k in keep}
+    both = sorted(set(b) & set(a))
+    if not both:
+        return None
+    return paired_delta([b[i] for i in both], [a[i] for i in both], seed=seed)
+
+
+def learning_summary(
+    report: Mapping[str, Any], seed: int = 0, sets: Mapping[str, Sequence[str]] | None = None
+) -> dict[str, Any]:
     """Gains per stage: base -> warm start, warm start -> final (what self-play added), and
-    base -> final, for every measure; the bank pass rate of the answerer the generator attacked
-    first (warm start, else base) and of the final one; HumanEval pass@1 of base and final."""
+    base -> final, for every measure, and base -> final on each named held-out set
+    (`heldout_<set>`: `sets` maps a set's name to its problem ids); the bank pass rate of the
+    answerer the generator attacked first (warm start, else base) and of the final one;
+    HumanEval pass@1 of base and final."""
     base = report.get("baseline") or {}
     snapshots = list(report.get("snapshots") or [])
     warm = next((s for s in snapshots if s.get("label") == "warm-start"), None)
@@ -118,6 +155,8 @@ def learning_summary(report: Mapping[str, Any], seed: int = 0) -> dict[str, Any]
     gains = {
         name: {m: stage_gain(b, a, m, seed) for m in MEASURES} for name, (b, a) in stages.items()
     }
+    for set_name, ids in (sets or {}).items():
+        gains[f"heldout_{set_name}"] = {m: subset_gain(base, final, m, ids, seed) for m in MEASURES}
     first = warm or base
     return {
         "gains": gains,
@@ -152,6 +191,16 @@ def _f(value: Any) -> str:
     return "n/a" if value is None else f"{float(value):.3f}"
 
 
+HELDOUT_FILE = "heldout.json"  # per set, per problem, base and final: logged by evaluate
+HELDOUT_LINES = ("seen", "unseen", "bundled")  # the learning issue's held-out sets, in order
+
+
+def _gain_line(name: str, d: Mapping[str, float] | None) -> str:
+    if not d:
+        return f"LEARN {name} base=n/a final=n/a {interval_text(None)}"
+    return f"LEARN {name} base={d['before']:.3f} final={d['after']:.3f} {interval_text(d)}"
+
+
 def learn_lines(
     summary: Mapping[str, Any],
     break_rates: Sequence[float],
@@ -159,28 +208,39 @@ def learn_lines(
     completions_trained: float | None = None,
     train_reward: Mapping[str, float] | None = None,
 ) -> list[str]:
-    """The lines `make learn` ends with (format fixed by the learning issue)."""
+    """The lines `make learn` ends with (format fixed by the learning issues). Every interval
+    carries its n, and one resting on fewer than MIN_PER_SIDE values per side is n/a."""
     gains = summary.get("gains") or {}
-    lines = []
+    trained = "n/a" if completions_trained is None else f"{completions_trained:.0f}"
+    lines = [f"LEARN completions_trained {trained}"]
+    if train_reward:
+        lines.append(
+            f"LEARN train_reward first={train_reward['first']:.3f} "
+            f"last={train_reward['last']:.3f} "
+            f"{interval_text(train_reward, 'per_side')}"
+        )
+    else:
+        lines.append(f"LEARN train_reward first=n/a last=n/a {interval_text(None)}")
+    lines.append(f"LEARN base_zone_share {_f(summary.get('base_zone_share'))}")
+    for set_name in HELDOUT_LINES:
+        d = (gains.get(f"heldout_{set_name}") or {}).get("discriminating")
+        lines.append(_gain_line(f"heldout_{set_name}", d))
+    defines = (gains.get("base_to_final") or {}).get("defines")
+    lines.append(
+        "LEARN definition_rate "
+        + (f"base={defines['before']:.3f} final={defines['after']:.3f}" if defines
+           else "base=n/a final=n/a")
+    )  # fmt: skip
     for name, measure in (
         ("validation_pass_rate", "discriminating"),
         ("strict_pass_rate", "strict"),
         ("pass_at_n", "pass_at_n"),
     ):
-        d = (gains.get("base_to_final") or {}).get(measure)
-        if d:
-            lines.append(
-                f"LEARN {name} base={d['before']:.3f} final={d['after']:.3f} "
-                f"ci95_delta={d['lo']:.3f},{d['hi']:.3f}"
-            )
-        else:
-            lines.append(f"LEARN {name} base=n/a final=n/a ci95_delta=n/a")
+        lines.append(_gain_line(name, (gains.get("base_to_final") or {}).get(measure)))
     for stage in ("base_to_warm_start", "warm_start_to_final"):
         d = (gains.get(stage) or {}).get("discriminating")
         if d:
-            lines.append(
-                f"LEARN stage {stage} delta={d['delta']:.3f} ci95_delta={d['lo']:.3f},{d['hi']:.3f}"
-            )
+            lines.append(f"LEARN stage {stage} delta={d['delta']:.3f} {interval_text(d)}")
     first = break_rates[0] if break_rates else None
     last = break_rates[-1] if break_rates else None
     lines.append(f"LEARN generator_break_rate first={_f(first)} last={_f(last)}")
@@ -191,17 +251,44 @@ def learn_lines(
     he = summary.get("humaneval_pass_at_1") or {}
     lines.append(f"LEARN humaneval_pass_at_1 base={_f(he.get('base'))} final={_f(he.get('final'))}")
     lines.append(f"LEARN useful_group_share {_f(useful_group_share)}")
-    trained = "n/a" if completions_trained is None else f"{completions_trained:.0f}"
-    lines.append(f"LEARN completions_trained {trained}")
-    if train_reward:
-        lines.append(
-            f"LEARN train_reward first={train_reward['first']:.3f} "
-            f"last={train_reward['last']:.3f} "
-            f"ci95_delta={train_reward['lo']:.3f},{train_reward['hi']:.3f}"
-        )
-    else:
-        lines.append("LEARN train_reward first=n/a last=n/a ci95_delta=n/a")
     return lines
+
+
+def heldout_per_problem(
+    report: Mapping[str, Any], sets: Mapping[str, Sequence[str]], measure: str = "discriminating"
+) -> dict[str, dict[str, list[float]]]:
+    """{set: {problem id: [base, final]}}: what a control run is compared on, problem by
+    problem (`reward_vs_control`)."""
+    base = _per_problem(report.get("baseline") or {}, measure)
+    snapshots = [s for s in report.get("snapshots") or [] if s.get("label") != "warm-start"]
+    final = _per_problem(snapshots[-1], measure) if snapshots else {}
+    return {
+        name: {i: [base[i], final[i]] for i in ids if i in base and i in final}
+        for name, ids in sets.items()
+    }
+
+
+def reward_vs_control(
+    treatment: Mapping[str, Sequence[float]],
+    control: Mapping[str, Sequence[float]],
+    seed: int = 0,
+) -> str:
+    """`LEARN reward_vs_control delta=X ci95_delta=LO,HI n=N`: the treatment's held-out gain
+    (final - base) minus the control's, paired over the problems both measured ({problem id:
+    [base, final]} each), with a bootstrap interval over problems.
+
+    >>> t = {str(i): [0.1, 0.5] for i in range(6)}
+    >>> c = {str(i): [0.1, 0.2] for i in range(6)}
+    >>> reward_vs_control(t, c)
+    'LEARN reward_vs_control delta=0.300 ci95_delta=0.300,0.300 n=6'
+    """
+    ids = sorted(set(treatment) & set(control))
+    gain_c = [control[i][1] - control[i][0] for i in ids]
+    gain_t = [treatment[i][1] - treatment[i][0] for i in ids]
+    d = paired_delta(gain_c, gain_t, seed=seed)
+    if not ids:
+        return f"LEARN reward_vs_control delta=n/a {interval_text(None)}"
+    return f"LEARN reward_vs_control delta={d['delta']:.3f} {interval_text(d)}"
 
 
 def summary_from_metrics(flat: Mapping[str, float]) -> dict[str, Any]:
@@ -230,12 +317,14 @@ def from_phase_runs(
 ) -> tuple[dict[str, Any], list[float], float | None, float | None]:
     """(learning summary, generator break rate per round, useful group share, answerer
     completions trained) from the phases' MLflow runs, given as (run name `r{round}-{phase}`,
-    latest metrics)."""
+    latest metrics). The summary's `base_zone_share` is the first validation's share of
+    problems whose frozen (base) samples differed in reward."""
     import re
 
     breaks: list[tuple[int, float]] = []
     useful: list[float] = []
     trained: list[float] = []
+    zones: list[tuple[int, float]] = []
     flat: dict[str, float] = {}
     for name, metrics in runs:
         match = re.match(r"r(\d+)-(.*)", name)
@@ -244,6 +333,8 @@ def from_phase_runs(
         round_index, phase = int(match.group(1)), match.group(2)
         if phase == "validate-tests" and "break_rate" in metrics:
             breaks.append((round_index, float(metrics["break_rate"])))
+        if phase == "validate-tests" and metrics.get("zone_estimated"):
+            zones.append((round_index, metrics["zone_problems"] / metrics["zone_estimated"]))
         elif phase.startswith("train-") and "useful_group_share" in metrics:
             useful.append(float(metrics["useful_group_share"]))
             if phase.startswith("train-answerer") and "completions_trained" in metrics:
@@ -252,4 +343,7 @@ def from_phase_runs(
             flat.update({k: float(v) for k, v in metrics.items() if k.startswith("learn.")})
     share = sum(useful) / len(useful) if useful else None
     total = sum(trained) if trained else None
-    return summary_from_metrics(flat), [b for _, b in sorted(breaks)], share, total
+    summary = summary_from_metrics(flat)
+    # the first round's frozen answerer is the base model (no warm start): its zone share
+    summary["base_zone_share"] = min(zones)[1] if zones else None
+    return summary, [b for _, b in sorted(breaks)], share, total

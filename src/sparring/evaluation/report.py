@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sparring import storage
+from sparring.evaluation.learning import MIN_PER_SIDE
 
 CURVES = (
     ("answerer_reward", "answerer reward (val)"),
@@ -256,10 +257,14 @@ def _learning_lines(learning: Mapping[str, Any]) -> list[str]:
     for stage, per in gains.items():
         for measure, d in per.items():
             if d:
+                interval = (
+                    f"[{d['lo']:+.3f}, {d['hi']:+.3f}]"
+                    if d["n"] >= MIN_PER_SIDE
+                    else f"n/a (n={int(d['n'])})"  # too few problems to rest an interval on
+                )
                 lines.append(
                     f"| {stage.replace('_', ' ')} | {measure} | {int(d['n'])} | "
-                    f"{d['before']:.3f} | {d['after']:.3f} | {d['delta']:+.3f} | "
-                    f"[{d['lo']:+.3f}, {d['hi']:+.3f}] |"
+                    f"{d['before']:.3f} | {d['after']:.3f} | {d['delta']:+.3f} | {interval} |"
                 )
     lines.append("")
     return lines

@@ -8,6 +8,7 @@ Does not cover: the measures (sparring.evaluation).
 
 from __future__ import annotations
 
+import json
 import logging
 import tempfile
 from pathlib import Path
@@ -21,7 +22,7 @@ from sparring.evaluation import report as report_mod
 from sparring.evaluation.hacking import hacking_signals
 from sparring.evaluation.snapshots import choose_best, evaluate_snapshots, model_metrics
 from sparring.phases.snapshot import resolve_snapshots
-from sparring.problems import read_jsonl
+from sparring.problems import heldout_sets, read_jsonl
 from sparring.sandbox.limits import trusted_limits
 
 log = logging.getLogger(__name__)
@@ -53,8 +54,18 @@ def evaluate(
         )
         if len(rounds) < len(entries):
             report = _add_labelled(cfg, report, entries, data_dir, bank_path, out_dir)
-    if cfg.data.val_samples:  # held-out gains per stage, with bootstrap intervals
-        report["learning"] = learning.learning_summary(report, cfg.seed)
+    val_file = Path(data_dir) / "val.jsonl"
+    sets = heldout_sets(read_jsonl(val_file)) if val_file.is_file() else {}
+    if cfg.data.val_samples:  # held-out gains per stage and per set, with bootstrap intervals
+        report["learning"] = learning.learning_summary(report, cfg.seed, sets)
+        per_problem = learning.heldout_per_problem(report, sets)
+        report["learning"]["per_problem"] = per_problem
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        heldout_file = Path(out_dir) / learning.HELDOUT_FILE
+        heldout_file.write_text(
+            json.dumps({"reward": cfg.rewards.answerer, "sets": per_problem}, sort_keys=True)
+        )
+        tracking.log_artifacts([heldout_file], "learning")  # where a control run finds it
     if parent_run_id:
         try:
             report["step_curves"] = tracking.step_curves(cfg, parent_run_id)
