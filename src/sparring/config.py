@@ -220,7 +220,9 @@ class SandboxConfig:
 @dataclass(frozen=True)
 class FamiliesConfig:
     families: list[str] = _f([], "families trained on (empty = every family not held out)")
-    levels: list[int] = _f([1, 2, 3], "difficulty levels trained and measured (1-3)")
+    levels: list[int] = _f(
+        [1, 2, 3], "difficulty levels trained and measured (0-3; 0 is one built-in step)"
+    )
     per_family: int = _f(4, "training instances per family and level", ge=1)
     seed: int = _f(0, "seed of the training instances", ge=0)
     heldout_seed: int = _f(

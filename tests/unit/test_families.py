@@ -35,7 +35,7 @@ from sparring.problems import load_source, write_jsonl
 from sparring.trivial import trivial_family
 
 PAIRS = [(name, level) for name in FAMILIES for level in LEVELS]
-ID = re.compile(r"fam-(?P<family>[a-z_]+)-L(?P<level>[123])-s(?P<seed>\d+)-(?P<index>\d+)")
+ID = re.compile(r"fam-(?P<family>[a-z_]+)-L(?P<level>[0123])-s(?P<seed>\d+)-(?P<index>\d+)")
 
 
 def _define(draft: Draft):
@@ -80,7 +80,7 @@ def test_reference_source_agrees_with_the_implementation(family, level):
 @settings(max_examples=20, deadline=None)
 @given(st.integers(0, 10**6))
 def test_every_instance_passes_its_checks(seed):
-    problems = generate(seed, 1)
+    problems = generate(seed, 1, levels=LEVELS)
     assert len(problems) == len(PAIRS)
     assert check_instances(problems) == []
     for p in problems:
@@ -91,7 +91,7 @@ def test_every_instance_passes_its_checks(seed):
             f"level:{m['level']}",
             FAMILIES[m["family"]].domain,
         ]
-        assert p.difficulty == {"1": "easy", "2": "medium", "3": "hard"}[m["level"]]
+        assert p.difficulty == {"0": "easy", "1": "easy", "2": "medium", "3": "hard"}[m["level"]]
         assert 8 <= len(p.baseline_tests) <= 10
         assert all(t.startswith(f"assert {p.function_name}(") for t in p.baseline_tests)
         assert p.reference_solution.startswith(p.function_signature + "\n")
@@ -153,7 +153,7 @@ def test_problems_round_trip_through_the_loaders(tmp_path):
     ("kwargs", "message"),
     [
         ({"families": ["nope"]}, "unknown problem family 'nope'; known: filter_aggregate"),
-        ({"levels": [4]}, "unknown level 4; known: 1, 2, 3"),
+        ({"levels": [4]}, "unknown level 4; known: 0, 1, 2, 3"),
         ({"levels": [True]}, "unknown level True"),
         ({"per_family": 0}, "per_family 0"),
         ({"seed": -1}, "seed -1"),
@@ -290,7 +290,7 @@ def test_cli_writes_jsonl(tmp_path, capsys):
     out = tmp_path / "fam.jsonl"
     rc = main(["problems", "families", "--seed", "0", "--per-family", "1", "--out", str(out)])
     assert rc == 0
-    n = len(PAIRS)
+    n = len(FAMILIES) * 3  # the default levels, 1-3; level 0 is asked for by name
     assert (
         capsys.readouterr().out
         == f"wrote {n} problems ({len(FAMILIES)} families x 3 levels x 1) to {out}\n"
@@ -303,7 +303,7 @@ def test_cli_writes_jsonl(tmp_path, capsys):
     ("args", "message"),
     [
         (["--families", "digits,nope"], "unknown problem family 'nope'"),
-        (["--levels", "1,4"], "--levels: '4' is not one of 1, 2, 3"),
+        (["--levels", "1,4"], "--levels: '4' is not one of 0, 1, 2, 3"),
         (["--levels", "two"], "--levels: 'two'"),
         (["--per-family", "0"], "--per-family 0: must be at least 1"),
         (["--seed", "-1"], "--seed -1: must be at least 0"),

@@ -81,7 +81,7 @@ def add_commands(sub) -> None:
         "--levels",
         metavar="1,2",
         default="1,2,3",
-        help="comma-separated levels, 1 to 3 (default: 1,2,3)",
+        help="comma-separated levels, 0 to 3 (default: 1,2,3; 0 is one built-in step)",
     )
     p.add_argument(
         "--out",

@@ -1,8 +1,9 @@
 """Problem families: procedurally generated function-writing problems, seeded and checked.
 
 Covers: `FAMILIES` (14 families over integer lists, strings, integers and mappings, each with
-levels 1-3: level 1 is one simple step a 135M model can sometimes solve, each further level adds
-a step or an edge-case rule), `generate` (per_family instances of every (family, level) pair,
+levels 0-3: level 0 is one built-in step, level 1 one simple step with a condition, each
+further level adds a step or an edge-case rule; `generate` makes levels 1-3 unless level 0 is
+named), `generate` (per_family instances of every (family, level) pair,
 identical for the same seed in any process), and `check_instance` (the reference passes every
 test, and at least 3 tests, and at least half, are passed by no trivial solution of
 sparring.trivial). A family level picks, per instance, its function and parameter names, its
@@ -19,11 +20,13 @@ from __future__ import annotations
 import copy
 import random
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
 from sparring.errors import SparringError
 from sparring.families.base import Args, Draft, Family
+from sparring.families.level0 import LEVEL0, SUMMARY
 from sparring.families.numeric import FAMILIES_NUMERIC
 from sparring.families.text import FAMILIES_TEXT
 from sparring.problems import Problem
@@ -42,9 +45,13 @@ __all__ = [
     "normalized_key",
 ]
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (*FAMILIES_NUMERIC, *FAMILIES_TEXT)}
-LEVELS = (1, 2, 3)
-DIFFICULTY = {1: "easy", 2: "medium", 3: "hard"}
+FAMILIES: dict[str, Family] = {
+    f.name: replace(f, levels={0: SUMMARY[f.name], **f.levels})
+    for f in (*FAMILIES_NUMERIC, *FAMILIES_TEXT)
+}
+LEVELS = (0, 1, 2, 3)
+DEFAULT_LEVELS = (1, 2, 3)  # level 0 (one built-in step) is asked for by name
+DIFFICULTY = {0: "easy", 1: "easy", 2: "medium", 3: "hard"}
 MIN_TESTS, MAX_TESTS = 8, 10
 MIN_DISCRIMINATING = 3
 MAX_TEST_CHARS = 300
@@ -77,14 +84,18 @@ def _level(level: Any) -> int:
 def build_draft(family: str, level: int, rng: random.Random) -> Draft:
     """One draft of `family` at `level` from `rng`: names, phrasing, constants, reference
     and implementation, before tests are chosen."""
-    return _family(family).build(rng, _level(level))
+    return _build(_family(family), rng, _level(level))
+
+
+def _build(family: Family, rng: random.Random, level: int) -> Draft:
+    return LEVEL0[family.name](rng) if level == 0 else family.build(rng, level)
 
 
 def generate(
     seed: int,
     per_family: int,
     families: Sequence[str] | None = None,
-    levels: Sequence[int] = LEVELS,
+    levels: Sequence[int] = DEFAULT_LEVELS,
 ) -> list[Problem]:
     """`per_family` checked instances of each (family, level) pair, families in `FAMILIES`
     order unless named, ids `fam-<family>-L<level>-s<seed>-<index>`. The same arguments give
@@ -116,7 +127,7 @@ def _instance(family: Family, level: int, seed: int, index: int, seen: set[str])
     for attempt in range(ATTEMPTS):
         key = f"{seed}:{family.name}:{level}:{index}" + (f":{attempt}" if attempt else "")
         rng = random.Random(key)
-        draft = family.build(rng, level)
+        draft = _build(family, rng, level)
         problem = Problem(
             id=f"fam-{family.name}-L{level}-s{seed}-{index}",
             description=draft.description,
