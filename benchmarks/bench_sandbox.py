@@ -1,19 +1,24 @@
 """Throughput of the sandbox pool vs. one fresh `python -c` per test (what naive harnesses do).
 
 Runs the same ~200 tests (40 small problems, 5 asserts each, some failing) both ways in the same
-run, with the same parallelism (one thread per pool worker), in interleaved rounds, and prints
-tests/s of each plus `BENCH sandbox_speedup <median ratio> x`. The pool runs with full isolation
-(bwrap when usable). Usage: python benchmarks/bench_sandbox.py [--rounds 3] [--isolation auto]
+run, with the same parallelism (one thread per pool worker), in `--reps` interleaved repetitions
+(pool, baseline, pool, baseline, ...; at least 3), and prints tests/s of each per repetition and
+
+  BENCH sandbox_speedup median=X min=Y max=Z n=N
+
+the pool's tests/s over the baseline's, paired per repetition. The pool runs with full isolation
+(bwrap when usable). Usage: python benchmarks/bench_sandbox.py [--reps 3] [--isolation auto]
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+
+import benchstats
 
 from sparring.sandbox import Sandbox, SandboxLimits
 
@@ -94,11 +99,10 @@ def main() -> None:
     ap.add_argument("--problems", type=int, default=40)
     ap.add_argument("--isolation", default="auto", choices=["auto", "bwrap", "none"])
     ap.add_argument("--workers", type=int, default=0, help="pool size (0 = cores)")
-    ap.add_argument("--repeat", type=int, default=5, help="pool passes per round")
-    ap.add_argument(
-        "--rounds", type=int, default=3, help="pool/baseline rounds, interleaved; median ratio"
-    )
+    ap.add_argument("--repeat", type=int, default=5, help="pool passes per repetition")
+    benchstats.add_reps_argument(ap)
     args = ap.parse_args()
+    reps = benchstats.checked_reps(ap, args.reps)
     jobs = make_jobs(args.problems)
     n_tests = sum(len(t) for _, t in jobs)
     limits = SandboxLimits(timeout_s=5.0, isolation=args.isolation, workers=args.workers)
@@ -111,24 +115,26 @@ def main() -> None:
         f"tests: {n_tests} in {len(jobs)} problems, workers: {sb.size}, isolation: {sb.isolation}"
     )
     print(f"pool start + first pass: {cold:.2f} s")
-    # Interleaved rounds: this machine's speed drifts (shared host), and a drift that lands on
-    # one side only would skew a single pool-then-baseline comparison.
-    ratios = []
-    for i in range(args.rounds):
-        pool, pool_passed = pool_rate(sb, jobs, args.repeat)
-        base, base_passed = baseline_rate(jobs, sb.size)
-        ratios.append(pool / base)
-        print(
-            f"round {i + 1}: pool {pool:7.1f} tests/s ({pool_passed} passed), "
-            f"baseline {base:6.1f} tests/s ({base_passed} passed), ratio {pool / base:.1f}"
-        )
-        if pool_passed != base_passed:
-            print(f"WARNING: pass counts differ ({pool_passed} vs {base_passed})")
+    # Interleaved repetitions: this machine's speed drifts (shared host), and a drift that lands
+    # on one side only would skew a single pool-then-baseline comparison.
+    rates: dict[str, list[float]] = {"pool": [], "baseline": []}
+    passes: dict[str, int] = {}
+    for i, arm in benchstats.interleaved(list(rates), reps):
+        if arm == "pool":
+            rate, passes[arm] = pool_rate(sb, jobs, args.repeat)
+        else:
+            rate, passes[arm] = baseline_rate(jobs, sb.size)
+        rates[arm].append(rate)
+        print(f"rep {i + 1} {arm}: {rate:7.1f} tests/s ({passes[arm]} passed)", flush=True)
+        if arm == "baseline" and passes["pool"] != passes["baseline"]:
+            print(f"WARNING: pass counts differ ({passes['pool']} pool, {passes[arm]} baseline)")
     replaced = sb.replaced
     sb.close()
     if replaced:
         print(f"WARNING: {replaced} workers were replaced during the run")
-    print(f"BENCH sandbox_speedup {statistics.median(ratios):.1f} x")
+    for arm, values in rates.items():
+        print(f"{arm} tests/s: {benchstats.spread(values, 1)}")
+    print(benchstats.bench_line("sandbox_speedup", benchstats.paired_ratios(*rates.values())))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Serving benchmark. Prints:
 
-  BENCH async_rollout_speedup <ratio> x
+  BENCH async_rollout_speedup median=X min=Y max=Z n=N
       Wall time of `steps` rollout+training steps done one after the other (sample a step
       through the server, train a LoRA step on it, publish the adapter, repeat) over the same
       steps overlapped (step k+1 sampled through the server while step k trains, each step
@@ -14,11 +14,15 @@
       waits while the other works, which is what overlapping recovers. Unpinned (`--no-pin`),
       vLLM's OpenMP threads and torch's fight over both cores and the overlapped arm slows
       down.
+      Each arm runs `--reps` times (at least 3), interleaved (sequential, overlapped,
+      sequential, ...), on the same problems with the same budgets; X, Y and Z are the median,
+      smallest and largest of the sequential arm's time over the overlapped arm's, paired per
+      repetition.
 
 Also prints the server's start time and its sampling rate (tokens/s) in the first arm.
 
 Usage: .venv/bin/python benchmarks/bench_serving.py [--steps N] [--problems P] [--group G]
-       [--max-tokens T] [--port PORT]
+       [--max-tokens T] [--port PORT] [--reps R]
 Needs the serving virtualenv (`make install-serve`).
 """
 
@@ -32,6 +36,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import benchstats
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,11 +98,16 @@ async def arm(args, url, publisher, name, model_dir, batches, overlap, work) -> 
         await client.aclose()
 
 
-def _merge(results: list[dict]) -> dict:
-    return {
-        "seconds": sum(r["seconds"] for r in results),
-        "steps": [s for r in results for s in r["steps"]],
-    }
+def _where(res: dict) -> str:
+    """Where one run's seconds went."""
+    steps = res["steps"]
+    sample_s = sum(s["sample_s"] for s in steps)
+    train_s = sum(s["step_s"] for s in steps)
+    dropped = sum(s["dropped_stale"] for s in steps)
+    return (
+        f"{res['seconds']:.1f} s for {len(steps)} steps (sampling {sample_s:.1f} s, "
+        f"training {train_s:.1f} s, stale dropped {dropped:.0f})"
+    )
 
 
 def main() -> int:
@@ -108,9 +119,10 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--port", type=int, default=18731)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--rounds", type=int, default=1, help="runs of each arm (ABBA order)")
+    benchstats.add_reps_argument(parser)
     parser.add_argument("--no-pin", action="store_true", help="no core pinning (see above)")
     args = parser.parse_args()
+    reps = benchstats.checked_reps(parser, args.reps)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so `finally` stops the engine
 
     from sparring.backends.torch.models import smollm2_dir
@@ -164,37 +176,28 @@ def main() -> int:
                 await client.aclose()
 
             asyncio.run(warm())
-            # ABBA order (sequential, overlapped, overlapped, sequential, ...) so that a drift
-            # in the machine's load hits both arms alike; times are summed per arm.
-            order = [False, True, True, False] * args.rounds
-            order = order[: 2 * args.rounds]
-            runs: dict[bool, list[dict]] = {False: [], True: []}
-            for k, overlap in enumerate(order):
-                label = "overlapped" if overlap else "sequential"
+            # Interleaved (sequential, overlapped, sequential, ...) so that a drift in the
+            # machine's load hits both arms alike; each run has its own fresh adapter.
+            runs: dict[str, list[dict]] = {"sequential": [], "overlapped": []}
+            for k, label in benchstats.interleaved(list(runs), reps):
+                overlap = label == "overlapped"
                 res = asyncio.run(
                     arm(args, url, publisher, f"{label}{k}", model_dir, batches, overlap,
-                        f"{tmp}/{k}")
+                        f"{tmp}/{label}{k}")
                 )  # fmt: skip
-                print(f"  {label} run {k}: {res['seconds']:.1f} s", flush=True)
-                runs[overlap].append(res)
-            seq = _merge(runs[False])
-            ovl = _merge(runs[True])
+                print(f"  rep {k + 1} {label}: {_where(res)}", flush=True)
+                runs[label].append(res)
         finally:
             proc.stop()
-    for label, res in (("sequential", seq), ("overlapped", ovl)):
-        steps = res["steps"]
-        sample_s = sum(s["sample_s"] for s in steps)
-        train_s = sum(s["step_s"] for s in steps)
-        dropped = sum(s["dropped_stale"] for s in steps)
-        print(
-            f"{label}: {res['seconds']:.1f} s for {len(steps)} steps (sampling {sample_s:.1f} s, "
-            f"training {train_s:.1f} s, stale dropped {dropped:.0f}, "
-            f"{len(steps) * args.problems * args.group * args.max_tokens} sampled tokens)"
-        )
-    tokens = len(seq["steps"]) * args.problems * args.group * args.max_tokens
-    seq_sample = sum(s["sample_s"] for s in seq["steps"])
-    print(f"server sampling in the sequential arm: {tokens / seq_sample:.1f} tokens/s")
-    print(f"BENCH async_rollout_speedup {seq['seconds'] / ovl['seconds']:.2f} x")
+    tokens = args.steps * args.problems * args.group * args.max_tokens
+    print(f"sampled tokens per run: {tokens} in both arms")
+    seconds = {label: [r["seconds"] for r in res] for label, res in runs.items()}
+    for label, values in seconds.items():
+        print(f"{label} seconds: {benchstats.spread(values, 1)}")
+    seq_rates = [tokens / sum(s["sample_s"] for s in r["steps"]) for r in runs["sequential"]]
+    print(f"server sampling in the sequential arm, tokens/s: {benchstats.spread(seq_rates, 1)}")
+    ratios = benchstats.paired_ratios(seconds["sequential"], seconds["overlapped"])
+    print(benchstats.bench_line("async_rollout_speedup", ratios))
     return 0
 
 

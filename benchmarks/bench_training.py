@@ -1,19 +1,22 @@
-"""Training benchmarks. Prints two lines:
+"""Training benchmarks. Each arm runs `--reps` times (at least 3), interleaved (A B A B A B), on
+the same problems with the same budgets; each BENCH line gives the median, smallest and largest of
+the ratios paired per repetition and their number. Prints two lines:
 
-  BENCH frozen_reuse_speedup <ratio> x
+  BENCH frozen_reuse_speedup median=X min=Y max=Z n=N
       Reward cost of one generator GRPO step with reuse (the frozen answerer's solutions sampled
       once before the phase + the per (solution, test) result cache) against resampling the
       frozen answerer every step (generation + running every test, no cache). Same run, same
       tiny-random frozen model, same generator completions (built from mutated baseline tests,
       overlapping from step to step as a generator's samples do). Unparseable frozen samples are
-      replaced by the reference solution in both arms so both run the same code.
-  BENCH shared_topology_memory_ratio <ratio> x
+      replaced by the reference solution in both arms so both run the same code. Each
+      repetition of the reuse arm starts from an empty cache.
+  BENCH shared_topology_memory_ratio median=X min=Y max=Z n=N
       Peak RSS of a shared-topology LoRA run (one base, adapters `answerer` and `generator`, a few
       GRPO steps of each) over a single-role LoRA run of the same model, each in a fresh
       subprocess (resource.getrusage maxrss). Model: smollm2-135m when its converted cache exists
       (or --model), else tiny-random; the line says which.
 
-Usage: .venv/bin/python benchmarks/bench_training.py [--model NAME] [--steps N]
+Usage: .venv/bin/python benchmarks/bench_training.py [--model NAME] [--steps N] [--reps R]
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import benchstats
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,7 +51,8 @@ def _completions(problems, step: int, per_problem: int) -> tuple[list[str], list
     return texts, ids
 
 
-def bench_reuse(steps: int = 3) -> float:
+def bench_reuse(reps: int, steps: int = 3) -> list[float]:
+    """The reward cost of a generator step without reuse over with it, per repetition."""
     from sparring import code_duel
     from sparring.backends.torch import models
     from sparring.backends.torch.generation import generate
@@ -95,17 +101,17 @@ def bench_reuse(steps: int = 3) -> float:
             for p in problems
         }
 
-    with Sandbox(untrusted_limits(cfg)) as sb:
-        sb.run_many([(problems[0].reference_solution, problems[0].baseline_tests)])  # warm up
-        # reuse: sample once (before the phase), then a cached scorer every step
-        frozen = sample(0)
-        scorer = code_duel.GeneratorScorer(infos(frozen), sb)
+    def reuse_step() -> float:
+        # sample once (before the phase), then a cached scorer every step
+        scorer = code_duel.GeneratorScorer(infos(sample(0)), sb)
         scorer.score(*_completions(problems, 0, per_problem))  # step 0: cold cache, not timed
         t = time.perf_counter()
         for step in range(1, steps + 1):
             scorer.score(*_completions(problems, step, per_problem))
-        reuse = (time.perf_counter() - t) / steps
-        # no reuse: resample the frozen answerer and run everything, every step
+        return (time.perf_counter() - t) / steps
+
+    def resample_step() -> float:
+        # resample the frozen answerer and run everything, every step
         t = time.perf_counter()
         for step in range(1, steps + 1):
             fresh = code_duel.GeneratorScorer(
@@ -113,9 +119,16 @@ def bench_reuse(steps: int = 3) -> float:
             )
             fresh.cache = _NoCache()
             fresh.score(*_completions(problems, step, per_problem))
-        resample = (time.perf_counter() - t) / steps
-    print(f"reuse step {reuse:.3f}s, resample step {resample:.3f}s", file=sys.stderr)
-    return resample / max(reuse, 1e-9)
+        return (time.perf_counter() - t) / steps
+
+    arms = {"reuse": reuse_step, "resample": resample_step}
+    seconds: dict[str, list[float]] = {name: [] for name in arms}
+    with Sandbox(untrusted_limits(cfg)) as sb:
+        sb.run_many([(problems[0].reference_solution, problems[0].baseline_tests)])  # warm up
+        for rep, name in benchstats.interleaved(list(arms), reps):
+            seconds[name].append(arms[name]())
+            print(f"rep {rep + 1} {name}: {seconds[name][-1]:.3f} s per step", file=sys.stderr)
+    return benchstats.paired_ratios(seconds["resample"], seconds["reuse"])
 
 
 class _NoCache:
@@ -165,9 +178,10 @@ def memory_child(mode: str, model_name: str, steps: int) -> None:
     print(json.dumps({"peak_mb": peak_memory_mb()}))
 
 
-def bench_memory(model_name: str, steps: int) -> float:
-    peaks = {}
-    for mode in ("single", "shared"):
+def bench_memory(model_name: str, steps: int, reps: int) -> list[float]:
+    """Peak RSS of the shared topology over a single role's, per repetition."""
+    peaks: dict[str, list[float]] = {"single": [], "shared": []}
+    for rep, mode in benchstats.interleaved(list(peaks), reps):
         cmd = [
             sys.executable,
             __file__,
@@ -185,13 +199,9 @@ def bench_memory(model_name: str, steps: int) -> float:
             check=True,
             env=dict(os.environ, HF_HUB_OFFLINE="1"),
         )
-        peaks[mode] = json.loads(out.stdout.strip().splitlines()[-1])["peak_mb"]
-    print(
-        f"peak RSS single {peaks['single']:.0f} MiB, shared {peaks['shared']:.0f} MiB "
-        f"({model_name})",
-        file=sys.stderr,
-    )
-    return peaks["shared"] / peaks["single"]
+        peaks[mode].append(json.loads(out.stdout.strip().splitlines()[-1])["peak_mb"])
+        print(f"rep {rep + 1} {mode}: peak RSS {peaks[mode][-1]:.0f} MiB", file=sys.stderr)
+    return benchstats.paired_ratios(peaks["shared"], peaks["single"])
 
 
 def main() -> None:
@@ -199,6 +209,7 @@ def main() -> None:
     ap.add_argument("--model", default="")
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--memory-child", choices=("single", "shared"))
+    benchstats.add_reps_argument(ap)
     args = ap.parse_args()
     if args.memory_child:
         memory_child(args.memory_child, args.model, args.steps)
@@ -210,10 +221,12 @@ def main() -> None:
         if (models.cache_dir() / "smollm2-135m" / "config.json").is_file()
         else "tiny-random"
     )
-    ratio = bench_reuse()
-    print(f"BENCH frozen_reuse_speedup {ratio:.1f} x", flush=True)
-    mem = bench_memory(model, args.steps)
-    print(f"BENCH shared_topology_memory_ratio {mem:.2f} x ({model}, {args.steps} steps/role)")
+    reps = benchstats.checked_reps(ap, args.reps)
+    print(benchstats.bench_line("frozen_reuse_speedup", bench_reuse(reps)), flush=True)
+    print(f"memory: {model}, {args.steps} GRPO steps per role", flush=True)
+    print(
+        benchstats.bench_line("shared_topology_memory_ratio", bench_memory(model, args.steps, reps))
+    )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,49 @@
+"""The benchmarks' BENCH lines (benchmarks/benchstats.py): one format, at least three
+repetitions per arm run interleaved, paired ratios; and every benchmark prints through it."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import pytest
+
+from benchmarks import benchstats
+
+ROOT = Path(__file__).resolve().parents[2]
+LINE = re.compile(r"BENCH [a-z_]+ median=[\d.]+ min=[\d.]+ max=[\d.]+ n=\d+")
+
+
+def test_bench_line_is_median_min_max_and_n_of_paired_ratios():
+    baseline, fast = [6.0, 9.0, 4.0], [2.0, 2.0, 4.0]
+    ratios = benchstats.paired_ratios(baseline, fast)
+    assert ratios == [3.0, 4.5, 1.0]
+    line = benchstats.bench_line("x_speedup", ratios)
+    assert line == "BENCH x_speedup median=3.00 min=1.00 max=4.50 n=3"
+    assert LINE.fullmatch(line)
+    with pytest.raises(ValueError, match="at least 3"):
+        benchstats.bench_line("x_speedup", ratios[:2])
+    with pytest.raises(ValueError, match="repetitions"):
+        benchstats.paired_ratios([1.0], [1.0, 2.0])
+
+
+def test_arms_alternate_and_fewer_than_three_reps_are_refused(capsys):
+    order = benchstats.interleaved(["a", "b"], 3)
+    assert [arm for _, arm in order] == ["a", "b"] * 3
+    assert [rep for rep, _ in order] == [0, 0, 1, 1, 2, 2]
+    parser = argparse.ArgumentParser()
+    benchstats.add_reps_argument(parser)
+    assert benchstats.checked_reps(parser, parser.parse_args([]).reps) == 3
+    with pytest.raises(SystemExit):
+        benchstats.checked_reps(parser, parser.parse_args(["--reps", "2"]).reps)
+    assert "at least 3 repetitions" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "benchmarks").glob("bench_*.py")), ids=str)
+def test_every_benchmark_prints_its_bench_lines_through_benchstats(path):
+    text = path.read_text()
+    assert "benchstats.bench_line(" in text and "benchstats.interleaved(" in text
+    assert "benchstats.checked_reps(" in text
+    # no BENCH line written by hand (the docstrings show the format, not an f-string)
+    assert not re.search(r"""f["']BENCH """, text), f"{path.name} formats a BENCH line itself"
