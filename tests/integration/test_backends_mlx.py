@@ -198,9 +198,17 @@ def test_load_errors_name_the_fix(tmp_path: Path):
         mlx_models.load(str(tmp_path))
 
 
-def test_phases_run_on_the_mlx_backend(tmp_path):
+def test_phases_run_on_the_mlx_backend(tmp_path, monkeypatch):
     """A generator phase against the frozen base, validation, then an answerer phase, all with
-    backend: mlx; artifacts are MLX adapters that evaluation and inference can sample from."""
+    backend: mlx; artifacts are MLX adapters that evaluation and inference can sample from.
+
+    The random model's tests all earn the same reward (a flat group: no gradient), so the
+    generator's GRPO step gets scripted rewards, 1 and 0 in turn (its real reward function still
+    runs, for the phase's metrics): a step that ran moves the LoRA B matrices off their zeros."""
+    import math
+
+    import mlx.core as mx
+
     from sparring.config import load_config
     from sparring.phases.answerer import train_answerer
     from sparring.phases.generator import train_generator
@@ -216,9 +224,30 @@ def test_phases_run_on_the_mlx_backend(tmp_path):
     )
     data = tmp_path / "data"
     materialize(cfg, str(data))
+    real_train = mlx_grpo.train_grpo
+    steps = []
+
+    def scripted(model, tokenizer, rows, reward_fn, **kwargs):
+        def rewards(**batch):
+            real = list(reward_fn(**batch))
+            return [float(i % 2 == 0) for i in range(len(real))]
+
+        return real_train(model, tokenizer, rows, rewards, on_step=lambda i, m: steps.append(m),
+                          **kwargs)  # fmt: skip
+
+    monkeypatch.setattr(mlx_grpo, "train_grpo", scripted)
     gen, tests, frozen = tmp_path / "gen", tmp_path / "tests.jsonl", tmp_path / "frozen.jsonl"
     metrics = train_generator(cfg, 1, str(data), "", None, str(gen), str(tests), str(frozen))
-    assert metrics["mlx/loss"] == metrics["mlx/loss"]  # a real, finite GRPO step ran
+    monkeypatch.undo()
+    # one real step per configured step, with a signal (no flat group) and a finite loss
+    assert len(steps) == metrics["steps"] == cfg.steps.generator >= 1, (steps, metrics)
+    assert all(m["frac_reward_zero_std"] == 0.0 for m in steps), steps
+    assert math.isfinite(metrics["mlx/loss"]), f"the GRPO loss is {metrics['mlx/loss']}"
+    assert metrics["mlx/loss"] == sum(m["loss"] for m in steps) / len(steps)
+    lora_b = {k: v for k, v in mx.load(str(gen / "adapters.safetensors")).items() if "lora_b" in k}
+    assert lora_b and any(float(mx.abs(v).sum()) > 0 for v in lora_b.values()), (
+        "the generator's GRPO step left its LoRA B matrices at zero: no update was applied"
+    )
     assert json.loads((gen / "sparring_model.json").read_text())["backend"] == "mlx"
     bank = tmp_path / "bank.jsonl"
     validate_tests(cfg, 1, str(data), str(tests), str(frozen), str(data / "bank.jsonl"), str(bank))

@@ -18,7 +18,8 @@ pytestmark = pytest.mark.integration
 
 ARTIFACT_BUCKET = "sparring-test"  # created by the s3_server fixture (tests/conftest.py)
 
-CONFIGS = sorted(Path("configs/games").glob("*.yaml"))
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = sorted((ROOT / "configs/games").glob("*.yaml"))  # from any working directory
 
 
 def test_every_registered_game_ships_a_config():
@@ -60,6 +61,8 @@ class ScriptedJudge:
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
 def test_game_config_trains_its_roles_on_the_tiny_model(tmp_path, path):
+    import torch
+
     from sparring import backends
     from sparring.engine.game import configured_roles
     from sparring.engine.runner import run_game
@@ -71,19 +74,52 @@ def test_game_config_trains_its_roles_on_the_tiny_model(tmp_path, path):
     role_ids = [r.id for r in configured_roles(game, cfg.game)]
     real = backends.get(cfg.backend).load_policy(cfg, cfg.models.answerer.name, role_ids, None)
     policy = ScriptedJudge(real) if game.uses_judge else real
+
+    def lora_weights():
+        return {
+            role: [p.detach().clone() for n, p in real.model.named_parameters()
+                   if f".{role}." in n and "lora_" in n]
+            for role in role_ids
+        }  # fmt: skip
+
+    before = lora_weights()
+    assert all(before.values()), "every role has a LoRA adapter to train"
     result = run_game(cfg, str(tmp_path / "out"), policy=policy, progress=False)
     assert len(result["history"]) == cfg.game.steps >= 1
     trainable = [r["id"] for r in result["roles"] if r["trainable"]]
     if game.uses_judge:  # the script judged (no adapter: never a role), every call counted
         assert policy.judge_calls == result["model_calls"]["None"] > 0
     for step in result["history"]:
-        # every step of every game trains: a judge that scores gives judged games a signal
+        # every step of every game makes records to train on
         assert step["records"] > 0
         # only trainable roles were updated
         updated = {k.split("/", 1)[1] for k in step if k.startswith("grad_norm/")}
         assert updated and updated <= set(trainable)
     # one policy update per step, each one counted: the roles were trained, not skipped
     assert result["policy_version"] == cfg.game.steps
+    # and the updates moved the weights: exactly the roles whose steps had a gradient changed.
+    # A judged game has one for every trainable role (the script's verdicts differ); in the
+    # others the random model's groups are all flat (every answer scores the same), so there
+    # is no gradient and nothing may move.
+    after = lora_weights()
+    moved = {
+        role for role in role_ids
+        if any(not torch.equal(a, b) for a, b in zip(before[role], after[role], strict=True))
+    }  # fmt: skip
+    pushed = {
+        role for step in result["history"] for role in trainable
+        if step.get(f"grad_norm/{role}", 0.0) > 0.0
+    }  # fmt: skip
+    assert moved == pushed, (
+        f"the optimizer steps changed the weights of {sorted(moved)}, but the roles with a "
+        f"nonzero gradient were {sorted(pushed)}"
+    )
+    if game.uses_judge:
+        assert pushed == set(trainable), f"no gradient for {sorted(set(trainable) - pushed)}"
+    for step in result["history"]:
+        for role in trainable:
+            if step.get(f"grad_norm/{role}", 0.0) == 0.0 and f"grad_norm/{role}" in step:
+                assert step[f"flat_group_share/{role}"] == 1.0, step  # no signal, no gradient
     for role in result["roles"]:
         folder = tmp_path / "out/adapters" / role["id"]
         meta = json.loads((folder / "sparring_model.json").read_text())
@@ -108,7 +144,7 @@ def test_game_pipeline_runs_through_kfp_local(tmp_path, mlflow_server, s3_server
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)  # whatever an earlier test left
     cfg = load_config(
-        "configs/games/debate.yaml",
+        ROOT / "configs/games/debate.yaml",
         [
             "tracking.experiment=e2e-game",
             "selection.registered_model=game-e2e",

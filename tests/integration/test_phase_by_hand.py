@@ -35,8 +35,27 @@ def test_phases_by_hand_chain_through_the_documented_layout(tmp_path, capsys):
     assert (g / "model").is_dir() and (g / "tests.jsonl").is_file()
     frozen = [json.loads(x) for x in (g / "frozen_solutions.jsonl").read_text().splitlines()]
     assert len(frozen) == 2 and all(len(r["solutions"]) == 2 for r in frozen)  # frozen_samples
+    # The random generator writes no assert; a person adds two tests to its file by hand: a copy
+    # of a baseline test (valid, but a duplicate: not banked) and its negation, which the
+    # reference fails (invalid: refused, and never banked)
+    written = [json.loads(x) for x in (g / "tests.jsonl").read_text().splitlines()]
+    assert written and not any(r["tests"] for r in written)
+    pid = frozen[0]["problem_id"]
+    train = {r["id"]: r for r in map(json.loads, (d / "data/train.jsonl").read_text().splitlines())}
+    baseline = train[pid]["baseline_tests"][0]
+    assert baseline.startswith("assert ")
+    negated = f"assert not ({baseline.removeprefix('assert ')})"
+    row = {"problem_id": pid, "tests": [baseline, negated], "round": 1}
+    with (g / "tests.jsonl").open("a") as f:
+        f.write(json.dumps(row) + "\n")
+    bank_before = (d / "data/bank.jsonl").read_text()
     v = phase(capsys, "validate", d)
-    assert (d / "round-1/bank.jsonl").is_file() and "validity" in v
+    assert v["candidates"] == 2.0 and v["validity"] == 0.5, f"invalid test counted valid: {v}"
+    assert v["new_tests"] == 0.0 and v["bank_size"] == float(len(bank_before.splitlines())), v
+    bank_after = (d / "round-1/bank.jsonl").read_text()
+    assert negated not in bank_after, "a test the reference fails was banked"
+    # nothing new: the copy is a duplicate, the negation invalid (and near the copy's tokens)
+    assert bank_after == bank_before
     a = phase(capsys, "train-answerer", d)
     assert a["steps"] == 1
     meta = read_meta(d / "round-1/answerer")

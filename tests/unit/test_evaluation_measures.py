@@ -253,6 +253,19 @@ def test_hacking_signals_trip_on_thresholds():
     assert not hacking_signals([], cfg.selection)["tripped"]
 
 
+def test_hacking_signals_trip_when_the_trivial_share_rises_over_the_first_entry():
+    """The first entry is the reference (the base model's share): a rise over it trips, the same
+    share or a fall does not, and one entry alone has nothing to rise over."""
+    rose = hacking_signals([{"trivial_share": 0.25}, {}, {"trivial_share": 0.5}])
+    assert rose["tripped"], "a trivial share above the reference's did not trip the gate"
+    assert rose["reasons"] == ["trivial share rose 0.25 -> 0.50"]
+    assert rose["latest"]["trivial_share"] == 0.5
+    for later in (0.25, 0.0):
+        same = hacking_signals([{"trivial_share": 0.25}, {"trivial_share": later}])
+        assert not same["tripped"], f"tripped on a trivial share {later} <= the reference 0.25"
+    assert not hacking_signals([{"trivial_share": 1.0}])["tripped"]
+
+
 def test_hacking_signals_take_a_mapping_and_special_cases():
     signals = hacking_signals([{"special_case_share": 0.9}], {"min_validity": 0.5})
     assert signals["tripped"] and "special-cased" in signals["reasons"][0]

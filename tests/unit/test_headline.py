@@ -42,16 +42,30 @@ def test_report_headline_names_base_and_champion():
 
 
 def test_sampled_runs_get_gains_with_intervals_and_unpromoted_runs_no_champion():
-    per_base = {"discriminating": {"a": 0.0, "b": 0.0}, "strict": {"a": 0.0, "b": 0.0}}
-    per_final = {"discriminating": {"a": 1.0, "b": 0.5}, "strict": {"a": 1.0, "b": 0.0}}
+    ids = "abcde"  # five problems: an interval needs at least MIN_PER_SIDE per side
+    per_base = {m: dict.fromkeys(ids, 0.0) for m in ("discriminating", "strict")}
+    per_final = {
+        "discriminating": dict(zip(ids, [1.0, 0.5, 1.0, 0.5, 0.5], strict=True)),
+        "strict": dict(zip(ids, [1.0, 0.0, 0.0, 0.0, 1.0], strict=True)),
+    }
     report = {
         "baseline": _snapshot(0.0, 0.0, 0.0, None, sampled=per_base),
         "snapshots": [_snapshot(0.9, 0.9, 0.0, 0.3, sampled=per_final, round=1)],
     }
     got = _as_dict(headline.from_report(report, {"promoted": 1.0, "index": 0, "score": 0.5}))
     assert got[("heldout.discriminating.champion", 0)] == 0.9  # one answer per problem
-    assert got[("heldout.discriminating.gain", 0)] == 0.75  # over the sampled answers
-    assert got[("heldout.discriminating.gain_lo", 0)] <= 0.75 <= got[("heldout.strict.gain_hi", 0)]
+    # By hand, over the sampled answers: discriminating gains 1, .5, 1, .5, .5 (mean 0.7). A
+    # bootstrap mean of five draws is 0.5 when all five are .5 (p = 0.6^5 = 7.8%, above the
+    # 2.5% tail) and 0.9 or more with four 1s or more (8.7%; all five only 1%): the interval is
+    # 0.5..0.9. Strict gains 1, 0, 0, 0, 1 (mean 0.4): 0.0..0.8 the same way.
+    intervals = {
+        m: tuple(got[(f"heldout.{m}.{f}", 0)] for f in ("gain_lo", "gain", "gain_hi"))
+        for m in ("discriminating", "strict")
+    }
+    assert intervals == {"discriminating": (0.5, 0.7, 0.9), "strict": (0.0, 0.4, 0.8)}, (
+        f"held-out gains (lo, gain, hi): {intervals}"
+    )
+    assert got[("heldout.discriminating.gain_n", 0)] == 5
     refused = _as_dict(headline.from_report(report, {"promoted": 0.0, "score": 0.0}))
     assert refused[("champion.promoted", 0)] == 0.0
     assert ("heldout.discriminating.base", 0) in refused

@@ -23,13 +23,15 @@ PLANNED = {
     "train-generator": "generator",
     "validate-tests": "validate",
 }
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = ROOT / "configs"  # the shipped configs, whatever the working directory
 SELFPLAY_CONFIGS = sorted(
-    str(p) for p in Path("configs").glob("*.yaml") if not load_config(str(p)).game.name
+    str(p.relative_to(ROOT)) for p in CONFIGS.glob("*.yaml") if not load_config(p).game.name
 )
 
 
 def _compile(tmp_path, config, overrides=()):
-    cfg = load_config(config, list(overrides))
+    cfg = load_config(ROOT / config, list(overrides))  # config: relative to the repository
     path = compile_pipeline(cfg, tmp_path / "p.yaml")
     docs = list(yaml.safe_load_all(path.read_text()))
     assert len(docs) == 2, "IR + platform spec"
@@ -145,10 +147,18 @@ def _assert_dag_is_the_plan(cfg, ir) -> None:
     assert None not in trained, "every training task gets its phase label"
 
 
-@pytest.mark.parametrize("config", SELFPLAY_CONFIGS)
+# An empty set fails (the "none found" case below) rather than skipping the test.
+@pytest.mark.parametrize("config", SELFPLAY_CONFIGS or [None])
 def test_compiled_dag_is_plan_phases_for_every_shipped_config(compiled, config):
+    assert config is not None, f"no shipped self-play config found in {CONFIGS}"
     cfg, _, ir, _ = compiled(config)
     _assert_dag_is_the_plan(cfg, ir)
+
+
+def test_shipped_self_play_configs_are_found():
+    assert {"configs/smoke.yaml", "configs/cluster-qwen7b.yaml"} <= set(SELFPLAY_CONFIGS), (
+        f"shipped self-play configs under {CONFIGS}: {SELFPLAY_CONFIGS}"
+    )
 
 
 @pytest.mark.parametrize(
@@ -179,7 +189,9 @@ def test_round_count_matches_config(tmp_path, rounds, schedule):
     _, _, ir, _ = _compile(
         tmp_path, "configs/smoke.yaml", [f"rounds={rounds}", f"phase_schedule={schedule}"]
     )
-    cfg = load_config("configs/smoke.yaml", [f"rounds={rounds}", f"phase_schedule={schedule}"])
+    cfg = load_config(
+        ROOT / "configs/smoke.yaml", [f"rounds={rounds}", f"phase_schedule={schedule}"]
+    )
     _assert_dag_is_the_plan(cfg, ir)
     kinds = [_kind(k) for k in _tasks(ir)]
     assert kinds.count("snapshot-first") == 1
@@ -293,12 +305,12 @@ def test_config_is_one_line_default(cluster):
 
 def test_same_config_same_bytes(tmp_path):
     # one alternating pair per round instead of 20 keeps the three compiles cheap
-    cfg = load_config("configs/cluster-qwen7b.yaml", ["steps.alternating=1"])
+    cfg = load_config(ROOT / "configs/cluster-qwen7b.yaml", ["steps.alternating=1"])
     a = compile_pipeline(cfg, tmp_path / "a.yaml").read_bytes()
     b = compile_pipeline(cfg, tmp_path / "b.yaml").read_bytes()
     assert a == b
     other = compile_pipeline(
-        load_config("configs/cluster-qwen7b.yaml", ["steps.alternating=1", "seed=1"]),
+        load_config(ROOT / "configs/cluster-qwen7b.yaml", ["steps.alternating=1", "seed=1"]),
         tmp_path / "c.yaml",
     )
     assert other.read_bytes() != a
@@ -406,7 +418,7 @@ def test_one_node_configs_and_local_runs_train_in_the_task(cluster, tmp_path):
     from pipelines.selfplay import build_pipeline
 
     # one alternating pair per round instead of 20: the launcher, not the size, is under test
-    cfg = load_config("configs/cluster-multinode.yaml", ["steps.alternating=1"])
+    cfg = load_config(ROOT / "configs/cluster-multinode.yaml", ["steps.alternating=1"])
     from kfp import compiler
 
     path = tmp_path / "local.yaml"

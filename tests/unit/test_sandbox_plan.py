@@ -298,11 +298,24 @@ def test_limits_validation_and_reports():
 def test_trusted_and_untrusted_limits_differ_only_in_the_test_length_cap():
     """Generated tests are capped at sandbox.max_test_chars (a longer one is invalid); HumanEval's
     and a problem's own tests are not, and both keep the config's other limits."""
-    from sparring.config import from_dict
-    from sparring.sandbox.limits import trusted_limits, untrusted_limits
+    import dataclasses
 
-    cfg = from_dict({"sandbox": {"timeout_s": 3.0, "max_test_chars": 500}})
+    from sparring.config import from_dict
+    from sparring.sandbox.limits import SandboxLimits, trusted_limits, untrusted_limits
+
+    # every limit off its default, so a limit that either side took from elsewhere shows
+    configured = {"timeout_s": 3.0, "memory_mb": 300, "max_output_bytes": 1234,
+                  "max_test_chars": 500, "workers": 3, "isolation": "none"}  # fmt: skip
+    assert all(v != getattr(SandboxLimits(), k) for k, v in configured.items())
+    assert set(configured) == {f.name for f in dataclasses.fields(SandboxLimits)}
+    cfg = from_dict({"sandbox": configured})
     untrusted, trusted = untrusted_limits(cfg), trusted_limits(cfg)
     assert (untrusted.max_test_chars, trusted.max_test_chars) == (500, 1_000_000)
-    assert untrusted.timeout_s == trusted.timeout_s == 3.0
-    assert trusted_limits(None, timeout_s=1.0).timeout_s == 1.0
+    others = {k: v for k, v in configured.items() if k != "max_test_chars"}
+    for name, limits in (("untrusted", untrusted), ("trusted", trusted)):
+        got = {k: v for k, v in dataclasses.asdict(limits).items() if k != "max_test_chars"}
+        assert got == others, f"{name} limits differ from the config's beyond the length cap"
+    # without a config: the defaults, uncapped, and an override wins
+    default = dataclasses.replace(SandboxLimits(), max_test_chars=1_000_000)
+    assert trusted_limits(None) == default
+    assert trusted_limits(None, timeout_s=1.0) == dataclasses.replace(default, timeout_s=1.0)

@@ -1,0 +1,66 @@
+"""The validate phase on tests chosen to exercise each of its refusals, in the real sandbox: one
+test of each kind a generator writes (valid and discriminating, invalid, valid but passed by a
+trivial solution), checked test by test in the bank and number by number in the metrics."""
+
+from __future__ import annotations
+
+import json
+
+from sparring.config import from_dict
+from sparring.phases.validate import VALIDATION_FILE, validate_into
+from sparring.problems import Problem, write_jsonl
+
+ADD = Problem(
+    id="add",
+    description="Add two numbers.",
+    function_signature="def add(a, b):",
+    baseline_tests=["assert add(1, 2) == 3"],
+    reference_solution="def add(a, b):\n    return a + b\n",
+)
+GOOD = "assert add(20, 22) == 42"  # the reference passes it, no trivial solution does
+# The reference fails it (15 > 15 is false), and so does every trivial solution (0, 1, an echo
+# of 7 or 8, ...): only the validity check keeps it out of the bank. Not an equality, so
+# rewards.reference_expected does not rewrite it into a valid one.
+INVALID = "assert add(7, 8) > 15"
+TRIVIAL = "assert add(0, 0) == 0"  # valid, but `return 0` passes it: no credit, not banked
+
+
+def test_invalid_and_trivially_passed_tests_are_refused_and_not_banked(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    write_jsonl([ADD], data / "train.jsonl")
+    (data / "bank.jsonl").write_text("")
+    generated = tmp_path / "tests.jsonl"
+    row = {"problem_id": "add", "tests": [GOOD, INVALID, TRIVIAL], "round": 1}
+    generated.write_text(json.dumps(row) + "\n")
+    frozen = tmp_path / "frozen.jsonl"  # the frozen answerer subtracts: GOOD breaks it
+    frozen.write_text(
+        json.dumps({"problem_id": "add", "solutions": ["def add(a, b):\n    return a - b\n"]})
+        + "\n"
+    )
+    cfg = from_dict({"sandbox": {"workers": 2}})
+    out = tmp_path / "out"
+    metrics = validate_into(cfg, 1, str(data), str(generated), str(frozen), str(data), str(out))
+
+    banked = [json.loads(x) for x in (out / "bank.jsonl").read_text().splitlines()]
+    assert INVALID not in {b["test"] for b in banked}, (
+        "an invalid generated test (the reference fails it) was banked"
+    )
+    assert TRIVIAL not in {b["test"] for b in banked}, "a trivially passed test was banked"
+    assert banked == [{"problem_id": "add", "test": GOOD, "round": 1, "breaks": 1}], banked
+    # by hand: 3 candidates, 2 valid (GOOD, TRIVIAL), 1 honest (GOOD), which breaks the one
+    # frozen solution
+    expected = {
+        "candidates": 3.0,
+        "validity": 2 / 3,
+        "honest_share": 1 / 3,
+        "break_rate": 1 / 3,
+        "discrimination": 1.0,
+        "duplicate_rate": 0.0,
+        "new_tests": 1.0,
+        "bank_size": 1.0,
+        "infra_errors": 0.0,
+    }
+    got = {k: metrics[k] for k in expected}
+    assert got == expected, f"validation metrics: {got} != {expected} (by hand)"
+    assert json.loads((out / VALIDATION_FILE).read_text()) == metrics
