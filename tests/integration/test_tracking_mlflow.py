@@ -203,11 +203,69 @@ def test_phase_params_and_tags_arrive_through_an_outage(cfg, mlflow_server, monk
 
 
 def test_params_go_to_mlflows_active_run_outside_a_phase(cfg, mlflow_server):
+    import mlflow
     from mlflow import MlflowClient
 
+    mlflow.set_tracking_uri(mlflow_server)
+    assert mlflow.active_run() is None
+    client = MlflowClient(mlflow_server)
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    runs_before = {r.info.run_id for r in client.search_runs(experiments)}
     tracking.log_params({"ignored": 1})  # no run at all: nothing, no error
+    # nothing: no run was started for it (MLflow's own log_params would start one)
+    assert mlflow.active_run() is None, "log_params without a run started an MLflow run"
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    runs = client.search_runs(experiments)
+    assert {r.info.run_id for r in runs} == runs_before, "log_params without a run made a run"
+    assert not [r.info.run_id for r in runs if "ignored" in r.data.params]
     parent = tracking.start_parent_run(cfg, "kfp-run-params-child")
     with tracking.child_run(cfg, parent, "evaluate", 1) as run_id:
         tracking.log_params({"sandbox.isolation_used": "none"}, tags={"t": "none"})
     data = MlflowClient(mlflow_server).get_run(run_id).data
     assert data.params == {"sandbox.isolation_used": "none"} and data.tags["t"] == "none"
+
+
+def _learning_run(cfg, reward, per_problem, tmp_path):
+    """A finished pipeline run whose evaluate phase logged learning/heldout.json, as
+    sparring.phases.evaluate does; returns the parent run id."""
+    from mlflow import MlflowClient
+
+    from sparring.config import load_config
+    from sparring.evaluation.learning import HELDOUT_FILE
+
+    run_cfg = load_config(None, [*_overrides(cfg), f"rewards.answerer={reward}"])
+    parent = tracking.start_parent_run(run_cfg, f"kfp-{reward}")
+    with tracking.child_run(run_cfg, parent, "evaluate", 3):
+        path = tmp_path / reward / HELDOUT_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"reward": reward, "sets": {"seen": per_problem}}))
+        tracking.log_artifacts([path], "learning")
+    tracking.finish_parent_run(run_cfg, parent)
+    MlflowClient().get_run(parent)  # exists
+    return run_cfg, parent
+
+
+def _overrides(cfg):
+    return [
+        f"tracking.experiment={cfg.tracking.experiment}-control",
+        f"tracking.mlflow_uri={cfg.tracking.mlflow_uri}",
+    ]
+
+
+def test_learn_and_learn_control_find_each_other_in_the_experiment(cfg, tmp_path):
+    """make learn and make learn-control: whichever ends second prints reward_vs_control, the
+    treatment's held-out-seen gain minus the control's, paired over the problems both measured,
+    read from the other run's evaluate phase in MLflow."""
+    from mlflow import MlflowClient
+
+    from sparring.local_run import _control_line
+
+    ids = [f"p{i}" for i in range(6)]
+    treat_cfg, treat = _learning_run(cfg, "honest", {i: [0.2, 0.6] for i in ids}, tmp_path)
+    client = MlflowClient()
+    # no control run yet: no line
+    assert _control_line(treat_cfg, client, tracking.child_runs(treat_cfg, treat)) is None
+    ctrl_cfg, ctrl = _learning_run(cfg, "format_only", {i: [0.2, 0.3] for i in ids}, tmp_path)
+    expected = "LEARN reward_vs_control delta=0.300 ci95_delta=0.300,0.300 n=6"
+    assert _control_line(ctrl_cfg, client, tracking.child_runs(ctrl_cfg, ctrl)) == expected
+    assert _control_line(treat_cfg, client, tracking.child_runs(treat_cfg, treat)) == expected

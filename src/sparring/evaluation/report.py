@@ -355,6 +355,70 @@ def write_json(report: Mapping[str, Any], out_dir: str | Path) -> Path:
     return path
 
 
+def moving_average(values: Sequence[float], window: int = 8) -> list[float]:
+    """Trailing mean over up to `window` values (shorter at the start).
+
+    >>> moving_average([0.0, 1.0, 2.0, 3.0], 2)
+    [0.0, 0.5, 1.5, 2.5]
+    """
+    out = []
+    for i in range(len(values)):
+        part = values[max(0, i - window + 1) : i + 1]
+        out.append(sum(part) / len(part))
+    return out
+
+
+def answerer_step_rewards(step_curves: Sequence[Mapping[str, Any]]) -> list[float]:
+    """Every answerer optimizer step's mean reward, in run order."""
+    return [
+        value
+        for curve in step_curves
+        if str(curve.get("phase", "")).startswith("train-answerer")
+        for _, value in (curve.get("curves") or {}).get("reward", [])
+    ]
+
+
+def plot_learning(
+    step_rewards: Sequence[float], gains: Mapping[str, Any], path: str | Path
+) -> Path:
+    """The learning figure: the answerer's training reward per step with its moving average,
+    and the held-out sets' base and final discriminating share with the gain's 95% interval."""
+    plt = _pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10.0, 4.0))
+    steps = list(range(1, len(step_rewards) + 1))
+    left.plot(steps, step_rewards, alpha=0.35, label="per step")
+    left.plot(steps, moving_average(step_rewards), label="moving average (8 steps)")
+    left.set_xlabel("answerer optimizer step")
+    left.set_ylabel("mean reward of the step's completions")
+    left.set_title("Training reward")
+    left.grid(alpha=0.3)
+    left.legend(fontsize=8)
+    sets = [k for k in gains if k.startswith("heldout_") and (gains[k] or {}).get("discriminating")]
+    for i, key in enumerate(sets):
+        d = gains[key]["discriminating"]
+        right.plot([i - 0.15, i + 0.15], [d["before"], d["after"]], color="grey", alpha=0.5)
+        right.plot(i - 0.15, d["before"], "o", color="tab:blue", label="base" if i == 0 else None)
+        enough = d["n"] >= MIN_PER_SIDE
+        err = [[d["delta"] - d["lo"]], [d["hi"] - d["delta"]]] if enough else None
+        right.errorbar(
+            i + 0.15, d["after"], yerr=err, fmt="o", color="tab:orange", capsize=4,
+            label="final (bar: 95% interval of the gain)" if i == 0 else None,
+        )  # fmt: skip
+    right.set_xticks(range(len(sets)))
+    right.set_xticklabels(
+        [f"{k.removeprefix('heldout_')}\n(n={int(gains[k]['discriminating']['n'])})" for k in sets]
+    )
+    right.set_ylabel("share of discriminating tests passed")
+    right.set_title("Held-out problems, 8 samples each")
+    right.grid(alpha=0.3)
+    if sets:
+        right.legend(fontsize=8)
+    fig.tight_layout()
+    _save(fig, path)
+    plt.close(fig)
+    return Path(path)
+
+
 def write_report(report: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
     """Write the PNG plots and report.md into out_dir; returns the files written. Each file is
     replaced atomically: a reader (or a killed writer) finds every file whole, each one from
@@ -381,6 +445,11 @@ def write_report(report: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
     if report.get("step_curves"):
         written.append(plot_step_curves(report["step_curves"], out / "steps.png"))
         images["Training steps: reward, flat groups, grad norm"] = "steps.png"
+    gains = (report.get("learning") or {}).get("gains") or {}
+    if any(k.startswith("heldout_") for k in gains):
+        rewards = answerer_step_rewards(report.get("step_curves") or [])
+        written.append(plot_learning(rewards, gains, out / "learning.png"))
+        images["Learning: training reward and held-out sets"] = "learning.png"
     matrix = report.get("cross_play") or []
     if matrix and any(matrix):
         written.append(
