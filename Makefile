@@ -78,7 +78,8 @@ learn: install  ## the learning canary on problem families: held-out gains with 
 	$(BIN)/sparring run --config configs/learn.yaml
 
 learn-control: install  ## make learn with the format-only reward; either run, ending second, prints reward_vs_control
-	$(BIN)/sparring run --config configs/learn-control.yaml
+	$(BIN)/sparring run --config configs/learn.yaml --set name=learn-control \
+	  --set rewards.answerer=format_only
 
 calibrate: install  ## the base model's reward per problem family and level, and the levels in the zone
 	$(BIN)/sparring calibrate --config configs/learn.yaml --seed 2 --per-family 2 --samples 8
