@@ -31,12 +31,13 @@ LABEL = ""  # the phase running in this process (`r1 train-answerer`), set by th
 
 
 HEARTBEAT_S = 50.0  # a phase silent this long says it is still working (under a line a minute)
-_LAST = {"at": time.monotonic(), "text": ""}  # when the last line was said, and what
+_LAST: dict = {"at": time.monotonic(), "text": "", "text_at": time.monotonic()}  # said, quoted
 
 
 def say(text: str) -> None:
     """Print one progress line (flushed at once: the runner streams it line by line)."""
-    _LAST["at"], _LAST["text"] = time.monotonic(), text
+    _LAST["at"] = _LAST["text_at"] = time.monotonic()
+    _LAST["text"] = text
     print(f"{MARK} {time.strftime('%H:%M:%S')} {text}", flush=True)
 
 
@@ -46,7 +47,7 @@ def still_working(now: float, started: float, interval: float = HEARTBEAT_S) -> 
     run, and the last line said in it (none when nothing was said since it started)."""
     if now - max(_LAST["at"], started) < interval:
         return None
-    last = str(_LAST["text"]) if _LAST["at"] >= started else ""
+    last = str(_LAST["text"]) if _LAST.get("text_at", _LAST["at"]) >= started else ""
     if LABEL and last.startswith(LABEL):
         last = last[len(LABEL) :].lstrip(" :")
     text = f"{LABEL or 'sparring'}: still working, {fmt_seconds(now - started)} in"
@@ -63,7 +64,10 @@ def heartbeat(interval: float = HEARTBEAT_S) -> Iterator[None]:
         while not stop.wait(min(5.0, interval / 4)):
             line = still_working(time.monotonic(), started, interval)
             if line is not None:
+                quoted = (_LAST["text"], _LAST.get("text_at", _LAST["at"]))
                 say(line)
+                # the next beat quotes the phase's last real line, not this one
+                _LAST["text"], _LAST["text_at"] = quoted
 
     thread = threading.Thread(target=beat, name="sparring-heartbeat", daemon=True)
     thread.start()

@@ -2,6 +2,7 @@
 
 import io
 import threading
+import time
 
 from sparring import progress
 
@@ -114,3 +115,19 @@ def test_a_silent_phase_says_it_is_still_working(monkeypatch, capsys):
     with progress.heartbeat(interval=0.05):
         beat.wait(timeout=60)  # a guard against a hang, not a speed check
     assert said_lines and said_lines[0].startswith("r3 evaluate: still working, ")
+
+
+def test_a_heartbeat_quotes_the_last_real_line_not_itself(monkeypatch, capsys):
+    """Seen in a run: "still working, 2m30s in; last: still working, 1m40s in; last: ..."."""
+    monkeypatch.setattr(progress, "LABEL", "r1 train-generator")
+    with progress.heartbeat(interval=0.2):
+        progress.say("r1 train-generator frozen answerer: sampling")
+        deadline = time.monotonic() + 60  # a guard against a hang, not a speed check
+        beats: list[str] = []
+        while len(beats) < 2 and time.monotonic() < deadline:
+            beats += [x for x in capsys.readouterr().out.splitlines() if "still working" in x]
+            time.sleep(0.02)
+    assert len(beats) >= 2
+    for line in beats[:2]:
+        assert line.endswith("; last: frozen answerer: sampling"), line
+        assert line.count("still working") == 1, line
