@@ -82,6 +82,11 @@ def _output_file(command: str) -> str | None:
     return None
 
 
+def _families_out(command: str) -> str:
+    words = shlex.split(command)
+    return words[words.index("--out") + 1]
+
+
 def _expect(command: str, out: str, cwd: Path) -> None:
     """What each documented command must print (a command nobody described fails)."""
     words = shlex.split(command)
@@ -95,6 +100,8 @@ def _expect(command: str, out: str, cwd: Path) -> None:
         assert "grpo.beta" in out
     elif sub == "problems list":
         assert '"reference_solution"' in out if "--json" in words else out.strip()
+    elif sub == "problems families":
+        assert out.startswith("wrote ") and (cwd / _families_out(command)).stat().st_size > 0
     elif sub == "problems check":
         assert '"discriminating_tests"' in out if "--json" in words else "discriminate" in out
     elif sub == "reward":
