@@ -114,11 +114,33 @@ def _check_learning(cfg, root, state, client):
     assert "## Learning on held-out problems" in report
     assert "| base to final | discriminating |" in report
     lines = local_run.learn_lines(cfg, state["parent_run_id"])
-    assert lines[0].startswith(f"LEARN validation_pass_rate base={base:.3f} final={final:.3f}")
     assert f"LEARN completions_trained {trained:.0f}" in lines
-    assert lines[-1].startswith("LEARN train_reward first=")  # 2 steps: n/a, 4 or more: values
+    # a step or none per quarter: no interval worth the name, so none is printed as a number
+    assert lines[1].startswith("LEARN train_reward first=") and "ci95_delta=n/a (n=" in lines[1]
+    assert any(
+        line.startswith(f"LEARN validation_pass_rate base={base:.3f} final={final:.3f}")
+        for line in lines
+    )
+    if "families" in cfg.data.train:  # every held-out set measured, read back from MLflow
+        seen = evaluate["learn.heldout_seen.discriminating.n"]
+        assert seen == len(_heldout_ids(root, "seen")) == 13  # 13 trained families, level 1
+        for name in ("heldout_seen", "heldout_unseen", "heldout_bundled"):
+            line = next(x for x in lines if x.startswith(f"LEARN {name} "))
+            assert "base=n/a" not in line, line
+        assert any(x.startswith("LEARN definition_rate base=0.") for x in lines)
+        zone = children["r1-validate-tests"].data.metrics
+        share = zone["zone_problems"] / zone["zone_estimated"]
+        assert f"LEARN base_zone_share {share:.3f}" in lines
     logged = client.download_artifacts(state["parent_run_id"], "learn.txt")
     assert Path(logged).read_text().splitlines() == lines
+
+
+def _heldout_ids(root, name):
+    import json
+
+    val = next(root.glob("**/materialize/**/val.jsonl"))
+    rows = [json.loads(line) for line in val.read_text().splitlines() if line.strip()]
+    return [r["id"] for r in rows if f"heldout:{name}" in r.get("tags", [])]
 
 
 def test_smoke_dry_run_end_to_end(tmp_path, mlflow_server, s3_server, capsys, monkeypatch):
@@ -128,9 +150,15 @@ def test_smoke_dry_run_end_to_end(tmp_path, mlflow_server, s3_server, capsys, mo
 
 
 def test_smoke_end_to_end(tmp_path, mlflow_server, s3_server, capsys, monkeypatch):
-    """The real smoke config, with the held-out problems sampled (data.val_samples) so the
+    """The real smoke config on the learning canary's data (problem families, held-out seen,
+    unseen and bundled sets), with the held-out problems sampled (data.val_samples) so the
     evaluate phase's learning part, the report's learning table and the LEARN lines run."""
+    families = [
+        "data.train=[families]", "data.families.levels=[1]", "data.families.per_family=1",
+        "data.families.heldout_per_family=1", "data.families.heldout_families=[window]",
+        "data.heldout=[bundled]", "data.val_fraction=0.05", "data.max_problems=0",
+    ]  # fmt: skip
     _run_and_check(
-        tmp_path, mlflow_server, s3_server, "e2e-smoke", ["data.val_samples=2"], capsys,
-        monkeypatch,
+        tmp_path, mlflow_server, s3_server, "e2e-smoke", ["data.val_samples=2", *families],
+        capsys, monkeypatch,
     )  # fmt: skip
