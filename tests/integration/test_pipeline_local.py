@@ -123,7 +123,7 @@ def _check_learning(cfg, root, state, client):
     )
     if "families" in cfg.data.train:  # every held-out set measured, read back from MLflow
         seen = evaluate["learn.heldout_seen.discriminating.n"]
-        assert seen == len(_heldout_ids(root, "seen")) == 13  # 13 trained families, level 1
+        assert seen == len(_heldout_ids(root, "seen")) == 2  # 2 trained families, level 0
         for name in ("heldout_seen", "heldout_unseen", "heldout_bundled"):
             line = next(x for x in lines if x.startswith(f"LEARN {name} "))
             assert "base=n/a" not in line, line
@@ -154,9 +154,10 @@ def test_smoke_end_to_end(tmp_path, mlflow_server, s3_server, capsys, monkeypatc
     unseen and bundled sets), with the held-out problems sampled (data.val_samples) so the
     evaluate phase's learning part, the report's learning table and the LEARN lines run."""
     families = [
-        "data.train=[families]", "data.families.levels=[1]", "data.families.per_family=1",
+        "data.train=[families]", "data.families.families=[filter_aggregate,clamp]",
+        "data.families.levels=[0]", "data.families.per_family=1",
         "data.families.heldout_per_family=1", "data.families.heldout_families=[window]",
-        "data.heldout=[bundled]", "data.val_fraction=0.05", "data.max_problems=0",
+        "data.heldout=[bundled]", "data.val_fraction=0.03", "data.max_problems=0",
     ]  # fmt: skip
     _run_and_check(
         tmp_path, mlflow_server, s3_server, "e2e-smoke", ["data.val_samples=2", *families],
