@@ -49,7 +49,7 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
     if cfg.data.max_problems and len(problems) > cfg.data.max_problems:
         keep = set(p.id for p in random.Random(cfg.seed).sample(problems, cfg.data.max_problems))
         problems = [p for p in problems if p.id in keep]
-    heldout = heldout_problems(cfg)
+    heldout = heldout_problems(cfg, problems)
     with Sandbox(untrusted_limits(cfg)) as sb:
         reports = sb.run_many([(p.reference_solution, p.baseline_tests) for p in problems])
         heldout_reports = sb.run_many([(p.reference_solution, p.baseline_tests) for p in heldout])
@@ -158,13 +158,14 @@ def training_problems(cfg: Config) -> list[Problem]:
     return problems
 
 
-def heldout_problems(cfg: Config) -> list[Problem]:
+def heldout_problems(cfg: Config, trained: list[Problem] | None = None) -> list[Problem]:
     """What the run is measured on and never trains on, each tagged `heldout:<set>`: fresh
     instances of the trained families under data.families.heldout_seed (`seen`), instances of
     data.families.heldout_families (`unseen`), and the held-out part of each data.heldout
     source (named after it). Disjoint from training by construction: another seed, other
     families, the other side of a split; a generated instance equal to a training one in
-    description and tests is dropped all the same."""
+    description and tests is dropped all the same (`trained`: the training problems, when the
+    caller has them)."""
     out: list[Problem] = []
     fam = cfg.data.families
     if FAMILIES_SOURCE in cfg.data.train and fam.heldout_per_family:
@@ -181,8 +182,10 @@ def heldout_problems(cfg: Config) -> list[Problem]:
         _, part = split_problems(load_source(source), cfg.data.val_fraction, cfg.seed)
         out += _tagged(part, source)
     if FAMILIES_SOURCE in cfg.data.train:
-        trained = {_fingerprint(p) for p in training_problems(cfg)}
-        out = [p for p in out if _fingerprint(p) not in trained]
+        seen_text = {
+            _fingerprint(p) for p in (training_problems(cfg) if trained is None else trained)
+        }
+        out = [p for p in out if _fingerprint(p) not in seen_text]
     return out
 
 
