@@ -216,12 +216,9 @@ def learn_lines(cfg, parent_run_id: str) -> list[str]:
     summary, breaks, useful, trained = learning.from_phase_runs(
         [(r.info.run_name, r.data.metrics) for r in runs]
     )
-    step_rewards = [  # every answerer optimizer step of the run, in run order
-        value
-        for curve in tracking.step_curves(cfg, parent_run_id, keys=("reward",))
-        if curve["phase"].startswith("train-answerer") or "answerer" in curve["run"]
-        for _, value in curve["curves"].get("reward", [])
-    ]
+    step_rewards = learning.answerer_step_rewards(
+        tracking.step_curves(cfg, parent_run_id, keys=("reward",))
+    )
     change = learning.train_reward_change(step_rewards, seed=cfg.seed)
     lines = learning.learn_lines(summary, breaks, useful, trained, change)
     client = mlflow.MlflowClient()

@@ -74,3 +74,16 @@ def test_a_family_both_trained_and_held_out_is_refused():
 
     with pytest.raises(ConfigError, match="is also trained"):
         _cfg(families=[UNSEEN[0]])
+
+
+def test_a_heldout_instance_equal_to_a_training_one_is_dropped():
+    """Other seeds make equal instances rare, so the data above cannot trip the filter: here a
+    training set that holds a copy of one held-out instance (another id, the same description
+    and tests) must lose that instance from the held-out sets."""
+    from dataclasses import replace
+
+    cfg = _cfg()
+    held = heldout_problems(cfg)
+    twin = replace(held[0], id="trained-copy", tags=["family:x", "level:0"])
+    kept = heldout_problems(cfg, [*training_problems(cfg), twin])
+    assert [p.id for p in kept] == [p.id for p in held[1:]]

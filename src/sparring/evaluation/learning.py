@@ -105,6 +105,25 @@ def train_reward_change(
     }
 
 
+def answerer_step_rewards(step_curves: Sequence[Mapping[str, Any]]) -> list[float]:
+    """Every answerer optimizer step's mean reward, in run order, from the phases' per-step
+    curves (`sparring.tracking.step_curves`): what train_reward and the learning figure read.
+
+    >>> answerer_step_rewards([{"phase": "train-answerer", "run": "r1-train-answerer",
+    ...                         "curves": {"reward": [[1, 0.2], [2, 0.4]]}},
+    ...                        {"phase": "train-generator", "run": "r1-train-generator",
+    ...                         "curves": {"reward": [[1, 0.9]]}}])
+    [0.2, 0.4]
+    """
+    return [
+        value
+        for curve in step_curves
+        if str(curve.get("phase", "")).startswith("train-answerer")
+        or "answerer" in str(curve.get("run", ""))
+        for _, value in (curve.get("curves") or {}).get("reward", [])
+    ]
+
+
 def _per_problem(snapshot: Mapping[str, Any], measure: str) -> dict[str, float]:
     return dict((snapshot.get("val_sampled") or {}).get(measure) or {})
 

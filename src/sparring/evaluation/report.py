@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sparring import storage
-from sparring.evaluation.learning import MIN_PER_SIDE
+from sparring.evaluation.learning import MIN_PER_SIDE, answerer_step_rewards
 
 CURVES = (
     ("answerer_reward", "answerer reward (val)"),
@@ -366,16 +366,6 @@ def moving_average(values: Sequence[float], window: int = 8) -> list[float]:
         part = values[max(0, i - window + 1) : i + 1]
         out.append(sum(part) / len(part))
     return out
-
-
-def answerer_step_rewards(step_curves: Sequence[Mapping[str, Any]]) -> list[float]:
-    """Every answerer optimizer step's mean reward, in run order."""
-    return [
-        value
-        for curve in step_curves
-        if str(curve.get("phase", "")).startswith("train-answerer")
-        for _, value in (curve.get("curves") or {}).get("reward", [])
-    ]
 
 
 def plot_learning(
