@@ -99,6 +99,17 @@ class FenceStop:
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
 
+def cache_kwarg(model: Any) -> str:
+    """The name under which the model's forward takes its KV cache. transformers renamed
+    `past_key_values` to `cache` (5.24, the trainer's environment, has `cache`; 5.19, the
+    serving environment's, has `past_key_values`), and a forward given the other name drops it
+    into **kwargs without a word, leaving the cache empty."""
+    import inspect
+
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model  # PEFT
+    return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
+
+
 def _as_stopping_criteria(criterion: FenceStop) -> Any:
     """A `StoppingCriteriaList` holding `criterion` (registered as a StoppingCriteria)."""
     from transformers import StoppingCriteria, StoppingCriteriaList
@@ -163,6 +174,7 @@ def _generate_refill(
     import torch.nn.functional as F
     from transformers import DynamicCache
 
+    cache_kw = cache_kwarg(model)
     device = next(model.parameters()).device
     keep_one = {"logits_to_keep": 1} if _supports_logits_to_keep(model) else {}
     stop.start(len(prompts))
@@ -193,8 +205,8 @@ def _generate_refill(
                 input_ids=ids,
                 attention_mask=new_mask,
                 position_ids=new_pos,
-                cache=new_cache,
                 use_cache=True,
+                **{cache_kw: new_cache},
                 **keep_one,
             )
             new_logits = out.logits[:, -1].float()
@@ -263,8 +275,8 @@ def _generate_refill(
             input_ids=tokens[:, None],
             attention_mask=mask,
             position_ids=positions[:, None],
-            cache=cache,
             use_cache=True,
+            **{cache_kw: cache},
         )
         positions = positions + 1
         logits = out.logits[:, -1].float()

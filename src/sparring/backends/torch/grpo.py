@@ -72,6 +72,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sparring import progress, tracking
+from sparring.backends.torch.generation import cache_kwarg
 from sparring.budget import resolve_completion_length
 from sparring.config import Config
 from sparring.errors import SparringError
@@ -507,14 +508,16 @@ def _shared_prompt_logps(
     import torch
     from transformers import DynamicCache
 
-    config = accelerator.unwrap_model(model).config
+    unwrapped = accelerator.unwrap_model(model)
+    config = unwrapped.config
+    cache_kw = cache_kwarg(unwrapped)
     head = prompt_len - 1
     shared = DynamicCache(config=config)
     with accelerator.autocast():
         model(
             input_ids=unique[:, :head],
             attention_mask=unique[:, prompt_len : prompt_len + head],
-            cache=shared,
+            **{cache_kw: shared},
             use_cache=True,
             logits_to_keep=1,
         )
@@ -535,7 +538,7 @@ def _shared_prompt_logps(
             out = model(
                 input_ids=tail,
                 attention_mask=attention_mask[rows, : prompt_len + width],
-                cache=cache,
+                **{cache_kw: cache},
                 use_cache=True,
                 labels=labels,
                 fused_lm_head=True,
