@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import signal
 import subprocess
@@ -73,7 +74,7 @@ def test_frozen_snapshot_stays_frozen(data_dir, tmp_path):
     cfg = cfg_for()
     frozen = tmp_path / "answerer"
     m = train_answerer(cfg, 1, str(data_dir), str(data_dir / "bank.jsonl"), None, str(frozen))
-    assert m["steps"] == 1 and "reward" in m and "trl/loss" in m
+    assert m["steps"] == 1 and 0.0 <= m["reward"] <= 1.0 and math.isfinite(m["trl/loss"])
     before = tree_hash(frozen)
     model, tok = models.load_model(str(frozen), merge=True)
     problems = read_jsonl(data_dir / "train.jsonl")[:2]

@@ -163,7 +163,11 @@ def test_component_snapshot_and_report(data_dir, tmp_path, monkeypatch):
     )
     child = {r.info.run_name: r for r in children}["r0-warm-start"]
     assert child.data.metrics["loss_first"] == m.metadata["loss_first"]
-    assert "loss" in child.data.metrics  # TRL's own MLflow callback logged into the child run
+    # TRL's own MLflow callback logged every step's loss into the child run, the last being the
+    # loss the phase reports
+    history = mlflow.MlflowClient().get_metric_history(child.info.run_id, "loss")
+    assert len(history) == m.metadata["steps"]
+    assert history[-1].value == pytest.approx(m.metadata["loss_last"], rel=1e-5)
 
     # round 1 appends after the warm start; its tests attack a train problem
     train_id = _ids(data_dir / "train.jsonl")[0]
