@@ -139,7 +139,12 @@ def test_openai_client_hot_swap_and_stale_rollout(served):
     before = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
     metrics = train_step(policy, records, version=2, max_staleness=0)
     assert metrics["dropped_stale"] == 1 and metrics["trained"] == 2 and metrics["version"] == 3
-    assert 0.0 <= metrics["clipped_share"] <= 1.0 and 0.0 < metrics["mean_is_weight"] <= 2.0
+    # The trainer starts from the adapter the server sampled v2 with, so the importance weight
+    # of the server's log-probabilities against the trainer's is 1 up to kernel differences;
+    # absent keys mean the update never used the server's log-probabilities.
+    assert "mean_is_weight" in metrics, "the update ignored the server's log-probabilities"
+    assert abs(metrics["mean_is_weight"] - 1.0) < 0.05, metrics
+    assert metrics["clipped_share"] < 0.05, metrics
     changed = [
         n for n, p in model.named_parameters() if p.requires_grad and not torch.equal(p, before[n])
     ]

@@ -137,7 +137,6 @@ def train_step(
         "dropped_stale": float(len(dropped)),
         "trained": float(len([r for r in kept if r.token_ids and r.sampler_logprobs])),
         "loss": 0.0,
-        "clipped_share": 0.0,
         "mean_staleness": (
             sum(version - r.policy_version for r in kept) / len(kept) if kept else 0.0
         ),
@@ -145,8 +144,11 @@ def train_step(
     update = policy.train(trained)  # no records: no optimizer step, the version still moves
     for role in {r.role for r in trained}:
         metrics["loss"] = update.get(f"loss/{role}", 0.0)
-        metrics["clipped_share"] = update.get(f"clipped_share/{role}", 0.0)
-        metrics["mean_is_weight"] = update.get(f"is_weight/{role}", 1.0)  # truncated at 2
+        # Only an update that used the sampler's log-probabilities measures these; a default
+        # here would read as "on-policy" when nothing was measured.
+        if f"is_weight/{role}" in update:
+            metrics["clipped_share"] = update[f"clipped_share/{role}"]
+            metrics["mean_is_weight"] = update[f"is_weight/{role}"]  # truncated at 2
     metrics["version"] = float(version + 1)
     metrics["step_s"] = time.perf_counter() - start
     return metrics
