@@ -34,13 +34,14 @@ DEV_SEED = 2
 
 CONFIGS: dict[str, list[str]] = {
     "baseline": [],  # configs/learn.yaml: LoRA on the top 8 layers, lr 2e-4, groups of 8, T 0.7
+    "format-only": ["rewards.answerer=format_only"],  # the control, at the search's budget
     "all-layers": ["lora.top_layers=0"],
     "lr-1e-4": ["grpo.learning_rate=1e-4"],
     "groups-16": ["grpo.num_generations=16"],
     "temperature-1.0": ["grpo.temperature=1.0"],
     "lr-2e-5": ["grpo.learning_rate=2e-5"],
 }
-DEFAULT = "baseline,all-layers,lr-1e-4,groups-16"
+DEFAULT = "baseline,format-only,all-layers,lr-1e-4,groups-16"
 
 
 def problem_means(rows: list[dict]) -> dict[str, float]:
