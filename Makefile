@@ -87,7 +87,7 @@ learn-control: install  ## make learn with the format-only reward; either run, e
 calibrate: install  ## the base model's reward per problem family and level, and the levels in the zone
 	$(BIN)/sparring calibrate --config configs/learn.yaml --seed 2 --per-family 2 --samples 8
 
-learn-search: install  ## the recipe search on the development split (~95 min; CONFIGS=a,b to pick)
+learn-search: install  ## the recipe search on the development split (~2 h; CONFIGS=a,b to pick)
 	$(PY) scripts/learn_search.py $(if $(CONFIGS),--configs $(CONFIGS))
 
 GAMES ?= proposer_solver debate negotiation red_blue refine_loop elo_arena dataset_rl

@@ -36,12 +36,14 @@ CONFIGS: dict[str, list[str]] = {
     "baseline": [],  # configs/learn.yaml: LoRA on the top 8 layers, lr 2e-4, groups of 8, T 0.7
     "format-only": ["rewards.answerer=format_only"],  # the control, at the search's budget
     "all-layers": ["lora.top_layers=0"],
+    # the control of the all-layers recipe: is its lead the reward's or the format's?
+    "format-only-all-layers": ["rewards.answerer=format_only", "lora.top_layers=0"],
     "lr-1e-4": ["grpo.learning_rate=1e-4"],
     "groups-16": ["grpo.num_generations=16"],
     "temperature-1.0": ["grpo.temperature=1.0"],
     "lr-2e-5": ["grpo.learning_rate=2e-5"],
 }
-DEFAULT = "baseline,format-only,all-layers,lr-1e-4,groups-16"
+DEFAULT = "baseline,format-only,all-layers,lr-1e-4,format-only-all-layers,groups-16"
 
 
 def problem_means(rows: list[dict]) -> dict[str, float]:
