@@ -146,7 +146,9 @@ def calibrate(
     with Sandbox(trusted_limits(cfg)) as sb:
         problems = compute_trivial_passes(problems, sb)
     name = model or cfg.model_for("answerer").name
-    loaded = load_answerer(name, device=cfg.model_for("answerer").device)
+    loaded = load_answerer(
+        name, device=cfg.model_for("answerer").device, rows=cfg.grpo.rollout_batch_size
+    )
     texts = sample_answers(
         loaded,
         problems,

@@ -27,6 +27,7 @@ from sparring.prompts import answerer_messages
 
 FEW = 8  # with a label, batches of more problems than this print a line per chunk
 CHUNK = 16  # problems per sampling call in a long, labelled batch
+ROWS = 32  # completions decoded at once, unless the caller sizes it
 
 
 class Answerer(Protocol):
@@ -40,26 +41,32 @@ class Answerer(Protocol):
 
 @dataclass
 class LoadedAnswerer:
-    """A model and its tokenizer loaded by `backend` (the tokenizer also sizes budgets)."""
+    """A model and its tokenizer loaded by `backend` (the tokenizer also sizes budgets), decoding
+    up to `rows` completions at once."""
 
     backend: Any
     model: Any
     tokenizer: Any
+    rows: int = ROWS
 
     def sample(self, messages_batch: list[Messages], *, bar: bool = False, **kwargs: Any):
         return self.backend.sample(
-            self.model, self.tokenizer, messages_batch, progress=bar, **kwargs
-        )
+            self.model, self.tokenizer, messages_batch, progress=bar, batch_size=self.rows,
+            **kwargs,
+        )  # fmt: skip
 
 
-def load_answerer(source: str, device: str = "auto") -> LoadedAnswerer:
+def load_answerer(source: str, device: str = "auto", rows: int = ROWS) -> LoadedAnswerer:
     """`source` (a built-in name, a model folder or an artifact) loaded to sample, by the backend
-    that wrote it."""
+    that wrote it, decoding up to `rows` completions at once (evaluation passes the training
+    rollout's `grpo.rollout_batch_size`: a GPU is sized for it)."""
     from sparring import backends
 
+    if rows < 1:
+        raise ValueError(f"rows must be >= 1, got {rows}")
     backend = backends.for_model(source)
     model, tokenizer = backend.load_for_sampling(source, device=device)
-    return LoadedAnswerer(backend, model, tokenizer)
+    return LoadedAnswerer(backend, model, tokenizer, rows)
 
 
 def sample_answers(

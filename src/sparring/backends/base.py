@@ -109,10 +109,11 @@ class Backend(Protocol):
     def sample(
         self, model: Any, tokenizer: Any, messages_batch: list[Messages], *, max_new_tokens: int,
         temperature: float, top_p: float = 1.0, num_samples: int = 1, seed: int = 0,
-        progress: bool = False,
+        progress: bool = False, batch_size: int = 32,
     ) -> Sampled:  # fmt: skip
         """`num_samples` completions per conversation (greedy at temperature 0), with the
-        sampler's statistics. Answers to problems go through sparring.sampler, not here."""
+        sampler's statistics, decoding up to `batch_size` rows at once (a backend that batches
+        otherwise may ignore it). Answers to problems go through sparring.sampler, not here."""
         ...
 
 

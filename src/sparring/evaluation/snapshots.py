@@ -78,7 +78,9 @@ def model_metrics(
         units = answer_units(cfg, eval_problems, val_problems, solve, sampled)
         countdown = progress.Countdown(units)
 
-    loaded = load_answerer(model_name, device=cfg.model_for("answerer").device)
+    loaded = load_answerer(
+        model_name, device=cfg.model_for("answerer").device, rows=cfg.grpo.rollout_batch_size
+    )
     targets = [*eval_problems, *solve.values()]
     completions = _generate_sized(
         cfg,

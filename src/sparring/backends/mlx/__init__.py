@@ -88,7 +88,7 @@ class MlxBackend:
     def sample(
         self, model: Any, tokenizer: Any, messages_batch: list[Messages], *, max_new_tokens: int,
         temperature: float, top_p: float = 1.0, num_samples: int = 1, seed: int = 0,
-        progress: bool = False,
+        progress: bool = False, batch_size: int = 32,
     ) -> Sampled:  # fmt: skip
         from sparring.backends.mlx.generation import sample
 

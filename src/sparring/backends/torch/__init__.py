@@ -103,12 +103,12 @@ class TorchBackend:
     def sample(
         self, model: Any, tokenizer: Any, messages_batch: list[Messages], *, max_new_tokens: int,
         temperature: float, top_p: float = 1.0, num_samples: int = 1, seed: int = 0,
-        progress: bool = False,
+        progress: bool = False, batch_size: int = 32,
     ) -> Sampled:  # fmt: skip
         from sparring.backends.torch.generation import sample
 
         return sample(
             model, tokenizer, messages_batch, max_new_tokens=max_new_tokens,
             temperature=temperature, top_p=top_p, num_samples=num_samples, seed=seed,
-            progress=progress,
+            progress=progress, batch_size=batch_size,
         )  # fmt: skip

@@ -15,7 +15,13 @@ rendering are backend-neutral, in sparring.backends.text. In HF
 saving is the batch ending early, not per-row compute; the tokens `sample` counts in its
 `Sampled` are the kept ones.
 
-Does not cover: training-time generation (TRL does that inside GRPO) or vLLM serving.
+Which decoder runs (`choose_decoder`, `decoder_for`, `decode`): on CUDA, for a llama-family
+model, sparring.backends.torch.slot_decoder (static KV cache, CUDA graph, stop detection on the
+device); elsewhere the refill decoder here (`_generate_refill`: a finished row's slot goes to the
+next prompt at once; one host step per token, the fastest path measured on CPU); HF `generate`
+for models neither supports. GRPO training calls the same `decode`.
+
+Does not cover: TRL's own generation paths (vLLM, continuous batching) or vLLM serving.
 """
 
 from __future__ import annotations
@@ -283,6 +289,59 @@ def _generate_refill(
     return results
 
 
+def choose_decoder(device_type: str, slots_ok: bool, refill_ok: bool) -> str:
+    """The decoder for a model on `device_type`: "slots" (static cache, CUDA graph) on a CUDA
+    device for the architectures it knows, else "refill" where the dynamic cache works, else
+    "generate" (HF `generate` per batch).
+
+    >>> choose_decoder("cuda", True, True), choose_decoder("cpu", True, True)
+    ('slots', 'refill')
+    >>> choose_decoder("cuda", False, True), choose_decoder("mps", False, False)
+    ('refill', 'generate')
+    """
+    if device_type == "cuda" and slots_ok:
+        return "slots"
+    return "refill" if refill_ok else "generate"
+
+
+def decoder_for(model: Any) -> str:
+    """`choose_decoder` for `model` where it lies."""
+    from sparring.backends.torch.slot_decoder import slots_supported
+
+    device = next(model.parameters()).device.type
+    return choose_decoder(device, slots_supported(model), _refill_supported(model))
+
+
+def decode(
+    model: Any,
+    prompts: list[list[int]],
+    *,
+    max_new_tokens: int,
+    batch_size: int,
+    temperature: float,
+    top_p: float,
+    stop: FenceStop,
+    pad_token_id: int,
+    on_done: Any = None,
+) -> list[list[int]]:
+    """Generated ids per prompt (EOS excluded; up to the closing fence) from the decoder that
+    `decoder_for` picks, which must not be "generate"; greedy when temperature <= 0."""
+    greedy = temperature <= 0.0
+    kwargs = dict(
+        max_new_tokens=max_new_tokens, batch_size=batch_size, stop=stop,
+        pad_token_id=pad_token_id, on_done=on_done,
+    )  # fmt: skip
+    if decoder_for(model) == "slots":
+        from sparring.backends.torch.slot_decoder import generate_slots, pick_on_device
+
+        return generate_slots(
+            model, prompts, pick=lambda x: pick_on_device(x, greedy, temperature, top_p), **kwargs
+        )
+    return _generate_refill(
+        model, prompts, pick=lambda x: _pick(x, greedy, temperature, top_p), **kwargs
+    )
+
+
 def _supports_logits_to_keep(model: Any) -> bool:
     check = getattr(model, "_supports_logits_to_keep", None)
     try:
@@ -316,8 +375,9 @@ def sample(
     tokens kept, the seconds taken and the samples that ended at a closing fence.
 
     With `stop_at_fence` (default), a sample ends at EOS or once its first python code block is
-    closed, its text cut just after that fence, and (for models `_refill_supported`) a finished
-    sample's slot in the batch of `batch_size` rows goes to the next sample at once; without it,
+    closed, its text cut just after that fence, and (for models `decoder_for` does not send to
+    `generate`) `decode` runs `batch_size` rows at a time, a finished sample's slot going to the
+    next sample at once; without it,
     the earlier behaviour: HF `generate` per batch, ending at EOS or `max_new_tokens`.
     """
     import torch
@@ -351,17 +411,18 @@ def sample(
     eos = tokenizer.eos_token_id
     start = time.perf_counter()
     try:
-        if stop_at_fence and _refill_supported(model):
+        if stop_at_fence and decoder_for(model) != "generate":
             stop = FenceStop(tokenizer, 0, eos_token_ids=[eos])
             prompts = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in flat]
             torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
             with torch.inference_mode():
-                rows = _generate_refill(
+                rows = decode(
                     model,
                     prompts,
                     max_new_tokens=max_new_tokens,
                     batch_size=batch_size,
-                    pick=lambda logits: _pick(logits, greedy, temperature, top_p),
+                    temperature=temperature,
+                    top_p=top_p,
                     stop=stop,
                     pad_token_id=tokenizer.pad_token_id,
                     on_done=(lambda: bar.update(1)) if bar is not None else None,

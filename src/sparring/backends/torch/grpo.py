@@ -216,9 +216,8 @@ def _trainer_class() -> type:
     from sparring.backends.torch.generation import (
         FenceStop,
         _as_stopping_criteria,
-        _generate_refill,
-        _pick,
         _refill_supported,
+        decode,
     )
 
     class SparringGRPOTrainer(GRPOTrainer):
@@ -309,12 +308,13 @@ def _trainer_class() -> type:
             model.eval()
             try:
                 with torch.inference_mode():
-                    rows = _generate_refill(
+                    rows = decode(
                         model,
                         [list(p) for p in prompt_ids],
                         max_new_tokens=self.max_completion_length,
                         batch_size=self.rollout_batch_size,
-                        pick=lambda logits: _pick(logits, False, self.temperature, self.top_p),
+                        temperature=self.temperature,
+                        top_p=self.top_p,
                         stop=stop,
                         pad_token_id=self._tokenizer.pad_token_id,
                     )

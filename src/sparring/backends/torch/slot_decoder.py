@@ -1,0 +1,306 @@
+"""The GPU decoder: fixed slots in a static KV cache, one CUDA graph per decode step.
+
+Covers: `slots_supported` (which models it drives: Llama-architecture decoders, LoRA-wrapped
+by PEFT or not) and `generate_slots`, the same contract as
+`sparring.backends.torch.generation._generate_refill` (generated ids per prompt, EOS excluded,
+up to and including the token that closed the fence; a finished row's slot goes to the next
+prompt) built for a device where a Python loop and kernel launches, not arithmetic, are the cost:
+
+- every buffer has a fixed shape: per layer one [slots, kv_heads, max_len, head_dim] key and
+  value cache, one token and one position per slot; a slot's sequence starts at cache column 0,
+  so admitting a prompt is writing its prefill into its slot's row, with nothing to concatenate,
+  pad or cut;
+- the decode step (embed, the layers' own projections and norms, rotary positions per slot,
+  attention over the slot's first position+1 columns, the head, the pick of the next token on
+  the device) is captured once into a CUDA graph and replayed, one launch per step;
+- the host looks at the tokens every `check_every` steps (one copy, one synchronisation): the
+  fence, EOS and length rules run there (sparring.backends.torch.generation.FenceStop), finished
+  slots are refilled, and the tokens a slot drew after it finished are dropped.
+
+The layers are called through their own modules (q/k/v/o projections, MLP, norms, rotary
+embedding), so LoRA adapters apply as in the model's forward; only the attention and the cache
+are this module's. Sampling draws the next token by an exponential race (argmax of p / E, E ~
+Exp(1)), the same distribution as torch.multinomial without its host synchronisation: seeded
+runs differ from the refill decoder's draws, greedy runs agree with it
+(tests/unit/test_slot_decoder.py compares them on CPU, where the graph is off).
+
+Does not cover: other attention layouts (sliding windows, biases on the attention scores,
+multimodal inputs) - `slots_supported` says no and the caller uses the refill decoder; the CPU,
+where the refill decoder's dynamic cache is faster (no static attention width to pay for).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+ARCHITECTURES = ("llama",)  # config.model_type values whose layers `_Slots` knows
+CHECK_EVERY = 8  # decode steps between two looks of the host at the tokens
+
+
+def _base(model: Any) -> Any:
+    return model.get_base_model() if hasattr(model, "get_base_model") else model  # PEFT
+
+
+def slots_supported(model: Any) -> bool:
+    """Whether `generate_slots` can drive `model`: a Llama-architecture causal LM with full
+    attention (no sliding window) whose layers have the modules `_Slots` calls."""
+    try:
+        base = _base(model)
+        config = base.config
+        if config.model_type not in ARCHITECTURES or getattr(config, "sliding_window", None):
+            return False
+        layer = base.model.layers[0]
+        needed = (layer.self_attn.q_proj, layer.mlp, layer.input_layernorm, base.lm_head)
+        return all(m is not None for m in needed) and hasattr(base.model, "rotary_emb")
+    except Exception:  # anything unexpected: the caller uses the refill decoder
+        return False
+
+
+def _rotate_half(x: Any) -> Any:
+    import torch
+
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def pick_on_device(logits: Any, greedy: bool, temperature: float, top_p: float) -> Any:
+    """Next token per row with no host synchronisation: argmax, or a draw at `temperature`
+    within nucleus `top_p` (the rule of generation._pick) by an exponential race."""
+    import torch
+
+    if greedy:
+        return logits.argmax(dim=-1)
+    scores = logits / temperature
+    if top_p < 1.0:
+        sorted_scores, order = torch.sort(scores, descending=False)
+        drop = sorted_scores.softmax(dim=-1).cumsum(dim=-1) <= (1 - top_p)
+        drop[..., -1:] = False
+        scores = scores.masked_fill(drop.scatter(1, order, drop), -float("inf"))
+    probs = scores.softmax(dim=-1)
+    return (probs / torch.empty_like(probs).exponential_(1.0)).argmax(dim=-1)
+
+
+class _Slots:
+    """The static state of one `generate_slots` call and its two forwards (prefill into
+    slots, one decode step of every slot)."""
+
+    def __init__(self, model: Any, slots: int, max_len: int, pick: Callable[[Any], Any]) -> None:
+        import torch
+
+        base = _base(model)
+        self.core, self.head, self.pick = base.model, base.lm_head, pick
+        config = base.config
+        self.layers = list(self.core.layers[: config.num_hidden_layers])
+        attn = self.layers[0].self_attn
+        self.head_dim = attn.head_dim
+        self.heads = config.num_attention_heads
+        self.kv_heads = config.num_key_value_heads
+        self.scaling = attn.scaling
+        weight = self.core.embed_tokens.weight
+        device, dtype = weight.device, weight.dtype
+        shape = (slots, self.kv_heads, max_len, self.head_dim)
+        self.keys = [torch.zeros(shape, device=device, dtype=dtype) for _ in self.layers]
+        self.values = [torch.zeros(shape, device=device, dtype=dtype) for _ in self.layers]
+        self.tokens = torch.zeros(slots, dtype=torch.long, device=device)
+        self.positions = torch.zeros(slots, dtype=torch.long, device=device)
+        self.rows = torch.arange(slots, device=device)
+        self.columns = torch.arange(max_len, device=device)
+        self.device = device
+        self.graph: Any = None
+
+    def _attend(self, layer: Any, h: Any, cos: Any, sin: Any, write: Callable, mask: Any) -> Any:
+        import torch.nn.functional as F
+
+        attn = layer.self_attn
+        n, t, _ = h.shape
+        q = attn.q_proj(h).view(n, t, self.heads, self.head_dim).transpose(1, 2)
+        k = attn.k_proj(h).view(n, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = attn.v_proj(h).view(n, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        q = q * cos + _rotate_half(q) * sin
+        k = k * cos + _rotate_half(k) * sin
+        keys, values = write(k, v)
+        if t == 1:  # decode: a kv head's query heads stand in for query positions, no repeat
+            grouped = q.reshape(n, self.kv_heads, self.heads // self.kv_heads, self.head_dim)
+            out = F.scaled_dot_product_attention(
+                grouped, keys, values, attn_mask=mask, scale=self.scaling
+            )
+            return attn.o_proj(out.reshape(n, 1, self.heads * self.head_dim))
+        out = F.scaled_dot_product_attention(
+            q, keys, values, attn_mask=mask, scale=self.scaling,
+            enable_gqa=self.heads != self.kv_heads,
+        )  # fmt: skip
+        return attn.o_proj(out.transpose(1, 2).reshape(n, t, self.heads * self.head_dim))
+
+    def _forward(self, ids: Any, positions: Any, writer: Callable[[int], Callable], mask: Any):
+        x = self.core.embed_tokens(ids)
+        cos, sin = self.core.rotary_emb(x, positions)
+        for i, layer in enumerate(self.layers):
+            x = x + self._attend(layer, layer.input_layernorm(x), cos, sin, writer(i), mask)
+            x = x + layer.mlp(layer.post_attention_layernorm(x))
+        return self.core.norm(x)
+
+    def step(self) -> None:
+        """One decode step of every slot: its token's keys and values written at its position,
+        the next token drawn into `tokens`, positions advanced (all on the device)."""
+        pos = self.positions
+
+        def writer(i: int) -> Callable:
+            def write(k: Any, v: Any) -> tuple[Any, Any]:
+                self.keys[i][self.rows, :, pos] = k[:, :, 0]
+                self.values[i][self.rows, :, pos] = v[:, :, 0]
+                return self.keys[i], self.values[i]
+
+            return write
+
+        mask = (self.columns[None, :] <= pos[:, None])[:, None, None, :]
+        hidden = self._forward(self.tokens[:, None], pos[:, None], writer, mask)
+        self.tokens.copy_(self.pick(self.head(hidden[:, -1]).float()))
+        self.positions.add_(1)
+
+    def capture(self) -> None:
+        """Record `step` into a CUDA graph (warmed up on a side stream first, as CUDA graphs
+        require); the state it leaves behind is reset, the slots are empty."""
+        import torch
+
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(2):
+                self.step()
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            self.step()
+        self.graph = graph
+        self.positions.zero_()
+
+    def run_step(self) -> None:
+        if self.graph is not None:
+            self.graph.replay()
+        else:
+            self.step()
+
+    def admit(self, slots: list[int], prompts: list[list[int]], pad_token_id: int) -> list[int]:
+        """Prefill `prompts` into `slots` (each distinct prompt once, its cache copied to every
+        slot that holds it); returns each slot's first generated token."""
+        import torch
+
+        distinct: dict[tuple[int, ...], int] = {}
+        which = [distinct.setdefault(tuple(p), len(distinct)) for p in prompts]
+        unique = list(distinct)
+        width = max(len(p) for p in unique)
+        ids = torch.full((len(unique), width), pad_token_id, dtype=torch.long)
+        lengths = torch.tensor([len(p) for p in unique])
+        for r, p in enumerate(unique):
+            ids[r, : len(p)] = torch.tensor(p)
+        ids, lengths = ids.to(self.device), lengths.to(self.device)
+        cols = self.columns[:width]
+        positions = cols[None, :].expand(len(unique), width)
+        causal = cols[None, :, None] >= cols[None, None, :]  # [1, query, key]
+        mask = (causal & (cols[None, None, :] < lengths[:, None, None]))[:, None]
+        target = torch.tensor(slots, device=self.device)
+        expand = torch.tensor(which, device=self.device)
+
+        def writer(i: int) -> Callable:
+            def write(k: Any, v: Any) -> tuple[Any, Any]:
+                self.keys[i][target, :, :width] = k[expand]
+                self.values[i][target, :, :width] = v[expand]
+                return k, v
+
+            return write
+
+        hidden = self._forward(ids, positions, writer, mask)
+        last = hidden[torch.arange(len(unique), device=self.device), lengths - 1]
+        first = self.pick(self.head(last).float()[expand])
+        self.tokens[target] = first
+        self.positions[target] = lengths[expand]
+        return first.tolist()
+
+
+def generate_slots(
+    model: Any,
+    prompts: list[list[int]],
+    *,
+    max_new_tokens: int,
+    batch_size: int,
+    pick: Callable[[Any], Any],
+    stop: Any,
+    pad_token_id: int,
+    on_done: Callable[[], None] | None = None,
+    check_every: int = CHECK_EVERY,
+    graph: bool | None = None,
+) -> list[list[int]]:
+    """Generated ids per prompt, decoded in `batch_size` fixed slots (see the module docstring).
+
+    `pick(logits) -> tokens` must not synchronise with the host (`pick_on_device`); `stop` is a
+    `FenceStop` (its `eos_token_ids` end a row too); `graph` (default: on a CUDA device) replays
+    the decode step as a CUDA graph, else runs it eagerly (the CPU tests).
+    """
+    import torch
+
+    if not prompts:
+        return []
+    stop.start(len(prompts))
+    slots = min(batch_size, len(prompts))
+    max_len = max(len(p) for p in prompts) + max_new_tokens + check_every + 1
+    state = _Slots(model, slots, max_len, pick)
+    if graph is None:
+        graph = state.device.type == "cuda"
+    if graph:
+        try:
+            state.capture()
+        except Exception as exc:  # a model whose layers cannot be captured still decodes
+            log.warning("slot decoder: no CUDA graph (%s); decoding step by step", exc)
+            torch.cuda.synchronize()
+            state.graph = None
+    results: list[list[int]] = [[] for _ in prompts]
+    owner: list[int | None] = [None] * slots  # the prompt each slot is decoding
+    pending = list(range(len(prompts)))[::-1]  # popped from the end: input order
+
+    def take(slot: int, token: int) -> bool:
+        """Feed `token` to the prompt in `slot`; True once that prompt is finished."""
+        i = owner[slot]
+        assert i is not None
+        if token in stop.eos_token_ids:
+            stop.ended[i] = True
+            return True
+        results[i].append(token)
+        return stop.add(i, token, len(results[i])) or len(results[i]) >= max_new_tokens
+
+    def release(slot: int) -> None:
+        owner[slot] = None
+        if on_done is not None:
+            on_done()
+
+    while True:
+        while pending and None in owner:  # a prompt can finish at its first token: loop
+            free = [s for s, i in enumerate(owner) if i is None][: len(pending)]
+            new = [pending.pop() for _ in free]
+            for s, i in zip(free, new, strict=True):
+                owner[s] = i
+            firsts = state.admit(free, [prompts[i] for i in new], pad_token_id)
+            for s, token in zip(free, firsts, strict=True):
+                if take(s, token):
+                    release(s)
+        if all(i is None for i in owner):
+            break
+        idle = [s for s, i in enumerate(owner) if i is None]
+        if idle:  # an empty slot keeps stepping: keep its position inside the cache
+            state.positions[torch.tensor(idle, device=state.device)] = 0
+        history = torch.empty((slots, check_every), dtype=torch.long, device=state.device)
+        for j in range(check_every):
+            state.run_step()
+            history[:, j].copy_(state.tokens)
+        for s, row in enumerate(history.tolist()):  # the one synchronisation per check
+            if owner[s] is None:
+                continue
+            for token in row:
+                if take(s, token):
+                    release(s)
+                    break
+    return results

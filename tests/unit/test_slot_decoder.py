@@ -1,0 +1,112 @@
+"""The GPU decoder (sparring.backends.torch.slot_decoder) run on the CPU with its graph off: the
+same greedy completions as the refill decoder (its own attention, static cache and slot refill
+agree with the model's forward and the dynamic cache), a prompt that ends at its first token, and
+which decoder each device gets. The CUDA graph itself is exercised by `make bench-gpu`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from sparring.backends.torch.generation import (  # noqa: E402
+    FenceStop,
+    _generate_refill,
+    _pick,
+    choose_decoder,
+    decoder_for,
+)
+from sparring.backends.torch.models import load_model  # noqa: E402
+from sparring.backends.torch.slot_decoder import (  # noqa: E402
+    generate_slots,
+    pick_on_device,
+    slots_supported,
+)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    model, tok = load_model("tiny-random")
+    with torch.no_grad():  # sharpen its near-uniform attention: positions and keys must matter
+        for layer in model.model.layers:
+            layer.self_attn.q_proj.weight.mul_(40)
+            layer.self_attn.k_proj.weight.mul_(40)
+            layer.self_attn.o_proj.weight.mul_(40)  # and what attention reads out
+    return model.eval(), tok
+
+
+def prompts(tok) -> list[list[int]]:
+    texts = ["def add(a, b):", "Write a function", "x", "def add(a, b):", "reverse a list of"]
+    return [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
+
+
+def test_greedy_slots_agree_with_the_refill_decoder_token_for_token(tiny):
+    model, tok = tiny
+    assert slots_supported(model)
+    ps = prompts(tok)
+    kwargs = dict(max_new_tokens=12, batch_size=2, pad_token_id=tok.pad_token_id or 0)
+    with torch.inference_mode():
+        refill = _generate_refill(
+            model, ps, pick=lambda x: _pick(x, True, 1.0, 1.0),
+            stop=FenceStop(tok, 0, eos_token_ids=[tok.eos_token_id]), **kwargs,
+        )  # fmt: skip
+        slots = generate_slots(
+            model, ps, pick=lambda x: pick_on_device(x, True, 1.0, 1.0),
+            stop=FenceStop(tok, 0, eos_token_ids=[tok.eos_token_id]), check_every=3, **kwargs,
+        )  # fmt: skip
+    assert slots == refill
+    assert [len(r) for r in slots] == [12] * len(ps)  # a random model never stops early here
+
+
+def test_a_row_ended_by_eos_frees_its_slot_at_once(tiny):
+    model, tok = tiny
+    eos = tok.eos_token_id
+    done = []
+    stop = FenceStop(tok, 0, eos_token_ids=[eos])
+    with torch.inference_mode():
+        rows = generate_slots(
+            model, prompts(tok), max_new_tokens=5, batch_size=2, stop=stop,
+            pad_token_id=0, pick=lambda x: torch.full((x.shape[0],), eos),
+            on_done=lambda: done.append(1),
+        )  # fmt: skip
+    assert rows == [[]] * 5 and stop.ended == [True] * 5 and len(done) == 5
+
+
+def test_sampling_draws_from_the_nucleus_only():
+    torch.manual_seed(0)
+    logits = torch.tensor([[0.0, 5.0, 4.9, -9.0]] * 2000)
+    drawn = pick_on_device(logits, False, 1.0, 0.9)
+    assert set(drawn.tolist()) == {1, 2}  # token 0 lies outside the 0.9 nucleus, 3 far outside
+    share = (drawn == 1).float().mean().item()
+    assert abs(share - 0.525) < 0.04  # softmax of 5.0 vs 4.9 within the nucleus
+
+
+def test_each_device_gets_its_decoder(tiny):
+    model, _ = tiny
+    assert decoder_for(model) == "refill"  # on the CPU: the dynamic cache, no graph
+    assert choose_decoder("cuda", True, True) == "slots"
+    assert choose_decoder("cuda", False, True) == "refill"
+    assert choose_decoder("cpu", False, False) == "generate"
+
+
+def test_a_loaded_answerer_decodes_as_many_rows_as_it_was_sized_for(monkeypatch):
+    from sparring.backends.torch import generation
+    from sparring.prompts import answerer_messages
+    from sparring.sampler import load_answerer
+    from tests.unit.test_sampler import problems
+
+    seen = []
+    real = generation._generate_refill
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["batch_size"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(generation, "_generate_refill", spy)
+    loaded = load_answerer("tiny-random", rows=3)
+    messages = [answerer_messages(p, ["code"]) for p in problems(2)]
+    out = loaded.sample(
+        messages, max_new_tokens=2, temperature=0.7, top_p=1.0, num_samples=2, seed=0
+    )
+    assert seen == [3] and [len(t) for t in out.texts] == [2, 2]
