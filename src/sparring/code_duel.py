@@ -596,6 +596,23 @@ class AnswererRewardFn:
         self.rewards.extend(out)
         return out
 
+    def prefetch(
+        self,
+        completions: Sequence[str],
+        tests: Sequence[Sequence[str]],
+        function_name: Sequence[str],
+    ) -> None:
+        """Run these completions' tests now, into the cache this reward reads: called while the
+        rest of the batch still samples (sparring.scoring_overlap), so the reward call that
+        follows finds its results there. Rewards do not change; only when the sandbox runs."""
+        codes = [
+            programs.extract_code(text, name)
+            for text, name in zip(completions, function_name, strict=True)
+        ]
+        jobs = [(c, list(t)) for c, t in zip(codes, tests, strict=True) if c is not None]
+        if jobs:
+            run_cached(self.sandbox, jobs, self.cache)
+
 
 class GeneratorRewardFn:
     """TRL reward function of the test writer: column `problem_id` names the problem."""

@@ -119,6 +119,11 @@ class GrpoConfig:
     rollout_batch_size: int = _f(
         16, "rows the refill sampler decodes at once (training and evaluation)", ge=1
     )
+    overlap_scoring: bool = _f(
+        True,
+        "with the refill sampler, run the sandbox on finished completions while the rest of "
+        "the batch still samples (rewards unchanged; a step costs about max(sampling, scoring))",
+    )
     share_prompt_forward: bool = _f(
         True,
         "in the loss, run each distinct prompt once per batch and share its KV cache with "

@@ -7,6 +7,7 @@ the loss (`grpo.mask_truncated_completions=false`); the fence test makes rows en
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 import torch
@@ -253,3 +254,57 @@ def test_shared_prompt_forward_equals_trls_per_row_forward(tmp_path, monkeypatch
     assert per_row_grads.keys() == shared_grads.keys() and per_row_grads
     for name, grad in per_row_grads.items():
         assert torch.allclose(grad, shared_grads[name], atol=1e-5), name
+
+
+class PrefetchingReward:
+    """A reward with the answerer reward's `prefetch` hook, recording what each part saw and
+    when; each prefetch call takes 0.1 s, as a sandbox call would."""
+
+    __name__ = "prefetching_reward"
+
+    def __init__(self):
+        self.prefetched: list[tuple[str, str]] = []
+        self.scored: list[tuple[str, str]] = []
+
+    def prefetch(self, completions, tests, function_name):
+        assert set(function_name) == {"f"}
+        time.sleep(0.1)
+        self.prefetched += [(c, t[0]) for c, t in zip(completions, tests, strict=True)]
+
+    def __call__(self, prompts, completions, tests, **kwargs):
+        from sparring.code_duel import completion_text
+
+        self.scored += [(completion_text(c), t[0]) for c, t in zip(completions, tests, strict=True)]
+        return [float(len(completion_text(c))) for c in completions]
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_scoring_overlaps_sampling(tmp_path, overlap):
+    """Four prompts x 2 samples decoded 2 rows at a time: the rows of the first waves are
+    scored (prefetched) while later waves still sample, each row once, with the text TRL's
+    reward call then sees; with the switch off nothing is prefetched."""
+    from datasets import Dataset
+
+    from sparring.backends.torch.grpo import run_grpo
+
+    rows = [
+        {"prompt": [{"role": "user", "content": f"Write f for case {k}."}],
+         "tests": [f"assert f({k}) == {k}"], "function_name": "f"}
+        for k in range(4)
+    ]  # fmt: skip
+    cfg = cfg_for(**{
+        "grpo.per_device_batch_size": 8, "grpo.rollout_batch_size": 2,
+        "grpo.overlap_scoring": str(overlap).lower(),
+    })  # fmt: skip
+    reward = PrefetchingReward()
+    model, tok = models.load_model("tiny-random")
+    _, metrics = run_grpo(
+        model, tok, Dataset.from_list(rows), reward, cfg, 1, str(tmp_path), 0,
+        models.peft_lora_config(cfg.lora),
+    )  # fmt: skip
+    assert len(reward.scored) == 8
+    if not overlap:
+        assert reward.prefetched == [] and metrics["scoring_overlapped_seconds"] == 0
+        return
+    assert sorted(reward.prefetched) == sorted(reward.scored)  # every row once, same text
+    assert metrics["scoring_overlapped_seconds"] > 0.1, "no scoring happened during sampling"

@@ -244,3 +244,27 @@ def test_answerer_rewards_with_the_real_sandbox_give_grpo_advantages():
         )  # fmt: skip
     assert scores == [1.0, 0.5, 0.0]
     assert group_advantages(scores, ["sq"] * 3) == pytest.approx([1.2247, 0.0, -1.2247], 1e-3)
+
+
+def test_prefetch_runs_the_tests_the_reward_call_then_reads(pool):
+    """Scoring during sampling: `prefetch` runs the sandbox now; the reward call that follows
+    runs nothing more and returns what a reward without prefetch returns."""
+    from sparring.config import from_dict
+
+    cfg = from_dict({}).rewards
+    wrong = "def f(x):\n    return 0\n"
+    texts = [f"```python\n{REF}```", f"```python\n{wrong}```", "no code"]
+    tests = [["assert f(1) == 1", "assert f(2) == 2"]] * 3
+    columns = dict(tests=tests, difficulty=["hard"] * 3, function_name=["f"] * 3)
+    completions = [[{"role": "assistant", "content": t}] for t in texts]
+    plain = code_duel.AnswererRewardFn(pool, cfg)(
+        prompts=[None] * 3, completions=completions, **columns
+    )
+
+    sb = Counted(pool)
+    fn = code_duel.AnswererRewardFn(sb, cfg)
+    fn.prefetch(texts[:2], tests[:2], ["f", "f"])
+    assert sb.calls == 4  # two parsed answers x two tests, run during "sampling"
+    out = fn(prompts=[None] * 3, completions=completions, **columns)
+    assert sb.calls == 4, "the reward call ran tests that prefetch had already run"
+    assert out == plain and out[0] > out[1] == 0.0

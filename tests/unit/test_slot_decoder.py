@@ -68,9 +68,9 @@ def test_a_row_ended_by_eos_frees_its_slot_at_once(tiny):
         rows = generate_slots(
             model, prompts(tok), max_new_tokens=5, batch_size=2, stop=stop,
             pad_token_id=0, pick=lambda x: torch.full((x.shape[0],), eos),
-            on_done=lambda: done.append(1),
+            on_done=lambda i, ids: done.append(i),
         )  # fmt: skip
-    assert rows == [[]] * 5 and stop.ended == [True] * 5 and len(done) == 5
+    assert rows == [[]] * 5 and stop.ended == [True] * 5 and sorted(done) == list(range(5))
 
 
 def test_sampling_draws_from_the_nucleus_only():

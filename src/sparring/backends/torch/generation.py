@@ -27,7 +27,7 @@ Does not cover: TRL's own generation paths (vLLM, continuous batching) or vLLM s
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from sparring.backends.base import Messages, Sampled
@@ -165,7 +165,7 @@ def _generate_refill(
     pick: Any,
     stop: FenceStop,
     pad_token_id: int,
-    on_done: Any = None,
+    on_done: Callable[[int, list[int]], None] | None = None,
 ) -> list[list[int]]:
     """Generated token ids per prompt (EOS excluded; up to and including the token that closed
     the fence), decoding up to `batch_size` rows at once and refilling a row's slot with the
@@ -259,7 +259,7 @@ def _generate_refill(
                 finished = stop.add(i, token, len(out_ids)) or len(out_ids) >= max_new_tokens
             if finished:
                 if on_done is not None:
-                    on_done()
+                    on_done(i, out_ids)
             else:
                 alive.append(r)
         if len(alive) < len(rows):
@@ -322,10 +322,12 @@ def decode(
     top_p: float,
     stop: FenceStop,
     pad_token_id: int,
-    on_done: Any = None,
+    on_done: Callable[[int, list[int]], None] | None = None,
 ) -> list[list[int]]:
     """Generated ids per prompt (EOS excluded; up to the closing fence) from the decoder that
-    `decoder_for` picks, which must not be "generate"; greedy when temperature <= 0."""
+    `decoder_for` picks, which must not be "generate"; greedy when temperature <= 0.
+    `on_done(i, ids)` is called once per prompt, as soon as prompt i is finished, with its final
+    ids (GRPO scores finished rows while the others still decode: sparring.scoring_overlap)."""
     greedy = temperature <= 0.0
     kwargs = dict(
         max_new_tokens=max_new_tokens, batch_size=batch_size, stop=stop,
@@ -425,7 +427,7 @@ def sample(
                     top_p=top_p,
                     stop=stop,
                     pad_token_id=tokenizer.pad_token_id,
-                    on_done=(lambda: bar.update(1)) if bar is not None else None,
+                    on_done=(lambda *_: bar.update(1)) if bar is not None else None,
                 )
             n_tokens = sum(len(r) for r in rows)
             fence_stops = sum(s is not None for s in stop.stopped_at)

@@ -28,6 +28,11 @@ counts of dynamic sampling.
   mask_truncated_completions), so the EOS makes a fenced answer a finished one; that EOS was not
   sampled, so it is masked out of the loss. Plain HF generation only (not vLLM, not continuous
   batching: their completions are left as TRL makes them).
+- scoring overlapped with sampling (`overlap_scoring`; Sparring's decoders only): a finished
+  row's tests run in the sandbox, into the answerer reward's result cache, while the other rows
+  still decode (sparring.scoring_overlap); TRL's reward call then reads the cache, so rewards
+  and metrics are those of the plain path. `scoring_overlapped_seconds` says how much sandbox
+  time was hidden; the wait for what was left after sampling counts as reward time.
 - dynamic sampling, DAPO-style "drop" (`drop_flat_groups`): after TRL scores a generation batch,
   groups whose rewards are all equal (zero advantage, no gradient) leave the loss batch; every
   per-row tensor is sliced alike and `num_items_in_batch` recounted. When no useful group (or no
@@ -65,6 +70,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import math
 import resource
 import time
@@ -77,6 +83,7 @@ from sparring.budget import resolve_completion_length
 from sparring.config import Config
 from sparring.errors import SparringError
 
+log = logging.getLogger(__name__)
 SLOW_SAMPLING_S = 30.0  # a step's sampling longer than this says a line when it ends
 
 
@@ -233,9 +240,14 @@ def _trainer_class() -> type:
             sampler: str = "refill",
             rollout_batch_size: int = 16,
             share_prompt_forward: bool = True,
+            overlap_scoring: bool = True,
             **kw: Any,
         ) -> None:
             self.share_prompt_forward = share_prompt_forward
+            self.overlap_scoring = overlap_scoring
+            self.scoring_overlapped_seconds = 0.0  # sandbox seconds spent while still sampling
+            self._batch_inputs: list[dict[str, Any]] | None = None
+            self._prefetch_wait = 0.0
             self.stop_at_fence = stop_at_fence
             self.sampler = sampler
             self.rollout_batch_size = rollout_batch_size
@@ -266,7 +278,9 @@ def _trainer_class() -> type:
                 )
             finally:
                 took = time.perf_counter() - start
-                self.generation_seconds += took
+                wait, self._prefetch_wait = self._prefetch_wait, 0.0
+                self.generation_seconds += took - wait  # the wait was scoring, not sampling
+                self.reward_seconds += wait
                 if took > SLOW_SAMPLING_S and self.accelerator.is_main_process:
                     # a step can take minutes on a CPU: say where it is between step lines
                     progress.say(
@@ -306,6 +320,12 @@ def _trainer_class() -> type:
             stop.start(len(prompt_ids))
             was_training = model.training
             model.eval()
+            prefetcher, finished = self._prefetcher(len(prompt_ids))
+
+            def on_done(i: int, ids: list[int]) -> None:
+                finished[i] = list(ids)
+                prefetcher.submit(i)
+
             try:
                 with torch.inference_mode():
                     rows = decode(
@@ -317,9 +337,12 @@ def _trainer_class() -> type:
                         top_p=self.top_p,
                         stop=stop,
                         pad_token_id=self._tokenizer.pad_token_id,
+                        on_done=on_done if prefetcher is not None else None,
                     )
             finally:
                 model.train(was_training)
+                if prefetcher is not None:
+                    self._close_prefetcher(prefetcher)
             eos = self._tokenizer.eos_token_id
             eos = self.eos_token_ids[0] if eos is None else eos
             stopped = [s is not None for s in stop.stopped_at]
@@ -329,6 +352,49 @@ def _trainer_class() -> type:
             ]
             self._fence_stopped = stopped
             return completion_ids, None
+
+        # -- scoring overlapped with sampling ---------------------------------------------
+        def _prefetcher(self, n_rows):
+            """A `Prefetcher` that runs the sandbox on finished rows into the reward's cache
+            (sparring.scoring_overlap), and the dict it reads their ids from; (None, {}) when
+            the switch is off or the reward or the batch does not allow it."""
+            from sparring.scoring_overlap import Prefetcher
+
+            inputs = self._batch_inputs
+            reward = self.reward_funcs[0] if len(self.reward_funcs) == 1 else None
+            if (
+                not self.overlap_scoring
+                or not hasattr(reward, "prefetch")
+                or inputs is None
+                or len(inputs) != n_rows
+                or not all("tests" in r and "function_name" in r for r in inputs)
+            ):
+                return None, {}
+            finished: dict[int, list[int]] = {}
+            decode_text = self._tokenizer.batch_decode
+
+            def warm(rows):
+                texts = decode_text([finished[i] for i in rows], skip_special_tokens=True)
+                reward.prefetch(
+                    texts,
+                    [inputs[i]["tests"] for i in rows],
+                    [inputs[i]["function_name"] for i in rows],
+                )
+
+            return Prefetcher(warm), finished
+
+        def _close_prefetcher(self, prefetcher):
+            sampled_at = time.perf_counter()
+            report = prefetcher.close()
+            self._prefetch_wait = report.waited_s
+            self.scoring_overlapped_seconds += sum(
+                max(0.0, min(end, sampled_at) - start) for start, end, _ in report.calls
+            )
+            if report.error is not None:
+                log.warning(
+                    "scoring during sampling failed (%s); the reward call scores the batch",
+                    report.error,
+                )
 
         # -- dynamic sampling --------------------------------------------------------------
         def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
@@ -381,7 +447,11 @@ def _trainer_class() -> type:
 
         def _score_batch(self, inputs):
             """TRL's generation and scoring, the fence EOS masked; (out, useful groups, stops)."""
-            out = super()._generate_and_score_completions(inputs)
+            self._batch_inputs = inputs  # the rows' tests, for scoring during sampling
+            try:
+                out = super()._generate_and_score_completions(inputs)
+            finally:
+                self._batch_inputs = None
             n = out["completion_ids"].size(0)
             stopped = self._fence_stopped
             if stopped is not None and len(stopped) == n:
@@ -598,6 +668,7 @@ def run_grpo(
         sampler=cfg.grpo.sampler,
         rollout_batch_size=cfg.grpo.rollout_batch_size,
         share_prompt_forward=cfg.grpo.share_prompt_forward,
+        overlap_scoring=cfg.grpo.overlap_scoring,
         callbacks=[progress.step_callback(steps), *tracking.trainer_callbacks()],
     )
     start = time.perf_counter()
@@ -633,6 +704,7 @@ def run_grpo(
             "train_seconds": elapsed,
             "generation_seconds": trainer.generation_seconds,
             "reward_seconds": trainer.reward_seconds,
+            "scoring_overlapped_seconds": trainer.scoring_overlapped_seconds,
             "seconds_per_trained_completion": elapsed / max(1, trainer.completions_trained),
         }
     )

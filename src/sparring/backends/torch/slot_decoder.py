@@ -231,7 +231,7 @@ def generate_slots(
     pick: Callable[[Any], Any],
     stop: Any,
     pad_token_id: int,
-    on_done: Callable[[], None] | None = None,
+    on_done: Callable[[int, list[int]], None] | None = None,
     check_every: int = CHECK_EVERY,
     graph: bool | None = None,
 ) -> list[list[int]]:
@@ -273,9 +273,9 @@ def generate_slots(
         return stop.add(i, token, len(results[i])) or len(results[i]) >= max_new_tokens
 
     def release(slot: int) -> None:
-        owner[slot] = None
+        i, owner[slot] = owner[slot], None
         if on_done is not None:
-            on_done()
+            on_done(i, results[i])
 
     while True:
         while pending and None in owner:  # a prompt can finish at its first token: loop
