@@ -47,3 +47,29 @@ def test_every_benchmark_prints_its_bench_lines_through_benchstats(path):
     assert "benchstats.checked_reps(" in text
     # no BENCH line written by hand (the docstrings show the format, not an f-string)
     assert not re.search(r"""f["']BENCH """, text), f"{path.name} formats a BENCH line itself"
+
+
+def test_gpu_benchmark_without_cuda_says_so_in_one_line_and_exits_2():
+    import subprocess
+    import sys
+
+    env = {"CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_gpu.py")],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert result.stdout.count("\n") == 1 and "no CUDA device" in result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_learn_benchmark_refuses_unknown_arms_in_one_line():
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_learn.py"), "--arms", "fast,nope"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2 and "--arms fast,nope" in result.stderr
+    assert "Traceback" not in result.stderr
