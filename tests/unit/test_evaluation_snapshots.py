@@ -354,3 +354,35 @@ def test_evaluation_prints_a_line_per_snapshot_and_part(
     ]
     assert "cross-play 3 answerers x 2 rounds' tests run" in lines[-1]
     assert lines[-1].endswith("left~0m00s")  # all counted work is done
+
+
+def test_each_snapshot_loads_once_and_samples_at_the_training_rollout_rows(
+    data_dir, fake_models, tmp_path, monkeypatch
+):
+    """Evaluation's batching: one model load per snapshot serves its greedy and its sampled
+    answers, sized to decode grpo.rollout_batch_size rows at once."""
+    import sparring.evaluation.snapshots as snapshots
+
+    loads: list[tuple[str, int]] = []
+    served: list[str] = []
+    fake = snapshots.sample_answers
+
+    def load(name, **kwargs):
+        loads.append((name, kwargs["rows"]))
+        return name
+
+    def sample(loaded, problems, **kwargs):
+        served.append(loaded)
+        return fake(loaded, problems, **kwargs)
+
+    monkeypatch.setattr(snapshots, "load_answerer", load)
+    monkeypatch.setattr(snapshots, "sample_answers", sample)
+    cfg = from_dict({"data": {"humaneval_limit": 1, "val_samples": 2},
+                     "grpo": {"rollout_batch_size": 7}})  # fmt: skip
+    evaluate_snapshots(
+        cfg, str(data_dir), ["base", "round1"], [], str(data_dir / "bank.jsonl"), str(tmp_path)
+    )
+    assert sorted(loads) == [("base", 7), ("round1", 7), ("tiny-random", 7)]
+    # the base and the final snapshot also get sampled answers: from that same one load
+    assert served.count("tiny-random") == served.count("round1") == 2
+    assert served.count("base") == 1  # an intermediate snapshot: greedy answers only
