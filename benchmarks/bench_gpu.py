@@ -223,7 +223,9 @@ def bench_grpo(cfg, data_dir: str, tmp: str, rec: Record) -> None:
         f"GRPO: {cfg.steps.answerer} steps of {cfg.grpo.per_device_batch_size} completions, "
         f"{m.get('completions_trained', 0):.0f} trained; per step {m['train_seconds'] / steps:.1f}"
         f" s: sampling {m['generation_seconds'] / steps:.1f}, scoring "
-        f"{m['reward_seconds'] / steps:.1f}, update {update / steps:.1f}; phase {seconds:.0f} s "
+        f"{m['reward_seconds'] / steps:.1f} (and "
+        f"{m.get('scoring_overlapped_seconds', 0) / steps:.1f} during sampling), update "
+        f"{update / steps:.1f}; phase {seconds:.0f} s "
         f"with model load and save; peak memory {m.get('peak_memory_mb', 0):.0f} MB",
         flush=True,
     )
