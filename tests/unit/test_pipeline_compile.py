@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 from pathlib import Path
 
 import pytest
 import yaml
+from kfp import compiler
+from kfp.dsl import pipeline_task
 
-from pipelines.common import MLFLOW_ENV, S3_ENV
+from pipelines import selfplay
+from pipelines.common import MLFLOW_ENV, S3_ENV, fast_setters
 from pipelines.selfplay import compile_pipeline
 from sparring.config import load_config
 from sparring.schedule import plan_phases
@@ -314,6 +318,30 @@ def test_same_config_same_bytes(tmp_path):
         tmp_path / "c.yaml",
     )
     assert other.read_bytes() != a
+
+
+def test_fast_setters_write_the_ir_kfps_setters_write(tmp_path):
+    """The same bytes with KFP's own setters (inspect.stack()) and with fast_setters()."""
+    cfg = load_config(ROOT / "configs/cluster-qwen7b.yaml", ["steps.alternating=1", "rounds=2"])
+    compiler.Compiler().compile(selfplay._build_pipeline(cfg, False), str(tmp_path / "kfp.yaml"))
+    fast = compile_pipeline(cfg, tmp_path / "fast.yaml")
+    assert fast.read_bytes() == (tmp_path / "kfp.yaml").read_bytes()
+    assert pipeline_task.inspect is inspect, "the real inspect module is back after a compile"
+
+
+def test_fast_setters_name_the_setter_and_restore_inspect():
+    """KFP's error for a setter on a task without a container still names that setter."""
+
+    def set_cpu_limit(task):  # a setter's frame, as KFP's own setters call it
+        pipeline_task.PipelineTask._ensure_container_spec_exists(task)
+
+    no_container = type("Task", (), {"container_spec": None})()
+    with pytest.raises(RuntimeError, match="boom"), fast_setters():
+        with pytest.raises(ValueError, match=r"^set_cpu_limit can only be used on single-step"):
+            set_cpu_limit(no_container)
+        assert pipeline_task.inspect is not inspect, "fast_setters is in effect"
+        raise RuntimeError("boom")
+    assert pipeline_task.inspect is inspect, "restored after an exception too"
 
 
 def _upstream(ir, key: str) -> set[str]:
