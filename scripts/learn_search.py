@@ -98,6 +98,20 @@ def table(results: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def results_name(model: str, steps: int, dev_per_family: int, samples: int) -> str:
+    """The results file of one search design: arms measured on another development set or
+    sample count are not comparable, so they never share a file (the defaults keep the name
+    the first search wrote).
+
+    >>> results_name("smollm2-135m", 20, 3, 4)
+    'results-smollm2-135m-20steps.jsonl'
+    >>> results_name("smollm2-135m", 20, 8, 4)
+    'results-smollm2-135m-20steps-dev8x4.jsonl'
+    """
+    design = "" if (dev_per_family, samples) == (3, 4) else f"-dev{dev_per_family}x{samples}"
+    return f"results-{model}-{steps}steps{design}.jsonl"
+
+
 def gain_text(d: dict) -> str:
     """`+0.107 (0.027,0.191 n=36)`: a paired gain with its interval, or n/a under 5 problems."""
     from sparring.evaluation.learning import interval_text
@@ -127,7 +141,7 @@ def main() -> int:
 
     out = ROOT / args.out
     out.mkdir(parents=True, exist_ok=True)
-    results_path = out / f"results-{args.model}-{args.steps}steps.jsonl"
+    results_path = out / results_name(args.model, args.steps, args.dev_per_family, args.samples)
     results = load_results(results_path)
     learn = ROOT / "configs" / "learn.yaml"
     common = [f"models.answerer.name={args.model}", f"steps.answerer={args.steps}", "rounds=1"]

@@ -51,3 +51,11 @@ def test_an_interval_on_fewer_than_five_problems_is_not_a_number():
         "baseline": _result("baseline", [1.0, 1.0], []),
     }
     assert "+1.000 (n/a (n=2))" in search.table(results)
+
+
+def test_another_development_set_gets_its_own_results_file():
+    """Arms measured on 36 problems x 4 are never mixed with arms measured on 96 x 4."""
+    first = search.results_name("smollm2-135m", 20, 3, 4)
+    assert first == "results-smollm2-135m-20steps.jsonl"  # the first search's file, kept
+    others = {search.results_name("smollm2-135m", 20, d, k) for d, k in [(8, 4), (3, 8), (8, 8)]}
+    assert len(others) == 3 and first not in others
