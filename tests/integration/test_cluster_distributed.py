@@ -85,6 +85,7 @@ def answerer_args(data_dir: Path, out: Path, work: Path, extra=()) -> list[str]:
     ]  # fmt: skip
 
 
+@pytest.mark.slow  # two torchrun processes (~35 s): CI's slow tier keeps make test under 15 min
 def test_two_processes_train_identical_adapters_in_the_single_process_layout(data_dir, tmp_path):
     single, multi = tmp_path / "single", tmp_path / "multi"
     run_entry(answerer_args(data_dir, single, tmp_path / "w1"), 1, tmp_path / "single.log")

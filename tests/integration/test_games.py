@@ -59,7 +59,16 @@ class ScriptedJudge:
         return out
 
 
-@pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
+HEAVY_GAMES = {"debate", "refine_loop", "elo_arena", "negotiation"}  # 40-90 s each
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(p, marks=pytest.mark.slow) if p.stem in HEAVY_GAMES else p for p in CONFIGS
+    ],  # the heavy games in CI's slow tier, so that make test stays under 15 min
+    ids=[p.stem for p in CONFIGS],
+)
 def test_game_config_trains_its_roles_on_the_tiny_model(tmp_path, path):
     import torch
 

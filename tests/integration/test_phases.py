@@ -187,6 +187,7 @@ def _dones(log: str) -> list[str]:
     return [line.split()[2] for line in log.splitlines() if line.split()[1:2] == ["done"]]
 
 
+@pytest.mark.slow  # a phase killed and resumed (~30 s): CI's slow tier keeps make test under 15 min
 def test_resume_after_sigkill_mid_phase(tmp_path):
     work = tmp_path / "run"
     cmd = [

@@ -106,6 +106,7 @@ def test_lora_warm_start_uses_only_the_train_split(data_dir, tmp_path, monkeypat
     assert peft_config is None and isinstance(trainable, PeftModel)
 
 
+@pytest.mark.slow  # a full fine-tune (~30 s): CI's slow tier keeps make test under 15 min
 def test_full_fine_tune_loss_goes_down(data_dir, tmp_path):
     cfg = _cfg("tuning_mode=full", "warm_start.steps=8", "warm_start.learning_rate=0.005")
     out = tmp_path / "warm"

@@ -149,6 +149,9 @@ def test_smoke_dry_run_end_to_end(tmp_path, mlflow_server, s3_server, capsys, mo
     )
 
 
+# the whole smoke DAG with training through kfp.local (~2 min; the dry run stays in make test):
+# CI's slow tier runs it, so that make test stays under 15 min
+@pytest.mark.slow
 def test_smoke_end_to_end(tmp_path, mlflow_server, s3_server, capsys, monkeypatch):
     """The real smoke config on the learning canary's data (problem families, held-out seen,
     unseen and bundled sets), with the held-out problems sampled (data.val_samples) so the

@@ -63,6 +63,7 @@ def test_resume_after_kill_reuses_finished_tasks(tmp_path):
     assert finished_before_kill >= 3
 
 
+@pytest.mark.slow  # a kfp.local run that fails (~40 s): CI's slow tier keeps make test under 15 min
 def test_failed_task_is_named_in_one_line(tmp_path):
     """A user mistake that only shows inside a task (a model folder that does not exist) ends
     `sparring run` with one line naming the task and the mistake, not kfp.local's traceback."""

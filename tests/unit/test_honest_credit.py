@@ -55,6 +55,8 @@ def check(problems, allow_no_discriminating: bool):
     return without
 
 
+# every bundled problem in the sandbox (~30 s): CI's slow tier keeps make test under 15 min
+@pytest.mark.slow
 def test_bundled_trivial_code_earns_nothing_and_references_earn_everything():
     check(load_bundled(), allow_no_discriminating=False)
 
