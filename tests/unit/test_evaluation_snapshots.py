@@ -368,7 +368,7 @@ def test_each_snapshot_loads_once_and_samples_at_the_training_rollout_rows(
     fake = snapshots.sample_answers
 
     def load(name, **kwargs):
-        loads.append((name, kwargs["rows"]))
+        loads.append((name, kwargs.get("rows")))  # None: loaded without its rows
         return name
 
     def sample(loaded, problems, **kwargs):
@@ -382,7 +382,9 @@ def test_each_snapshot_loads_once_and_samples_at_the_training_rollout_rows(
     evaluate_snapshots(
         cfg, str(data_dir), ["base", "round1"], [], str(data_dir / "bank.jsonl"), str(tmp_path)
     )
-    assert sorted(loads) == [("base", 7), ("round1", 7), ("tiny-random", 7)]
+    assert sorted(loads) == [("base", 7), ("round1", 7), ("tiny-random", 7)], (
+        f"one load per snapshot, each at grpo.rollout_batch_size=7 rows: {loads}"
+    )
     # the base and the final snapshot also get sampled answers: from that same one load
     assert served.count("tiny-random") == served.count("round1") == 2
     assert served.count("base") == 1  # an intermediate snapshot: greedy answers only
