@@ -320,11 +320,18 @@ def test_same_config_same_bytes(tmp_path):
     assert other.read_bytes() != a
 
 
-def test_fast_setters_write_the_ir_kfps_setters_write(tmp_path):
-    """The same bytes with KFP's own setters (inspect.stack()) and with fast_setters()."""
+def test_compile_skips_kfps_stack_walk_and_writes_the_same_ir(tmp_path, monkeypatch):
+    """compile_pipeline builds under fast_setters(): no inspect.stack() call (which walks every
+    frame's source and sys.modules), and the same bytes as KFP's own setters write."""
+    stack_walks = []
+    real_stack = inspect.stack
+    monkeypatch.setattr(inspect, "stack", lambda *a: stack_walks.append(1) or real_stack(*a))
     cfg = load_config(ROOT / "configs/cluster-qwen7b.yaml", ["steps.alternating=1", "rounds=2"])
     compiler.Compiler().compile(selfplay._build_pipeline(cfg, False), str(tmp_path / "kfp.yaml"))
+    assert stack_walks, "KFP's setters walk the stack (else this test checks nothing)"
+    stack_walks.clear()
     fast = compile_pipeline(cfg, tmp_path / "fast.yaml")
+    assert not stack_walks, f"compile_pipeline walked the stack {len(stack_walks)} times"
     assert fast.read_bytes() == (tmp_path / "kfp.yaml").read_bytes()
     assert pipeline_task.inspect is inspect, "the real inspect module is back after a compile"
 
