@@ -246,11 +246,13 @@ def _heldout_of(client, runs) -> dict | None:
 
 def _control_line(cfg, client, runs) -> str | None:
     """`LEARN reward_vs_control`: this run's held-out-seen gain against the latest finished run
-    in the same MLflow experiment trained with the other answerer reward (honest against
-    format_only: `make learn` and `make learn-control` find each other there), paired over the
-    problems both measured. None until both exist."""
+    in the same MLflow experiment trained with the other answerer reward and otherwise the same
+    config (honest against format_only: `make learn` and `make learn-control` find each other
+    there), paired over the problems both measured. None until both exist; a run of the other
+    reward whose config differs elsewhere (say lora.top_layers) is skipped, and said so."""
     from sparring import tracking
-    from sparring.evaluation.learning import reward_vs_control
+    from sparring.config import to_dict
+    from sparring.evaluation.learning import control_differences, reward_vs_control
 
     mine = _heldout_of(client, runs)
     if not mine:
@@ -265,9 +267,23 @@ def _control_line(cfg, client, runs) -> str | None:
         order_by=["attributes.start_time DESC"],
         max_results=20,
     )
+    my_params = tracking.flatten(to_dict(cfg))
     for parent in candidates:
         if parent.data.tags.get("mlflow.parentRunId"):
             continue  # a phase's run, not a pipeline run
+        their_params = {k: v for k, v in parent.data.params.items() if not k.startswith("version.")}
+        differences = control_differences(my_params, their_params)
+        if differences:
+            shown = ", ".join(
+                f"{k}={their_params.get(k, '(unset)')} there, {my_params.get(k, '(unset)')} here"
+                for k in differences[:3]
+            )
+            print(
+                f"reward_vs_control: run {parent.info.run_id} ({other}) is no control for this "
+                f"one: its config differs in {shown}; run the other reward with the same --set",
+                file=sys.stderr,
+            )
+            continue
         theirs = _heldout_of(client, tracking.child_runs(cfg, parent.info.run_id))
         if not theirs:
             continue

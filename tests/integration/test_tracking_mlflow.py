@@ -225,7 +225,7 @@ def test_params_go_to_mlflows_active_run_outside_a_phase(cfg, mlflow_server):
     assert data.params == {"sandbox.isolation_used": "none"} and data.tags["t"] == "none"
 
 
-def _learning_run(cfg, reward, per_problem, tmp_path):
+def _learning_run(cfg, reward, per_problem, tmp_path, extra=()):
     """A finished pipeline run whose evaluate phase logged learning/heldout.json, as
     sparring.phases.evaluate does; returns the parent run id."""
     from mlflow import MlflowClient
@@ -233,7 +233,7 @@ def _learning_run(cfg, reward, per_problem, tmp_path):
     from sparring.config import load_config
     from sparring.evaluation.learning import HELDOUT_FILE
 
-    run_cfg = load_config(None, [*_overrides(cfg), f"rewards.answerer={reward}"])
+    run_cfg = load_config(None, [*_overrides(cfg), f"rewards.answerer={reward}", *extra])
     parent = tracking.start_parent_run(run_cfg, f"kfp-{reward}")
     with tracking.child_run(run_cfg, parent, "evaluate", 3):
         path = tmp_path / reward / HELDOUT_FILE
@@ -269,3 +269,21 @@ def test_learn_and_learn_control_find_each_other_in_the_experiment(cfg, tmp_path
     expected = "LEARN reward_vs_control delta=0.300 ci95_delta=0.300,0.300 n=6"
     assert _control_line(ctrl_cfg, client, tracking.child_runs(ctrl_cfg, ctrl)) == expected
     assert _control_line(treat_cfg, client, tracking.child_runs(treat_cfg, treat)) == expected
+
+
+def test_a_control_with_another_config_is_not_paired(cfg, tmp_path, capsys):
+    """A format-only run that also trained other LoRA layers is no control: the treatment pairs
+    with the older run of its own config, and says why it skipped the newer one."""
+    from mlflow import MlflowClient
+
+    from sparring.local_run import _control_line
+
+    ids = [f"p{i}" for i in range(6)]
+    treat_cfg, treat = _learning_run(cfg, "honest", {i: [0.2, 0.6] for i in ids}, tmp_path)
+    _learning_run(cfg, "format_only", {i: [0.2, 0.3] for i in ids}, tmp_path)
+    other = ["lora.top_layers=3"]
+    _learning_run(cfg, "format_only", {i: [0.2, 0.6] for i in ids}, tmp_path / "x", other)
+    line = _control_line(treat_cfg, MlflowClient(), tracking.child_runs(treat_cfg, treat))
+    assert line == "LEARN reward_vs_control delta=0.300 ci95_delta=0.300,0.300 n=6"
+    err = capsys.readouterr().err
+    assert "is no control for this one" in err and "lora.top_layers=3 there" in err

@@ -287,6 +287,29 @@ def heldout_per_problem(
     }
 
 
+# What a control may differ in from its treatment: the reward under test, and where the run is
+# named, stored and tracked. Anything else (LoRA layers, learning rate, seeds, data) changes what
+# the model learns, so a gain difference would not be the reward's alone. Library versions
+# (`version.*` params) are the caller's to drop or keep.
+CONTROL_MAY_DIFFER = ("name", "rewards.answerer", "tracking.", "storage.")
+
+
+def control_differences(mine: Mapping[str, str], theirs: Mapping[str, str]) -> list[str]:
+    """The config params (flattened, as the parent run logs them) in which a candidate control
+    run differs from this one, beyond what a control may differ in; [] for a fair pair.
+
+    >>> a = {"name": "learn", "rewards.answerer": "honest", "lora.top_layers": "0"}
+    >>> control_differences(a, {**a, "name": "learn-control", "rewards.answerer": "format_only"})
+    []
+    >>> control_differences(a, {**a, "lora.top_layers": "8"})
+    ['lora.top_layers']
+    """
+    keys = set(mine) | set(theirs)
+    return sorted(
+        k for k in keys if not k.startswith(CONTROL_MAY_DIFFER) and mine.get(k) != theirs.get(k)
+    )
+
+
 def reward_vs_control(
     treatment: Mapping[str, Sequence[float]],
     control: Mapping[str, Sequence[float]],
