@@ -73,16 +73,18 @@ serve: install install-serve  ## serve SmolLM2 over the OpenAI API on loopback (
 
 # RESUME=1 continues an interrupted run: its finished tasks are reused, not repeated
 RESUME_FLAG = $(if $(RESUME),--resume)
+# SET="lora.top_layers=0 grpo.learning_rate=1e-4" overrides config fields (space-separated)
+SET_FLAGS = $(foreach s,$(SET),--set $(s))
 
 run: install  ## the main job: the self-play pipeline on configs/local.yaml through kfp.local
-	$(BIN)/sparring run --config $(CONFIG) $(RESUME_FLAG)
+	$(BIN)/sparring run --config $(CONFIG) $(SET_FLAGS) $(RESUME_FLAG)
 
 learn: install  ## the learning canary on problem families: held-out gains with 95% intervals, LEARN lines
-	$(BIN)/sparring run --config configs/learn.yaml $(RESUME_FLAG)
+	$(BIN)/sparring run --config configs/learn.yaml $(SET_FLAGS) $(RESUME_FLAG)
 
 learn-control: install  ## make learn with the format-only reward; either run, ending second, prints reward_vs_control
 	$(BIN)/sparring run --config configs/learn.yaml --set name=learn-control \
-	  --set rewards.answerer=format_only $(RESUME_FLAG)
+	  --set rewards.answerer=format_only $(SET_FLAGS) $(RESUME_FLAG)
 
 calibrate: install  ## the base model's reward per problem family and level, and the levels in the zone
 	$(BIN)/sparring calibrate --config configs/learn.yaml --seed 2 --per-family 2 --samples 8
