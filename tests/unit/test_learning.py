@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from sparring.evaluation import learning
@@ -177,3 +179,45 @@ def test_base_zone_share_is_the_first_validations_zone():
     summary, *_ = learning.from_phase_runs(runs)
     assert summary["base_zone_share"] == 0.75
     assert learning.from_phase_runs([])[0]["base_zone_share"] is None
+
+
+def test_heldout_pair_refuses_what_is_no_fair_pair():
+    t = {"reward": "honest", "sets": {"seen": {"a": [0.1, 0.5], "b": [0.2, 0.2]}}}
+    c = {"reward": "format_only", "sets": {"seen": {"a": [0.1, 0.2], "z": [0.0, 0.0]}}}
+    assert learning.heldout_pair(t, c) == ({"a": [0.1, 0.5], "b": [0.2, 0.2]},
+                                          {"a": [0.1, 0.2], "z": [0.0, 0.0]})  # fmt: skip
+    with pytest.raises(ValueError, match="answerer reward 'honest'"):
+        learning.heldout_pair(t, t)
+    with pytest.raises(ValueError, match="no held-out set 'unseen'"):
+        learning.heldout_pair(t, c, "unseen")
+    with pytest.raises(ValueError, match="control: no 'sets'"):
+        learning.heldout_pair(t, {"reward": "format_only"})
+    with pytest.raises(ValueError, match="not \\[base, final\\]"):
+        learning.heldout_pair(t, {"sets": {"seen": {"a": [0.1]}}})
+    apart = {"reward": "format_only", "sets": {"seen": {"q": [0.1, 0.2]}}}
+    with pytest.raises(ValueError, match="no problem of the 'seen' set is in both"):
+        learning.heldout_pair(t, apart)
+
+
+def test_eval_control_prints_the_paired_line_and_refuses_bad_files(tmp_path, capsys):
+    from sparring.cli.main import main
+
+    ids = [f"p{i}" for i in range(6)]
+    treat, ctrl = tmp_path / "treatment.json", tmp_path / "control.json"
+    treat.write_text(
+        json.dumps({"reward": "honest", "sets": {"seen": {i: [0.2, 0.6] for i in ids}}})
+    )
+    ctrl.write_text(
+        json.dumps({"reward": "format_only", "sets": {"seen": {i: [0.2, 0.3] for i in ids}}})
+    )
+    assert main(["eval", "control", str(treat), str(ctrl)]) == 0
+    out = capsys.readouterr().out.strip()
+    assert out == "LEARN reward_vs_control delta=0.300 ci95_delta=0.300,0.300 n=6"
+    assert main(["eval", "control", str(treat), str(treat)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: both runs trained") and err.count("\n") == 1
+    (tmp_path / "bad.json").write_text("{")
+    assert main(["eval", "control", str(treat), str(tmp_path / "bad.json")]) == 2
+    assert "bad.json: not JSON" in capsys.readouterr().err
+    assert main(["eval", "control", str(treat), str(tmp_path / "missing.json")]) == 2
+    assert "missing.json: No such file" in capsys.readouterr().err

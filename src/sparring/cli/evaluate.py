@@ -66,6 +66,27 @@ def add_commands(sub) -> None:
     add_config_args(p)
     p.set_defaults(func=_eval_snapshots)
 
+    p = ev.add_parser(
+        "control",
+        help="a treatment's held-out gain over its control's, from two runs' heldout.json",
+        description="Print `LEARN reward_vs_control`: the treatment's held-out gain (final - "
+        "base) minus the control's, paired over the problems both measured, with a 95%% "
+        "bootstrap interval. Each file is the learning/heldout.json that a run's evaluate "
+        "phase logs to MLflow (make learn and make learn-control print the line themselves "
+        "when both are in one MLflow experiment; this compares runs kept apart). The two runs "
+        "must differ in their answerer reward alone: the files cannot show that.",
+    )
+    p.add_argument("treatment", metavar="TREATMENT.json", help="the treatment's heldout.json")
+    p.add_argument("control", metavar="CONTROL.json", help="the control's heldout.json")
+    p.add_argument(
+        "--set",
+        dest="set_name",
+        default="seen",
+        help="held-out set: seen (fresh instances of trained families; default) or unseen",
+    )
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (the run's seed: 0)")
+    p.set_defaults(func=_eval_control)
+
     p = sub.add_parser(
         "infer",
         help="solve problems with a trained answerer (optionally running tests)",
@@ -174,6 +195,25 @@ def _eval_humaneval(args: argparse.Namespace) -> int:
 
 
 FEW = 8  # more samples than this: a line when their tests have run
+
+
+def _eval_control(args: argparse.Namespace) -> int:
+    from sparring.evaluation.learning import heldout_pair, reward_vs_control
+
+    runs = []
+    for path in (args.treatment, args.control):
+        try:
+            runs.append(json.loads(Path(path).read_text()))
+        except OSError as exc:
+            raise SparringError(f"{path}: {exc.strerror or exc}") from None
+        except json.JSONDecodeError as exc:
+            raise SparringError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    try:
+        treatment, control = heldout_pair(runs[0], runs[1], args.set_name)
+    except ValueError as exc:
+        raise SparringError(str(exc)) from None
+    print(reward_vs_control(treatment, control, seed=args.seed))
+    return 0
 
 
 def _eval_snapshots(args: argparse.Namespace) -> int:

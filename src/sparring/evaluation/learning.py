@@ -310,6 +310,47 @@ def control_differences(mine: Mapping[str, str], theirs: Mapping[str, str]) -> l
     )
 
 
+def heldout_pair(
+    treatment: Mapping[str, Any], control: Mapping[str, Any], set_name: str = "seen"
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """The {problem id: [base, final]} of one held-out set in two runs' `heldout.json` files,
+    checked for a fair pair: each holds the set, they trained different answerer rewards, and
+    they share problems. ValueError names what is wrong.
+
+    >>> t = {"reward": "honest", "sets": {"seen": {"a": [0.1, 0.5]}}}
+    >>> c = {"reward": "format_only", "sets": {"seen": {"a": [0.1, 0.2]}}}
+    >>> heldout_pair(t, c)
+    ({'a': [0.1, 0.5]}, {'a': [0.1, 0.2]})
+    >>> heldout_pair(t, t)
+    Traceback (most recent call last):
+    ...
+    ValueError: both runs trained with the answerer reward 'honest': a control trains with another
+    """
+    per_run = []
+    for role, data in (("treatment", treatment), ("control", control)):
+        sets = data.get("sets") if isinstance(data, Mapping) else None
+        if not isinstance(sets, Mapping):
+            raise ValueError(f"{role}: no 'sets' in it; is it a run's heldout.json?")
+        chosen = sets.get(set_name)
+        if not isinstance(chosen, Mapping) or not chosen:
+            raise ValueError(f"{role}: no held-out set {set_name!r} (it has: {sorted(sets)})")
+        for pid, pair in chosen.items():
+            if not (isinstance(pair, Sequence) and len(pair) == 2):
+                raise ValueError(f"{role}: problem {pid!r} has {pair!r}, not [base, final]")
+        per_run.append({str(k): [float(v) for v in pair] for k, pair in chosen.items()})
+    rewards = treatment.get("reward"), control.get("reward")
+    if rewards[0] is not None and rewards[0] == rewards[1]:
+        raise ValueError(
+            f"both runs trained with the answerer reward {rewards[0]!r}: "
+            "a control trains with another"
+        )
+    if not set(per_run[0]) & set(per_run[1]):
+        raise ValueError(
+            f"no problem of the {set_name!r} set is in both: were they run on the same config?"
+        )
+    return per_run[0], per_run[1]
+
+
 def reward_vs_control(
     treatment: Mapping[str, Sequence[float]],
     control: Mapping[str, Sequence[float]],
