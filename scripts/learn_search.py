@@ -33,15 +33,17 @@ ROOT = Path(__file__).resolve().parents[1]
 DEV_SEED = 2
 
 CONFIGS: dict[str, list[str]] = {
-    "baseline": [],  # configs/learn.yaml: LoRA on the top 8 layers, lr 2e-4, groups of 8, T 0.7
-    "format-only": ["rewards.answerer=format_only"],  # the control, at the search's budget
+    # configs/learn.yaml as the search ran it (2026-11-26): LoRA on the top 8 layers, lr 2e-4,
+    # groups of 8, T 0.7; pinned, since learn.yaml has trained all layers since 2026-11-27
+    "baseline": ["lora.top_layers=8"],
+    "format-only": ["rewards.answerer=format_only", "lora.top_layers=8"],  # its control
     "all-layers": ["lora.top_layers=0"],
     # the control of the all-layers recipe: is its lead the reward's or the format's?
     "format-only-all-layers": ["rewards.answerer=format_only", "lora.top_layers=0"],
-    "lr-1e-4": ["grpo.learning_rate=1e-4"],
-    "groups-16": ["grpo.num_generations=16"],
-    "temperature-1.0": ["grpo.temperature=1.0"],
-    "lr-2e-5": ["grpo.learning_rate=2e-5"],
+    "lr-1e-4": ["grpo.learning_rate=1e-4", "lora.top_layers=8"],
+    "groups-16": ["grpo.num_generations=16", "lora.top_layers=8"],
+    "temperature-1.0": ["grpo.temperature=1.0", "lora.top_layers=8"],
+    "lr-2e-5": ["grpo.learning_rate=2e-5", "lora.top_layers=8"],
 }
 DEFAULT = "baseline,format-only,all-layers,lr-1e-4,format-only-all-layers,groups-16"
 
