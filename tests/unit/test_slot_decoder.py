@@ -59,6 +59,52 @@ def test_greedy_slots_agree_with_the_refill_decoder_token_for_token(tiny):
     assert [len(r) for r in slots] == [12] * len(ps)  # a random model never stops early here
 
 
+def test_a_kept_state_decodes_the_next_call_as_a_fresh_one_would(tiny):
+    from sparring.backends.torch import slot_decoder
+
+    model, tok = tiny
+    ps = prompts(tok)
+
+    def run(batch, pick_key):
+        with torch.inference_mode():
+            return generate_slots(
+                model, batch, pick=lambda x: pick_on_device(x, True, 1.0, 1.0),
+                stop=FenceStop(tok, 0, eos_token_ids=[tok.eos_token_id]), pick_key=pick_key,
+                max_new_tokens=12, batch_size=2, pad_token_id=tok.pad_token_id or 0,
+                check_every=3,
+            )  # fmt: skip
+
+    fresh = run(ps[::-1], None)  # nothing kept
+    assert model not in slot_decoder._KEPT
+    run(ps, ("greedy",))  # leaves its cache, full of these prompts, behind
+    kept = slot_decoder._KEPT[model][1]
+    assert run(ps[::-1], ("greedy",)) == fresh
+    assert slot_decoder._KEPT[model][1] is kept
+    run(ps, ("another pick",))
+    assert slot_decoder._KEPT[model][1] is not kept
+
+
+def test_a_re_created_parameter_is_not_decoded_through_a_kept_state():
+    from sparring.backends.torch import slot_decoder
+
+    model, tok = load_model("tiny-random")
+
+    def run():
+        with torch.inference_mode():
+            generate_slots(
+                model, prompts(tok), pick=lambda x: pick_on_device(x, True, 1.0, 1.0),
+                stop=FenceStop(tok, 0), pick_key="greedy", max_new_tokens=2, batch_size=2,
+                pad_token_id=0,
+            )  # fmt: skip
+        return slot_decoder._KEPT[model][1]
+
+    first = run()
+    assert run() is first
+    norm = model.model.norm
+    norm.weight = torch.nn.Parameter(norm.weight.detach().clone())  # a graph would read the old
+    assert run() is not first
+
+
 def test_a_row_ended_by_eos_frees_its_slot_at_once(tiny):
     model, tok = tiny
     eos = tok.eos_token_id

@@ -337,8 +337,9 @@ def decode(
         from sparring.backends.torch.slot_decoder import generate_slots, pick_on_device
 
         return generate_slots(
-            model, prompts, pick=lambda x: pick_on_device(x, greedy, temperature, top_p), **kwargs
-        )
+            model, prompts, pick=lambda x: pick_on_device(x, greedy, temperature, top_p),
+            pick_key=(greedy, temperature, top_p), **kwargs,
+        )  # fmt: skip
     return _generate_refill(
         model, prompts, pick=lambda x: _pick(x, greedy, temperature, top_p), **kwargs
     )
@@ -415,7 +416,8 @@ def sample(
     try:
         if stop_at_fence and decoder_for(model) != "generate":
             stop = FenceStop(tokenizer, 0, eos_token_ids=[eos])
-            prompts = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in flat]
+            ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+            prompts = [list(p) for p in ids for _ in range(num_samples)]  # as `flat`, once each
             torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
             with torch.inference_mode():
                 rows = decode(

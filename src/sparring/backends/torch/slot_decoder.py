@@ -32,6 +32,7 @@ where the refill decoder's dynamic cache is faster (no static attention width to
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -39,6 +40,8 @@ log = logging.getLogger(__name__)
 
 ARCHITECTURES = ("llama",)  # config.model_type values whose layers `_Slots` knows
 CHECK_EVERY = 8  # decode steps between two looks of the host at the tokens
+WIDTH_STEP = 64  # cache widths round up to this, so batches of similar prompts share a graph
+_KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> (key, _Slots)
 
 
 def _base(model: Any) -> Any:
@@ -109,26 +112,32 @@ class _Slots:
         self.positions = torch.zeros(slots, dtype=torch.long, device=device)
         self.rows = torch.arange(slots, device=device)
         self.columns = torch.arange(max_len, device=device)
+        self.hidden_mask = torch.full((slots, 1, 1, max_len), -float("inf"), device=device)
         self.device = device
         self.graph: Any = None
 
-    def _attend(self, layer: Any, h: Any, cos: Any, sin: Any, write: Callable, mask: Any) -> Any:
+    def _attend(self, layer: Any, h: Any, rope: tuple, write: Callable, mask: Any) -> Any:
+        import torch
         import torch.nn.functional as F
 
         attn = layer.self_attn
         n, t, _ = h.shape
+        cos, sin = rope
         q = attn.q_proj(h).view(n, t, self.heads, self.head_dim).transpose(1, 2)
         k = attn.k_proj(h).view(n, t, self.kv_heads, self.head_dim).transpose(1, 2)
         v = attn.v_proj(h).view(n, t, self.kv_heads, self.head_dim).transpose(1, 2)
-        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
-        q = q * cos + _rotate_half(q) * sin
-        k = k * cos + _rotate_half(k) * sin
+        half = self.head_dim // 2  # rotate_half(x) * sin == roll(x) * sin_signed (_forward)
+        q = torch.addcmul(q * cos, q.roll(half, -1), sin)
+        k = torch.addcmul(k * cos, k.roll(half, -1), sin)
         keys, values = write(k, v)
-        if t == 1:  # decode: a kv head's query heads stand in for query positions, no repeat
+        if t == 1:
+            # decode: a kv head's query heads stand in for query positions (no repeat), and the
+            # attention is two small matmuls around a float32 softmax: on an H200 the fused SDPA
+            # kernel took 65 us a layer for this shape, over a third of a step (docs/benchmarks.md)
             grouped = q.reshape(n, self.kv_heads, self.heads // self.kv_heads, self.head_dim)
-            out = F.scaled_dot_product_attention(
-                grouped, keys, values, attn_mask=mask, scale=self.scaling
-            )
+            raw = torch.matmul(grouped, keys.transpose(-1, -2))
+            scores = torch.add(mask, raw, alpha=self.scaling)  # float32, as the mask is
+            out = torch.matmul(scores.softmax(dim=-1).to(values.dtype), values)
             return attn.o_proj(out.reshape(n, 1, self.heads * self.head_dim))
         out = F.scaled_dot_product_attention(
             q, keys, values, attn_mask=mask, scale=self.scaling,
@@ -136,13 +145,27 @@ class _Slots:
         )  # fmt: skip
         return attn.o_proj(out.transpose(1, 2).reshape(n, t, self.heads * self.head_dim))
 
+    def _norm(self, norm: Any, x: Any) -> Any:
+        """`norm(x)` for an RMSNorm as one fused kernel (F.rms_norm) instead of HF's eight."""
+        import torch.nn.functional as F
+
+        eps = getattr(norm, "variance_epsilon", None)
+        if eps is None or getattr(norm, "weight", None) is None:
+            return norm(x)
+        return F.rms_norm(x, (x.shape[-1],), norm.weight, eps)
+
     def _forward(self, ids: Any, positions: Any, writer: Callable[[int], Callable], mask: Any):
+        import torch
+
         x = self.core.embed_tokens(ids)
         cos, sin = self.core.rotary_emb(x, positions)
+        half = self.head_dim // 2
+        sin_signed = torch.cat((-sin[..., :half], sin[..., half:]), -1)
+        rope = (cos.unsqueeze(1), sin_signed.unsqueeze(1))
         for i, layer in enumerate(self.layers):
-            x = x + self._attend(layer, layer.input_layernorm(x), cos, sin, writer(i), mask)
-            x = x + layer.mlp(layer.post_attention_layernorm(x))
-        return self.core.norm(x)
+            x = x + self._attend(layer, self._norm(layer.input_layernorm, x), rope, writer(i), mask)
+            x = x + layer.mlp(self._norm(layer.post_attention_layernorm, x))
+        return self._norm(self.core.norm, x)
 
     def step(self) -> None:
         """One decode step of every slot: its token's keys and values written at its position,
@@ -157,7 +180,8 @@ class _Slots:
 
             return write
 
-        mask = (self.columns[None, :] <= pos[:, None])[:, None, None, :]
+        visible = (self.columns[None, :] <= pos[:, None])[:, None, None, :]
+        mask = self.hidden_mask.masked_fill(visible, 0.0)  # additive: 0 or -inf
         hidden = self._forward(self.tokens[:, None], pos[:, None], writer, mask)
         self.tokens.copy_(self.pick(self.head(hidden[:, -1]).float()))
         self.positions.add_(1)
@@ -222,6 +246,50 @@ class _Slots:
         return first.tolist()
 
 
+def _to_host(tokens: Any) -> tuple[Any, Any]:
+    """`tokens` copied to the host without waiting: (host tensor, CUDA event that marks the copy
+    done, or None on a CPU, where the tensor is already there)."""
+    import torch
+
+    if tokens.device.type != "cuda":
+        return tokens, None
+    host = torch.empty(tokens.shape, dtype=tokens.dtype, pin_memory=True)
+    host.copy_(tokens, non_blocking=True)
+    copied = torch.cuda.Event()
+    copied.record()
+    return host, copied
+
+
+def _fingerprint(model: Any) -> tuple:
+    """What a kept state's graph was recorded against: every parameter's storage (a graph
+    replays raw pointers: a moved, cast or re-created parameter needs a new recording)."""
+    return tuple(p.data_ptr() for p in model.parameters())
+
+
+def _state(model: Any, slots: int, max_len: int, pick: Callable, pick_key: Any, graph: bool):
+    """The `_Slots` for this call: the model's kept one where slots, width, pick and parameters
+    match (GRPO steps and evaluation passes reuse one recorded graph), else a new one."""
+    import torch
+
+    key = (slots, max_len, pick_key, graph, _fingerprint(model))
+    kept = _KEPT.get(model) if pick_key is not None else None
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    if kept is not None:
+        del _KEPT[model]  # its buffers and graph pool go before the new ones are made
+    state = _Slots(model, slots, max_len, pick)
+    if graph:
+        try:
+            state.capture()
+        except Exception as exc:  # a model whose layers cannot be captured still decodes
+            log.warning("slot decoder: no CUDA graph (%s); decoding step by step", exc)
+            torch.cuda.synchronize()
+            state.graph = None
+    if pick_key is not None:
+        _KEPT[model] = (key, state)
+    return state
+
+
 def generate_slots(
     model: Any,
     prompts: list[list[int]],
@@ -234,12 +302,16 @@ def generate_slots(
     on_done: Callable[[int, list[int]], None] | None = None,
     check_every: int = CHECK_EVERY,
     graph: bool | None = None,
+    pick_key: Any = None,
 ) -> list[list[int]]:
     """Generated ids per prompt, decoded in `batch_size` fixed slots (see the module docstring).
 
     `pick(logits) -> tokens` must not synchronise with the host (`pick_on_device`); `stop` is a
     `FenceStop` (its `eos_token_ids` end a row too); `graph` (default: on a CUDA device) replays
-    the decode step as a CUDA graph, else runs it eagerly (the CPU tests).
+    the decode step as a CUDA graph, else runs it eagerly (the CPU tests). A hashable
+    `pick_key` naming what `pick` does (say its temperature and top_p) keeps the state and its
+    graph on the model for the next call of the same shape: recording one costs about 0.1 s
+    on an H200, a tenth of a 256-row batch; its cache stays allocated while the model lives.
     """
     import torch
 
@@ -247,17 +319,11 @@ def generate_slots(
         return []
     stop.start(len(prompts))
     slots = min(batch_size, len(prompts))
-    max_len = max(len(p) for p in prompts) + max_new_tokens + check_every + 1
-    state = _Slots(model, slots, max_len, pick)
+    needed = max(len(p) for p in prompts) + max_new_tokens + 2 * check_every + 1  # see below
+    max_len = -(-needed // WIDTH_STEP) * WIDTH_STEP
     if graph is None:
-        graph = state.device.type == "cuda"
-    if graph:
-        try:
-            state.capture()
-        except Exception as exc:  # a model whose layers cannot be captured still decodes
-            log.warning("slot decoder: no CUDA graph (%s); decoding step by step", exc)
-            torch.cuda.synchronize()
-            state.graph = None
+        graph = next(model.parameters()).device.type == "cuda"
+    state = _state(model, slots, max_len, pick, pick_key, graph)
     results: list[list[int]] = [[] for _ in prompts]
     owner: list[int | None] = [None] * slots  # the prompt each slot is decoding
     pending = list(range(len(prompts)))[::-1]  # popped from the end: input order
@@ -277,6 +343,10 @@ def generate_slots(
         if on_done is not None:
             on_done(i, results[i])
 
+    # The host reads block k's tokens while the device decodes block k+1: a finished row's slot
+    # runs one block past its end (its tokens dropped), and a slot refilled meanwhile skips
+    # the block that was already in flight when its new prompt came in.
+    inflight: tuple[Any, Any, set[int]] | None = None  # tokens on the host, their event, stale
     while True:
         while pending and None in owner:  # a prompt can finish at its first token: loop
             free = [s for s, i in enumerate(owner) if i is None][: len(pending)]
@@ -284,23 +354,33 @@ def generate_slots(
             for s, i in zip(free, new, strict=True):
                 owner[s] = i
             firsts = state.admit(free, [prompts[i] for i in new], pad_token_id)
+            if inflight is not None:
+                inflight[2].update(free)
             for s, token in zip(free, firsts, strict=True):
                 if take(s, token):
                     release(s)
-        if all(i is None for i in owner):
+        block = None
+        if any(i is not None for i in owner):
+            idle = [s for s, i in enumerate(owner) if i is None]
+            if idle:  # an empty slot keeps stepping: keep its position inside the cache
+                state.positions[torch.tensor(idle, device=state.device)] = 0
+            history = torch.empty((slots, check_every), dtype=torch.long, device=state.device)
+            for j in range(check_every):
+                state.run_step()
+                history[:, j].copy_(state.tokens)
+            block = (*_to_host(history), set())
+        if inflight is not None:
+            tokens, copied, stale = inflight
+            if copied is not None:
+                copied.synchronize()  # the copy was queued before `block`, which still runs
+            for s, row in enumerate(tokens.tolist()):
+                if owner[s] is None or s in stale:
+                    continue
+                for token in row:
+                    if take(s, token):
+                        release(s)
+                        break
+        if block is None:
             break
-        idle = [s for s, i in enumerate(owner) if i is None]
-        if idle:  # an empty slot keeps stepping: keep its position inside the cache
-            state.positions[torch.tensor(idle, device=state.device)] = 0
-        history = torch.empty((slots, check_every), dtype=torch.long, device=state.device)
-        for j in range(check_every):
-            state.run_step()
-            history[:, j].copy_(state.tokens)
-        for s, row in enumerate(history.tolist()):  # the one synchronisation per check
-            if owner[s] is None:
-                continue
-            for token in row:
-                if take(s, token):
-                    release(s)
-                    break
+        inflight = block
     return results
