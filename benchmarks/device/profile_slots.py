@@ -131,6 +131,7 @@ def main() -> None:
             state.admit(list(range(rows)), prompts, 0)
             if cuda:
                 state.capture()
+                print(f"decode attention ms per step: {state.step_ms}", flush=True)
                 state.admit(list(range(rows)), prompts, 0)
             s, _ = timed(lambda: [state.run_step() for _ in range(args.new)])
             print(f"slots replay alone: {1000 * s / args.new:.2f} ms/step "

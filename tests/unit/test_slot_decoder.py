@@ -105,6 +105,26 @@ def test_a_re_created_parameter_is_not_decoded_through_a_kept_state():
     assert run() is not first
 
 
+def test_every_decode_attention_draws_the_same_greedy_tokens(tiny):
+    from sparring.backends.torch.slot_decoder import DECODE_ATTENTION, _Slots
+
+    model, tok = tiny
+    ps = prompts(tok)
+    drawn = {}
+    for attention in [a for a in DECODE_ATTENTION if a != "efficient"]:  # CUDA-only kernel
+        state = _Slots(model, len(ps), 64, lambda x: pick_on_device(x, True, 1.0, 1.0))
+        state.attention = attention
+        with torch.inference_mode():
+            state.admit(list(range(len(ps))), ps, 0)
+            tokens = []
+            for _ in range(10):
+                state.step()
+                tokens.append(state.tokens.tolist())
+        drawn[attention] = tokens
+    assert drawn["sdpa"] == drawn["matmul"]
+    assert len({tuple(row) for row in drawn["matmul"]}) > 1  # it decodes, not one token
+
+
 def test_a_row_ended_by_eos_frees_its_slot_at_once(tiny):
     model, tok = tiny
     eos = tok.eos_token_id

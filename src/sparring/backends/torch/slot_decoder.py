@@ -44,6 +44,30 @@ WIDTH_STEP = 64  # cache widths round up to this, so batches of similar prompts 
 _KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> (key, _Slots)
 
 
+DECODE_ATTENTION = ("matmul", "efficient", "sdpa")  # what `_Slots.capture` times
+
+
+def fastest(timings: dict[str, float]) -> str:
+    """The decode attention with the fewest milliseconds per step (the first listed on a tie).
+
+    >>> fastest({"matmul": 4.4, "efficient": 2.9, "sdpa": 5.7})
+    'efficient'
+    """
+    return min(timings, key=lambda name: timings[name])
+
+
+def _sdpa_backend(attention: str) -> Any:
+    """The context that holds SDPA to one backend ("efficient": the memory-efficient kernel)
+    or leaves the choice to PyTorch ("sdpa")."""
+    import contextlib
+
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    if attention == "efficient":
+        return sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION)
+    return contextlib.nullcontext()
+
+
 def _base(model: Any) -> Any:
     return model.get_base_model() if hasattr(model, "get_base_model") else model  # PEFT
 
@@ -115,6 +139,8 @@ class _Slots:
         self.hidden_mask = torch.full((slots, 1, 1, max_len), -float("inf"), device=device)
         self.device = device
         self.graph: Any = None
+        self.attention = "matmul"  # the decode attention; `capture` times each on the card
+        self.step_ms: dict[str, float] = {}
 
     def _attend(self, layer: Any, h: Any, rope: tuple, write: Callable, mask: Any) -> Any:
         import torch
@@ -130,14 +156,17 @@ class _Slots:
         q = torch.addcmul(q * cos, q.roll(half, -1), sin)
         k = torch.addcmul(k * cos, k.roll(half, -1), sin)
         keys, values = write(k, v)
-        if t == 1:
-            # decode: a kv head's query heads stand in for query positions (no repeat), and the
-            # attention is two small matmuls around a float32 softmax: on an H200 the fused SDPA
-            # kernel took 65 us a layer for this shape, over a third of a step (docs/benchmarks.md)
+        if t == 1:  # decode: a kv head's query heads stand in for query positions, no repeat
             grouped = q.reshape(n, self.kv_heads, self.heads // self.kv_heads, self.head_dim)
-            raw = torch.matmul(grouped, keys.transpose(-1, -2))
-            scores = torch.add(mask, raw, alpha=self.scaling)  # float32, as the mask is
-            out = torch.matmul(scores.softmax(dim=-1).to(values.dtype), values)
+            if self.attention == "matmul":  # two small matmuls around a float32 softmax
+                raw = torch.matmul(grouped, keys.transpose(-1, -2))
+                scores = torch.add(mask, raw, alpha=self.scaling)  # float32, as the mask is
+                out = torch.matmul(scores.softmax(dim=-1).to(values.dtype), values)
+            else:
+                with _sdpa_backend(self.attention):
+                    out = F.scaled_dot_product_attention(
+                        grouped, keys, values, attn_mask=mask, scale=self.scaling
+                    )
             return attn.o_proj(out.reshape(n, 1, self.heads * self.head_dim))
         out = F.scaled_dot_product_attention(
             q, keys, values, attn_mask=mask, scale=self.scaling,
@@ -182,13 +211,15 @@ class _Slots:
 
         visible = (self.columns[None, :] <= pos[:, None])[:, None, None, :]
         mask = self.hidden_mask.masked_fill(visible, 0.0)  # additive: 0 or -inf
+        if self.attention != "matmul":  # SDPA takes the mask in the query's dtype
+            mask = mask.to(self.keys[0].dtype)
         hidden = self._forward(self.tokens[:, None], pos[:, None], writer, mask)
         self.tokens.copy_(self.pick(self.head(hidden[:, -1]).float()))
         self.positions.add_(1)
 
-    def capture(self) -> None:
-        """Record `step` into a CUDA graph (warmed up on a side stream first, as CUDA graphs
-        require); the state it leaves behind is reset, the slots are empty."""
+    def _record(self) -> Any:
+        """`step` recorded into a CUDA graph (warmed up on a side stream first, as CUDA graphs
+        require); positions reset after, the slots empty."""
         import torch
 
         stream = torch.cuda.Stream()
@@ -200,8 +231,39 @@ class _Slots:
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             self.step()
-        self.graph = graph
         self.positions.zero_()
+        return graph
+
+    def capture(self, replays: int = 8) -> None:
+        """Record one graph per decode attention (DECODE_ATTENTION), time `replays` replays of
+        each on this card and keep the fastest: which kernels win depends on the card, the
+        head layout and the cache width (an H200 ran the fused SDPA at 65 us a layer and batched
+        matmuls at 30 us for SmolLM2's decode)."""
+        import torch
+
+        timings: dict[str, float] = {}
+        graphs: dict[str, Any] = {}
+        for attention in DECODE_ATTENTION:
+            self.attention = attention
+            try:
+                graph = self._record()
+            except Exception as exc:  # a kernel this card or shape lacks: the next one
+                log.info("slot decoder: no graph with %s attention (%s)", attention, exc)
+                torch.cuda.synchronize()
+                continue
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(replays):
+                graph.replay()
+            end.record()
+            end.synchronize()
+            timings[attention], graphs[attention] = start.elapsed_time(end) / replays, graph
+            self.positions.zero_()
+        if not graphs:
+            raise RuntimeError("no decode attention could be recorded into a CUDA graph")
+        self.attention = fastest(timings)
+        self.graph, self.step_ms = graphs[self.attention], timings
+        log.info("slot decoder: %s attention, ms per step %s", self.attention, timings)
 
     def run_step(self) -> None:
         if self.graph is not None:
