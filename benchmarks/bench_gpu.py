@@ -8,12 +8,16 @@ evaluation, in one run of at most 10 minutes (preparing the model included).
    - generate: plain HF `model.generate` on the left-padded batch (stops at EOS only);
    - refill: Sparring's refill decoder (the CPU's, and every device's before the slot decoder);
    - sampler: `sample_answers` through `load_answerer` (what evaluation and inference call),
-     which on CUDA decodes with the slot decoder (static cache, CUDA graph).
-   Each arm's tokens are its own kept tokens (generate: up to EOS; the others: up to EOS or
-   the closing fence, which is all that is scored). Prints per repetition completions/s and
-   tokens/s, then `BENCH gpu_sampler_vs_generate` and `BENCH gpu_sampler_vs_refill` (paired
-   tokens/s ratios), and the share of greedy completions on which the slot and refill decoders
-   agree (bf16: rounding may part them late in a completion).
+     which on CUDA decodes with the slot decoder (static cache, CUDA graph);
+   - generate_same_length, sampler_same_length: `generate` and Sparring's decoder with every
+     row decoding the whole completion budget (no EOS, no fence): the same work in both.
+   Each of the first three arms' tokens are its own kept tokens (generate: up to EOS; the
+   others: up to EOS or the closing fence, which is all that is scored: generate is credited
+   with the text it writes after the code block). Prints per repetition completions/s and
+   tokens/s, then `BENCH gpu_sampler_vs_generate`, `gpu_sampler_vs_refill` and
+   `gpu_sampler_vs_generate_same_length` (paired tokens/s ratios), and the share of greedy
+   completions on which the slot and refill decoders agree (bf16: rounding may part them late
+   in a completion).
 2. One snapshot evaluation (`model_metrics` of the base model: the learn config's HumanEval
    slice greedy, its held-out problems greedy and `data.val_samples` sampled): seconds.
 3. One answerer GRPO phase (`train_answerer`, `--steps` steps of `--rows` completions, groups
@@ -76,6 +80,51 @@ def generate_arm(model, tok, texts: list[str], cfg) -> tuple[int, int]:
     new = ids[:, enc["input_ids"].shape[1] :].tolist()
     eos = tok.eos_token_id
     return len(new), sum(row.index(eos) if eos in row else len(row) for row in new)
+
+
+class NeverStop:
+    """A stop rule that ends no row (the same-length arms: every row decodes the full budget)."""
+
+    eos_token_ids = frozenset()
+
+    def start(self, rows: int) -> None:
+        self.ended = [False] * rows
+
+    def add(self, row: int, token: int, generated: int) -> bool:
+        return False
+
+
+def same_length_arms(model, tok, texts: list[str], cfg, rows: int) -> dict:
+    """`generate` and Sparring's decoder with every row decoding exactly the completion budget
+    (no EOS, no fence): the same work in both, so tokens/s compares decoding speed alone."""
+    import torch
+
+    from sparring.backends.torch.generation import decode
+
+    budget = cfg.grpo.max_completion_length
+    prompts = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
+    tok.padding_side = "left"
+    enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
+
+    def generate():
+        with torch.inference_mode():
+            model.generate(
+                **enc, do_sample=True, temperature=cfg.grpo.temperature, top_p=cfg.grpo.top_p,
+                top_k=0, max_new_tokens=budget, min_new_tokens=budget,
+                pad_token_id=tok.pad_token_id,
+            )  # fmt: skip
+        return len(texts), len(texts) * budget
+
+    def sampler():
+        with torch.inference_mode():
+            out = decode(
+                model.eval(), prompts, max_new_tokens=budget, batch_size=rows,
+                temperature=cfg.grpo.temperature, top_p=cfg.grpo.top_p, stop=NeverStop(),
+                pad_token_id=tok.pad_token_id,
+            )  # fmt: skip
+        return len(out), sum(len(r) for r in out)
+
+    return {"generate_same_length": generate, "sampler_same_length": sampler}
 
 
 def refill_arm(model, tok, texts: list[str], cfg, rows: int, greedy: bool = False):
@@ -149,6 +198,7 @@ def bench_sampling(cfg, model_name: str, problems, rows: int, reps: int, rec: Re
         "generate": lambda: generate_arm(model, tok, flat, cfg),
         "refill": lambda: refill_arm(model, tok, flat, cfg, rows)[:2],
         "sampler": sampler,
+        **same_length_arms(model, tok, flat, cfg, rows),
     }
     for fn in arms.values():  # warm-up: CUDA context, kernels, the graph's first capture
         timed(fn)
@@ -174,10 +224,15 @@ def bench_sampling(cfg, model_name: str, problems, rows: int, reps: int, rec: Re
                                                    "completions": completions})  # fmt: skip
     for name, values in tps.items():
         print(f"  {name}: tokens/s {benchstats.spread(values, 0)}", flush=True)
-    for other in ("generate", "refill"):
-        ratios = benchstats.paired_ratios(tps["sampler"], tps[other])
-        print(benchstats.bench_line(f"gpu_sampler_vs_{other}", ratios), flush=True)
-        rec.add(f"sampler_vs_{other}", ratios)
+    pairs = {
+        "sampler_vs_generate": ("sampler", "generate"),
+        "sampler_vs_refill": ("sampler", "refill"),
+        "sampler_vs_generate_same_length": ("sampler_same_length", "generate_same_length"),
+    }
+    for name, (arm, baseline) in pairs.items():
+        ratios = benchstats.paired_ratios(tps[arm], tps[baseline])
+        print(benchstats.bench_line(f"gpu_{name}", ratios), flush=True)
+        rec.add(name, ratios)
     if decoder == "slots":
         greedy_texts = texts[: min(len(texts), 32)]
         by_refill = refill_arm(model, tok, greedy_texts, cfg, rows, greedy=True)[2]
