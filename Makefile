@@ -31,12 +31,17 @@ help:  ## list the targets
 # so nothing is resolved again. `make lock` re-resolves it from pyproject.toml (see README).
 LOCK ?= requirements.lock
 UNAME := $(shell uname -s)
+# Triton, for the tests alone: they run the slot decoder's decode-attention kernel on the CPU
+# under Triton's interpreter. Not in the lock: a CUDA build of torch (the trainer image) brings
+# the Triton it was built with, and a lock pin could contradict it.
+TEST_TRITON ?= triton==3.9.0
 $(VENV)/.installed: pyproject.toml $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 ifeq ($(UNAME),Linux)
 	$(PY) -m pip install -q --no-deps -r $(LOCK)
 	$(PY) -m pip install -q --no-deps -e .
+	if [ "$$(uname -m)" = x86_64 ]; then $(PY) -m pip install -q --no-deps "$(TEST_TRITON)"; fi
 else
 	# The lock is resolved for Linux; elsewhere (macOS) resolve from pyproject.toml.
 	$(PY) -m pip install -q "$(TORCH_SPEC)"

@@ -10,18 +10,22 @@ prompt) built for a device where a Python loop and kernel launches, not arithmet
   value cache, one token and one position per slot; a slot's sequence starts at cache column 0,
   so admitting a prompt is writing its prefill into its slot's row, with nothing to concatenate,
   pad or cut;
-- the decode step (embed, the layers' own projections and norms, rotary positions per slot,
-  attention over the slot's first position+1 columns, the head, the pick of the next token on
-  the device) is captured once into a CUDA graph and replayed, one launch per step;
-- the host looks at the tokens every `check_every` steps (one copy, one synchronisation): the
-  fence, EOS and length rules run there (sparring.backends.torch.generation.FenceStop), finished
-  slots are refilled, and the tokens a slot drew after it finished are dropped.
+- the decode step (embed, the layers' own projections, norms as F.rms_norm, rotary positions
+  per slot, attention over the slot's first position+1 columns, the head, the pick of the next
+  token on the device) is captured into a CUDA graph and replayed, one launch per step; the
+  decode attention is whichever of DECODE_ATTENTION ran fastest on the card when the graph was
+  recorded (`_Slots.capture`), and the state with its graph is kept on the model for the next
+  call of the same shape;
+- the host looks at the tokens every `check_every` steps (one pinned copy) while the device
+  decodes the next block: the fence, EOS and length rules run there
+  (sparring.backends.torch.generation.FenceStop), finished slots are refilled, and the tokens
+  a slot drew after it finished are dropped.
 
-The layers are called through their own modules (q/k/v/o projections, MLP, norms, rotary
-embedding), so LoRA adapters apply as in the model's forward; only the attention and the cache
-are this module's. Sampling draws the next token by an exponential race (argmax of p / E, E ~
-Exp(1)), the same distribution as torch.multinomial without its host synchronisation: seeded
-runs differ from the refill decoder's draws, greedy runs agree with it
+The layers are called through their own modules (q/k/v/o projections, MLP, rotary embedding),
+so LoRA adapters apply as in the model's forward; only the attention, the norms' arithmetic and
+the cache are this module's. Sampling draws the next token by an exponential race (argmax of
+p / E, E ~ Exp(1)), the same distribution as torch.multinomial without its host
+synchronisation: seeded runs differ from the refill decoder's draws, greedy runs agree with it
 (tests/unit/test_slot_decoder.py compares them on CPU, where the graph is off).
 
 Does not cover: other attention layouts (sliding windows, biases on the attention scores,
@@ -44,7 +48,7 @@ WIDTH_STEP = 64  # cache widths round up to this, so batches of similar prompts 
 _KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> (key, _Slots)
 
 
-DECODE_ATTENTION = ("matmul", "efficient", "sdpa")  # what `_Slots.capture` times
+DECODE_ATTENTION = ("matmul", "triton", "efficient", "sdpa")  # what `_Slots.capture` times
 
 
 def fastest(timings: dict[str, float]) -> str:
@@ -158,7 +162,11 @@ class _Slots:
         keys, values = write(k, v)
         if t == 1:  # decode: a kv head's query heads stand in for query positions, no repeat
             grouped = q.reshape(n, self.kv_heads, self.heads // self.kv_heads, self.head_dim)
-            if self.attention == "matmul":  # two small matmuls around a float32 softmax
+            if self.attention == "triton":  # one kernel, visible columns only
+                from sparring.backends.torch.decode_attention import decode_attention
+
+                out = decode_attention(grouped, keys, values, self.positions, self.scaling)
+            elif self.attention == "matmul":  # two small matmuls around a float32 softmax
                 raw = torch.matmul(grouped, keys.transpose(-1, -2))
                 scores = torch.add(mask, raw, alpha=self.scaling)  # float32, as the mask is
                 out = torch.matmul(scores.softmax(dim=-1).to(values.dtype), values)
@@ -238,7 +246,8 @@ class _Slots:
         """Record one graph per decode attention (DECODE_ATTENTION), time `replays` replays of
         each on this card and keep the fastest: which kernels win depends on the card, the
         head layout and the cache width (an H200 ran the fused SDPA at 65 us a layer and batched
-        matmuls at 30 us for SmolLM2's decode)."""
+        matmuls at 30 us for SmolLM2's decode); one that fails to build or record (no Triton,
+        an SDPA backend that refuses the shape) is skipped."""
         import torch
 
         timings: dict[str, float] = {}
