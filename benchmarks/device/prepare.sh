@@ -7,6 +7,7 @@
 #   .gpu-kit/whl/    py3.12 manylinux wheels it lacks, at requirements.lock's versions (~16 MB)
 #   .gpu-kit/model1/ the first 60 MiB of SmolLM2's GGUF (98 MB: too big for one call)
 #   .gpu-kit/model2/ the rest, with the wheels
+#   .gpu-kit/prompts/ bench_gpu's prompts as token ids, for profile_slots.py (a diagnostic)
 # Then two device calls, the second at once (the machine stays warm for 30 s):
 #   carry [".gpu-kit/model1"]: bash benchmarks/device/stage.sh
 #   carry [".gpu-kit/model2", ".gpu-kit/whl"]: bash benchmarks/device/bench.sh
@@ -42,4 +43,6 @@ split -b 60M -d -a 1 "$gguf" "$KIT/part"
 mv "$KIT/part0" "$KIT/model1/"
 mv "$KIT/part1" "$KIT/model2/"
 sha256sum "$gguf" | cut -d' ' -f1 >"$KIT/model2/gguf.sha256"
+# the 32 answerer prompts as token ids, for profile_slots.py there (no model file needed)
+"$PY" benchmarks/device/profile_slots.py --write-prompts "$KIT/prompts/prompts.json"
 du -sh "$KIT"/* | sed 's/^/prepare: /'

@@ -9,6 +9,9 @@ Prints, each arm after a warm-up, --reps times:
 - the eager decode step's kernels (torch.profiler): launches per step, GPU ms per step, top ops;
 - compiled: the decode step through torch.compile, then captured into the same CUDA graph.
 A diagnostic run by hand (benchmarks/device/), not a benchmark of record: bench_gpu.py is.
+Here first: `--write-prompts .gpu-kit/prompts/prompts.json` (prepare.sh does it); there, with
+carry [".gpu-kit/whl", ".gpu-kit/prompts"] and the wheels installed as bench.sh does, no model
+file: `python3 benchmarks/device/profile_slots.py [--parts slots,profile]`.
 """
 
 from __future__ import annotations
@@ -18,6 +21,38 @@ import json
 import time
 
 
+def write_prompts(path: str) -> None:
+    """The token ids of bench_gpu's 32 answerer prompts (the learn config's first training
+    problems, SmolLM2's chat template), for the device, where the model file is not carried."""
+    import tempfile
+    from pathlib import Path
+
+    from sparring.backends.text import render_prompt
+    from sparring.config import load_config
+    from sparring.phases.common import train_problems
+    from sparring.phases.materialize import materialize
+    from sparring.prompts import answerer_messages
+    from sparring.sampler import load_answerer
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = load_config(
+            Path(__file__).resolve().parents[2] / "configs" / "learn.yaml",
+            ["steps.problems_per_phase=96", f"tracking.mlflow_uri=sqlite:///{tmp}/mlflow.db"],
+        )
+        materialize(cfg, f"{tmp}/data")
+        problems = train_problems(f"{tmp}/data")[:32]
+    tok = load_answerer("smollm2-135m", rows=8).tokenizer
+    ids = [
+        tok(render_prompt(tok, answerer_messages(p, ("code",))), add_special_tokens=False)[
+            "input_ids"
+        ]
+        for p in problems
+    ]
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps({"prompts": ids}))
+    print(f"wrote {path}: {len(ids)} prompts of {min(map(len, ids))}-{max(map(len, ids))} tokens")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--prompts", default=".gpu-kit/prompts/prompts.json")
@@ -25,7 +60,13 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--layers", type=int, default=30)
     parser.add_argument("--parts", default="generate,slots,profile,compiled")
+    parser.add_argument(
+        "--write-prompts", metavar="PATH", help="here, first: write --prompts' file and stop"
+    )
     args = parser.parse_args()
+    if args.write_prompts:
+        write_prompts(args.write_prompts)
+        return
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
