@@ -91,13 +91,6 @@ def slots_supported(model: Any) -> bool:
         return False
 
 
-def _rotate_half(x: Any) -> Any:
-    import torch
-
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-
-
 def pick_on_device(logits: Any, greedy: bool, temperature: float, top_p: float) -> Any:
     """Next token per row with no host synchronisation: argmax, or a draw at `temperature`
     within nucleus `top_p` (the rule of generation._pick) by an exponential race."""
