@@ -18,14 +18,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: bench_gpu's helpers
+from bench_gpu import NeverStop, sync, timed
 
 
 def write_prompts(path: str) -> None:
     """The token ids of bench_gpu's 32 answerer prompts (the learn config's first training
     problems, SmolLM2's chat template), for the device, where the model file is not carried."""
     import tempfile
-    from pathlib import Path
 
     from sparring.backends.text import render_prompt
     from sparring.config import load_config
@@ -90,26 +94,6 @@ def main() -> None:
     rows = len(prompts)
     print(f"{torch.cuda.get_device_name(0) if cuda else 'cpu'}: {rows} rows, {args.new} new")
 
-    def sync() -> None:
-        if cuda:
-            torch.cuda.synchronize()
-
-    def timed(fn):
-        sync()
-        t = time.perf_counter()
-        out = fn()
-        sync()
-        return time.perf_counter() - t, out
-
-    class NoStop:
-        eos_token_ids = frozenset()
-
-        def start(self, n: int) -> None:
-            self.ended = [False] * n
-
-        def add(self, row: int, token: int, generated: int) -> bool:
-            return False
-
     def pick(x):
         return sd.pick_on_device(x, False, 0.7, 1.0)
 
@@ -117,7 +101,7 @@ def main() -> None:
         with torch.inference_mode():
             return sd.generate_slots(
                 model, prompts, max_new_tokens=args.new, batch_size=rows, pick=pick,
-                stop=NoStop(), pad_token_id=0,
+                stop=NeverStop(), pad_token_id=0,
             )  # fmt: skip
 
     parts = args.parts.split(",")
