@@ -84,7 +84,7 @@ def test_a_kept_state_decodes_the_next_call_as_a_fresh_one_would(tiny):
     assert slot_decoder._KEPT[model][1] is not kept
 
 
-def test_a_re_created_parameter_is_not_decoded_through_a_kept_state():
+def test_a_kept_state_is_dropped_for_another_grad_mode_or_a_re_created_parameter():
     from sparring.backends.torch import slot_decoder
 
     model, tok = load_model("tiny-random")
@@ -100,6 +100,14 @@ def test_a_re_created_parameter_is_not_decoded_through_a_kept_state():
 
     first = run()
     assert run() is first
+    with torch.no_grad():  # its buffers are inference tensors: outside inference_mode, a new one
+        generate_slots(
+            model, prompts(tok), pick=lambda x: pick_on_device(x, True, 1.0, 1.0),
+            stop=FenceStop(tok, 0), pick_key="greedy", max_new_tokens=2, batch_size=2,
+            pad_token_id=0,
+        )  # fmt: skip
+    assert slot_decoder._KEPT[model][1] is not first
+    first = run()
     norm = model.model.norm
     norm.weight = torch.nn.Parameter(norm.weight.detach().clone())  # a graph would read the old
     assert run() is not first

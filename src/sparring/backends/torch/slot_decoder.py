@@ -335,7 +335,8 @@ def _state(model: Any, slots: int, max_len: int, pick: Callable, pick_key: Any, 
     match (GRPO steps and evaluation passes reuse one recorded graph), else a new one."""
     import torch
 
-    key = (slots, max_len, pick_key, graph, _fingerprint(model))
+    # a state made under inference_mode cannot be written outside it: the mode is in the key
+    key = (slots, max_len, pick_key, graph, torch.is_inference_mode_enabled(), _fingerprint(model))
     kept = _KEPT.get(model) if pick_key is not None else None
     if kept is not None and kept[0] == key:
         return kept[1]
