@@ -16,6 +16,7 @@ from sparring.backends.torch.generation import (  # noqa: E402
     _pick,
     choose_decoder,
     decoder_for,
+    draw,
 )
 from sparring.backends.torch.models import load_model  # noqa: E402
 from sparring.backends.torch.slot_decoder import (  # noqa: E402
@@ -156,6 +157,22 @@ def test_sampling_draws_from_the_nucleus_only():
     assert set(drawn.tolist()) == {1, 2}  # token 0 lies outside the 0.9 nucleus, 3 far outside
     share = (drawn == 1).float().mean().item()
     assert abs(share - 0.525) < 0.04  # softmax of 5.0 vs 4.9 within the nucleus
+
+
+def test_the_refill_decoders_draw_follows_the_probabilities_and_never_takes_a_zero():
+    torch.manual_seed(0)
+    probs = torch.tensor([[0.0, 0.5, 0.3, 0.0, 0.2]] * 20000)
+    shares = torch.bincount(draw(probs), minlength=5) / len(probs)
+    assert shares[0] == 0 and shares[3] == 0
+    assert torch.allclose(shares, probs[0], atol=0.015), shares
+    nucleus = _pick(torch.tensor([[0.0, 5.0, 4.9, -9.0]] * 2000), False, 1.0, 0.9)
+    assert set(nucleus.tolist()) == {1, 2}
+
+
+@pytest.mark.parametrize(("u", "token"), [(0.0, 1), (0.9999999, 3)])
+def test_a_draw_at_either_end_takes_a_token_that_can_be_drawn(monkeypatch, u, token):
+    monkeypatch.setattr(torch, "rand", lambda shape, device=None: torch.full(shape, u))
+    assert draw(torch.tensor([[0.0, 0.25, 0.0, 0.75, 0.0]])).tolist() == [token]
 
 
 def test_each_device_gets_its_decoder(tiny):

@@ -137,7 +137,21 @@ def _pick(logits: Any, greedy: bool, temperature: float, top_p: float) -> Any:
         drop = sorted_scores.softmax(dim=-1).cumsum(dim=-1) <= (1 - top_p)
         drop[..., -1:] = False  # keep at least the most likely token
         scores = scores.masked_fill(drop.scatter(1, order, drop), -float("inf"))
-    return torch.multinomial(scores.softmax(dim=-1), num_samples=1).squeeze(1)
+    return draw(scores.softmax(dim=-1))
+
+
+def draw(probs: Any) -> Any:
+    """One token per row from `probs` [rows, vocab] by inverting its cumulative sum at a uniform
+    draw: the first token whose cumulative probability exceeds it, so a token of probability 0
+    is never drawn. torch.multinomial draws from the same distribution, but on a CPU it took 51
+    ms for 32 rows of SmolLM2's 49,152 tokens, this 1 ms (2 cores, 2026-11-27), at every
+    decode step."""
+    import torch
+
+    cumulative = probs.cumsum(dim=-1)
+    # scaled by each row's total: a sum a rounding short of 1 cannot leave u past the end
+    u = torch.rand((probs.shape[0], 1), device=probs.device) * cumulative[:, -1:]
+    return torch.searchsorted(cumulative, u, right=True).squeeze(1).clamp_(max=probs.shape[-1] - 1)
 
 
 def _refill_supported(model: Any) -> bool:
