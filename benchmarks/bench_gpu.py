@@ -131,14 +131,14 @@ def refill_arm(model, tok, texts: list[str], cfg, rows: int, greedy: bool = Fals
     """(completions, kept tokens, ids) of Sparring's refill decoder on the same prompts."""
     import torch
 
-    from sparring.backends.torch.generation import FenceStop, _generate_refill, _pick
+    from sparring.backends.torch.generation import FenceStop, _generate_refill, pick_next
 
     prompts = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
     temperature, top_p = cfg.grpo.temperature, cfg.grpo.top_p
     with torch.inference_mode():
         out = _generate_refill(
             model.eval(), prompts, max_new_tokens=cfg.grpo.max_completion_length,
-            batch_size=rows, pick=lambda x: _pick(x, greedy, temperature, top_p),
+            batch_size=rows, pick=lambda x: pick_next(x, greedy, temperature, top_p),
             stop=FenceStop(tok, 0, eos_token_ids=[tok.eos_token_id]),
             pad_token_id=tok.pad_token_id,
         )  # fmt: skip

@@ -75,6 +75,7 @@ def main() -> None:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     from sparring.backends.torch import slot_decoder as sd
+    from sparring.backends.torch.generation import pick_next
 
     cuda = torch.cuda.is_available()
     device = "cuda" if cuda else "cpu"
@@ -95,7 +96,7 @@ def main() -> None:
     print(f"{torch.cuda.get_device_name(0) if cuda else 'cpu'}: {rows} rows, {args.new} new")
 
     def pick(x):
-        return sd.pick_on_device(x, False, 0.7, 1.0)
+        return pick_next(x, False, 0.7, 1.0)
 
     def slots():
         with torch.inference_mode():

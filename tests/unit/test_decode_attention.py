@@ -60,7 +60,8 @@ def test_a_model_decodes_the_same_greedy_tokens_with_it_as_with_matmuls():
         """
         import torch
         from sparring.backends.torch.models import load_model
-        from sparring.backends.torch.slot_decoder import _Slots, pick_on_device
+        from sparring.backends.torch.generation import pick_next
+        from sparring.backends.torch.slot_decoder import _Slots
 
         model, tok = load_model("tiny-random")
         with torch.no_grad():  # sharpen attention: which columns are read must matter
@@ -72,7 +73,7 @@ def test_a_model_decodes_the_same_greedy_tokens_with_it_as_with_matmuls():
         prompts = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
         drawn = {}
         for attention in ("matmul", "triton"):
-            state = _Slots(model.eval(), len(prompts), 64, lambda x: pick_on_device(x, True, 1, 1))
+            state = _Slots(model.eval(), len(prompts), 64, lambda x: pick_next(x, True, 1, 1))
             state.attention = attention
             with torch.inference_mode():
                 state.admit(list(range(len(prompts))), prompts, 0)

@@ -13,15 +13,14 @@ torch = pytest.importorskip("torch")
 from sparring.backends.torch.generation import (  # noqa: E402
     FenceStop,
     _generate_refill,
-    _pick,
     choose_decoder,
     decoder_for,
     draw,
+    pick_next,
 )
 from sparring.backends.torch.models import load_model  # noqa: E402
 from sparring.backends.torch.slot_decoder import (  # noqa: E402
     generate_slots,
-    pick_on_device,
     slots_supported,
 )
 
@@ -49,11 +48,11 @@ def test_greedy_slots_agree_with_the_refill_decoder_token_for_token(tiny):
     kwargs = dict(max_new_tokens=12, batch_size=2, pad_token_id=tok.pad_token_id or 0)
     with torch.inference_mode():
         refill = _generate_refill(
-            model, ps, pick=lambda x: _pick(x, True, 1.0, 1.0),
+            model, ps, pick=lambda x: pick_next(x, True, 1.0, 1.0),
             stop=FenceStop(tok, 0, eos_token_ids=[tok.eos_token_id]), **kwargs,
         )  # fmt: skip
         slots = generate_slots(
-            model, ps, pick=lambda x: pick_on_device(x, True, 1.0, 1.0),
+            model, ps, pick=lambda x: pick_next(x, True, 1.0, 1.0),
             stop=FenceStop(tok, 0, eos_token_ids=[tok.eos_token_id]), check_every=3, **kwargs,
         )  # fmt: skip
     assert slots == refill
@@ -69,7 +68,7 @@ def test_a_kept_state_decodes_the_next_call_as_a_fresh_one_would(tiny):
     def run(batch, pick_key):
         with torch.inference_mode():
             return generate_slots(
-                model, batch, pick=lambda x: pick_on_device(x, True, 1.0, 1.0),
+                model, batch, pick=lambda x: pick_next(x, True, 1.0, 1.0),
                 stop=FenceStop(tok, 0, eos_token_ids=[tok.eos_token_id]), pick_key=pick_key,
                 max_new_tokens=12, batch_size=2, pad_token_id=tok.pad_token_id or 0,
                 check_every=3,
@@ -93,7 +92,7 @@ def test_a_kept_state_is_dropped_for_another_grad_mode_or_a_re_created_parameter
     def run():
         with torch.inference_mode():
             generate_slots(
-                model, prompts(tok), pick=lambda x: pick_on_device(x, True, 1.0, 1.0),
+                model, prompts(tok), pick=lambda x: pick_next(x, True, 1.0, 1.0),
                 stop=FenceStop(tok, 0), pick_key="greedy", max_new_tokens=2, batch_size=2,
                 pad_token_id=0,
             )  # fmt: skip
@@ -103,7 +102,7 @@ def test_a_kept_state_is_dropped_for_another_grad_mode_or_a_re_created_parameter
     assert run() is first
     with torch.no_grad():  # its buffers are inference tensors: outside inference_mode, a new one
         generate_slots(
-            model, prompts(tok), pick=lambda x: pick_on_device(x, True, 1.0, 1.0),
+            model, prompts(tok), pick=lambda x: pick_next(x, True, 1.0, 1.0),
             stop=FenceStop(tok, 0), pick_key="greedy", max_new_tokens=2, batch_size=2,
             pad_token_id=0,
         )  # fmt: skip
@@ -123,7 +122,7 @@ def test_every_decode_attention_draws_the_same_greedy_tokens(tiny):
     # "efficient" is a CUDA kernel; "triton" runs here under its interpreter only, in a child
     # process (tests/unit/test_decode_attention.py)
     for attention in [a for a in DECODE_ATTENTION if a not in ("efficient", "triton")]:
-        state = _Slots(model, len(ps), 64, lambda x: pick_on_device(x, True, 1.0, 1.0))
+        state = _Slots(model, len(ps), 64, lambda x: pick_next(x, True, 1.0, 1.0))
         state.attention = attention
         with torch.inference_mode():
             state.admit(list(range(len(ps))), ps, 0)
@@ -153,20 +152,18 @@ def test_a_row_ended_by_eos_frees_its_slot_at_once(tiny):
 def test_sampling_draws_from_the_nucleus_only():
     torch.manual_seed(0)
     logits = torch.tensor([[0.0, 5.0, 4.9, -9.0]] * 2000)
-    drawn = pick_on_device(logits, False, 1.0, 0.9)
+    drawn = pick_next(logits, False, 1.0, 0.9)
     assert set(drawn.tolist()) == {1, 2}  # token 0 lies outside the 0.9 nucleus, 3 far outside
     share = (drawn == 1).float().mean().item()
     assert abs(share - 0.525) < 0.04  # softmax of 5.0 vs 4.9 within the nucleus
 
 
-def test_the_refill_decoders_draw_follows_the_probabilities_and_never_takes_a_zero():
+def test_the_draw_follows_the_probabilities_and_never_takes_a_zero():
     torch.manual_seed(0)
     probs = torch.tensor([[0.0, 0.5, 0.3, 0.0, 0.2]] * 20000)
     shares = torch.bincount(draw(probs), minlength=5) / len(probs)
     assert shares[0] == 0 and shares[3] == 0
     assert torch.allclose(shares, probs[0], atol=0.015), shares
-    nucleus = _pick(torch.tensor([[0.0, 5.0, 4.9, -9.0]] * 2000), False, 1.0, 0.9)
-    assert set(nucleus.tolist()) == {1, 2}
 
 
 @pytest.mark.parametrize(("u", "token"), [(0.0, 1), (0.9999999, 3)])

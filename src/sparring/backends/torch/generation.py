@@ -124,9 +124,11 @@ def _as_stopping_criteria(criterion: FenceStop) -> Any:
     return StoppingCriteriaList([criterion])
 
 
-def _pick(logits: Any, greedy: bool, temperature: float, top_p: float) -> Any:
+def pick_next(logits: Any, greedy: bool, temperature: float, top_p: float) -> Any:
     """Next token per row: argmax, or a sample at `temperature` within nucleus `top_p` (the
-    rule of transformers' TemperatureLogitsWarper + TopPLogitsWarper, top_k off)."""
+    rule of transformers' TemperatureLogitsWarper + TopPLogitsWarper, top_k off). Every step is
+    a tensor operation on the logits' device, with no host synchronisation, so both decoders
+    use it, the slot decoder inside its CUDA graph too."""
     import torch
 
     if greedy:
@@ -346,17 +348,13 @@ def decode(
     kwargs = dict(
         max_new_tokens=max_new_tokens, batch_size=batch_size, stop=stop,
         pad_token_id=pad_token_id, on_done=on_done,
+        pick=lambda x: pick_next(x, greedy, temperature, top_p),
     )  # fmt: skip
     if decoder_for(model) == "slots":
-        from sparring.backends.torch.slot_decoder import generate_slots, pick_on_device
+        from sparring.backends.torch.slot_decoder import generate_slots
 
-        return generate_slots(
-            model, prompts, pick=lambda x: pick_on_device(x, greedy, temperature, top_p),
-            pick_key=(greedy, temperature, top_p), **kwargs,
-        )  # fmt: skip
-    return _generate_refill(
-        model, prompts, pick=lambda x: _pick(x, greedy, temperature, top_p), **kwargs
-    )
+        return generate_slots(model, prompts, pick_key=(greedy, temperature, top_p), **kwargs)
+    return _generate_refill(model, prompts, **kwargs)
 
 
 def _supports_logits_to_keep(model: Any) -> bool:

@@ -23,9 +23,8 @@ prompt) built for a device where a Python loop and kernel launches, not arithmet
 
 The layers are called through their own modules (q/k/v/o projections, MLP, rotary embedding),
 so LoRA adapters apply as in the model's forward; only the attention, the norms' arithmetic and
-the cache are this module's. Sampling draws the next token by an exponential race (argmax of
-p / E, E ~ Exp(1)), the same distribution as torch.multinomial without its host
-synchronisation: seeded runs differ from the refill decoder's draws, greedy runs agree with it
+the cache are this module's. The next token is drawn by the refill decoder's rule
+(generation.pick_next, host-free): greedy runs agree with the refill decoder token for token
 (tests/unit/test_slot_decoder.py compares them on CPU, where the graph is off).
 
 Does not cover: other attention layouts (sliding windows, biases on the attention scores,
@@ -89,23 +88,6 @@ def slots_supported(model: Any) -> bool:
         return all(m is not None for m in needed) and hasattr(base.model, "rotary_emb")
     except Exception:  # anything unexpected: the caller uses the refill decoder
         return False
-
-
-def pick_on_device(logits: Any, greedy: bool, temperature: float, top_p: float) -> Any:
-    """Next token per row with no host synchronisation: argmax, or a draw at `temperature`
-    within nucleus `top_p` (the rule of generation._pick) by an exponential race."""
-    import torch
-
-    if greedy:
-        return logits.argmax(dim=-1)
-    scores = logits / temperature
-    if top_p < 1.0:
-        sorted_scores, order = torch.sort(scores, descending=False)
-        drop = sorted_scores.softmax(dim=-1).cumsum(dim=-1) <= (1 - top_p)
-        drop[..., -1:] = False
-        scores = scores.masked_fill(drop.scatter(1, order, drop), -float("inf"))
-    probs = scores.softmax(dim=-1)
-    return (probs / torch.empty_like(probs).exponential_(1.0)).argmax(dim=-1)
 
 
 class _Slots:
@@ -210,10 +192,12 @@ class _Slots:
 
             return write
 
-        visible = (self.columns[None, :] <= pos[:, None])[:, None, None, :]
-        mask = self.hidden_mask.masked_fill(visible, 0.0)  # additive: 0 or -inf
-        if self.attention != "matmul":  # SDPA takes the mask in the query's dtype
-            mask = mask.to(self.keys[0].dtype)
+        mask = None  # the Triton kernel reads each slot's position itself
+        if self.attention != "triton":
+            visible = (self.columns[None, :] <= pos[:, None])[:, None, None, :]
+            mask = self.hidden_mask.masked_fill(visible, 0.0)  # additive: 0 or -inf
+            if self.attention != "matmul":  # SDPA takes the mask in the query's dtype
+                mask = mask.to(self.keys[0].dtype)
         hidden = self._forward(self.tokens[:, None], pos[:, None], writer, mask)
         self.tokens.copy_(self.pick(self.head(hidden[:, -1]).float()))
         self.positions.add_(1)
@@ -349,7 +333,7 @@ def _state(model: Any, slots: int, max_len: int, pick: Callable, pick_key: Any, 
         except Exception as exc:  # a model whose layers cannot be captured still decodes
             log.warning("slot decoder: no CUDA graph (%s); decoding step by step", exc)
             torch.cuda.synchronize()
-            state.graph = None
+            state.graph, state.attention = None, "matmul"  # not whichever was tried last
     if pick_key is not None:
         _KEPT[model] = (key, state)
     return state
@@ -371,7 +355,7 @@ def generate_slots(
 ) -> list[list[int]]:
     """Generated ids per prompt, decoded in `batch_size` fixed slots (see the module docstring).
 
-    `pick(logits) -> tokens` must not synchronise with the host (`pick_on_device`); `stop` is a
+    `pick(logits) -> tokens` must not synchronise with the host (generation.pick_next); `stop` is a
     `FenceStop` (its `eos_token_ids` end a row too); `graph` (default: on a CUDA device) replays
     the decode step as a CUDA graph, else runs it eagerly (the CPU tests). A hashable
     `pick_key` naming what `pick` does (say its temperature and top_p) keeps the state and its
