@@ -183,6 +183,21 @@ def test_kept_rows_are_topped_up_to_the_accumulation_slices(tmp_path, loss_batch
     assert any(v.abs().sum() > 0 for v in lora_b(trained))
 
 
+def test_every_process_keeps_as_many_rows_as_the_most_any_keeps():
+    """Two processes' batches of 4: one keeps 1 useful row, the other 3. Both keep 3 (one
+    slice) or 4 (slices of 2): TRL gathers per-row metrics unpadded, and CI's two-process run
+    aborted on 1 row against 2. A process with no useful row still keeps a full slice."""
+    batches = [torch.tensor([True, False, False, False]), torch.tensor([True, True, False, True])]
+    most = max(int(k.sum()) for k in batches)
+    for slices, size in ((1, 3), (2, 4)):
+        for keep in batches:
+            rows, filler = grpo.rows_to_keep(keep, most, slices)
+            assert len(rows) + len(filler) == size
+            assert keep[rows].all() and not keep[filler].any()
+    rows, filler = grpo.rows_to_keep(torch.zeros(4, dtype=torch.bool), 0, 2)
+    assert len(rows) == 0 and len(filler) == 2
+
+
 def test_useful_groups_reads_weighted_rewards_and_ignores_unscorable():
     nan = float("nan")
     rewards = torch.tensor(

@@ -42,7 +42,9 @@ counts of dynamic sampling.
   `groups_total`, `groups_useful`, `batches_skipped`; per generation batch TRL logs
   `sparring/useful_group_share` (and `sparring/fence_stop_ratio`) with its own metrics.
   With `steps_per_generation > 1` the kept rows are topped up with zero-advantage rows of dropped
-  groups to a multiple of it (TRL splits the batch into that many equal slices).
+  groups to a multiple of it (TRL splits the batch into that many equal slices), and over
+  several processes to the most rows any of them keeps (`rows_to_keep`: TRL's collectives need
+  equal counts).
 - dynamic sampling, "refill" (`refill_flat_batches`): when every group of a generation batch is
   flat, up to that many fresh batches of problems not yet tried in this step are generated and
   scored in its place before the step is skipped. TRL's metrics of a replaced batch are taken back
@@ -52,8 +54,10 @@ counts of dynamic sampling.
 Multi-process: `sparring.cluster.entry` runs a phase under `torchrun` (or `accelerate launch`)
 on one node or on the nodes of a Kubeflow TrainJob; TRL/Accelerate handle the process group,
 `sparring.cluster.recipes` adds the strategy (DDP, FSDP, ZeRO-3) and the vLLM mode to
-GRPOConfig, and under FSDP/ZeRO-3 `run_grpo` gathers the full weights for saving. Tested here
-with 2 CPU processes (gloo, DDP); the GPU strategies are not.
+GRPOConfig, and under FSDP/ZeRO-3 `run_grpo` gathers the full weights for saving. DDP does not
+broadcast buffers: each forward would be a collective, and the shared-prompt loss makes a
+data-dependent number of forwards per process. Tested here with 2 CPU processes (gloo, DDP);
+the GPU strategies are not.
 
 Notes on TRL 1.16: GRPOConfig has no `max_prompt_length`, so `fit_prompts` enforces
 `cfg.grpo.max_prompt_length` itself by dropping rows whose rendered prompt is longer (cutting a
@@ -134,6 +138,11 @@ def grpo_args(
         "use_cpu": device == "cpu",
         "dataloader_num_workers": 0,
         "remove_unused_columns": False,
+        # By default DDP broadcasts buffers (the rotary table: constant) in every forward, a
+        # collective per call; the shared-prompt loss makes one forward per distinct prompt
+        # batch and chunk, so a process whose prompts repeat and one whose do not would make
+        # different numbers of calls and wait on each other for ever (seen in CI: a hang).
+        "ddp_broadcast_buffers": False,
         "disable_tqdm": False,
     }
     import transformers
@@ -200,6 +209,19 @@ def useful_groups(rewards_per_func: Any, weights: Any, num_generations: int) -> 
     lo = torch.where(present, grouped, torch.full_like(grouped, math.inf)).amin(dim=1)
     spread = present.sum(dim=1) >= 2
     return spread & ~torch.isclose(hi, lo, rtol=1e-5, atol=1e-6)
+
+
+def rows_to_keep(keep: Any, most_kept: int, slices: int) -> tuple[Any, Any]:
+    """(useful rows, filler rows) of one process's batch, `keep` marking its useful rows and
+    `most_kept` the most any process keeps: every process keeps as many rows, that most in
+    whole `slices` (TRL splits the batch into steps_per_generation equal ones), its own flat
+    rows as filler. Equal counts matter: TRL gathers per-row metrics without padding, so
+    processes keeping different counts sent mismatched collectives and aborted."""
+    import torch
+
+    rows = torch.nonzero(keep).flatten()
+    target = max(slices, -(-most_kept // slices) * slices)
+    return rows, torch.nonzero(~keep).flatten()[: target - len(rows)]
 
 
 def _select_rows(out: dict[str, Any], index: Any, n: int) -> dict[str, Any]:
@@ -495,13 +517,11 @@ def _trainer_class() -> type:
             """`out` without the rows of flat groups, or flagged `sparring_skip` when no useful
             group or no loss token is left (collectives run alike on every process)."""
             n = keep.numel()
-            if not bool(self.accelerator.gather(keep.any().long()).sum() > 0):
+            kept = self.accelerator.gather(keep.sum().long().reshape(1))
+            if not bool(kept.sum() > 0):
                 out["sparring_skip"] = torch.tensor(True)
                 return out
-            rows = torch.nonzero(keep).flatten()
-            spg = self.args.steps_per_generation  # TRL splits the batch into spg equal slices
-            need = (-len(rows)) % spg if len(rows) else spg
-            filler = torch.nonzero(~keep).flatten()[:need]
+            rows, filler = rows_to_keep(keep, int(kept.max()), self.args.steps_per_generation)
             useful_tokens = self._loss_tokens(_select_rows(out, rows, n))
             if len(rows) + len(filler) < n:
                 index = torch.cat([rows, filler]).sort().values
