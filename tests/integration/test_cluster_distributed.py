@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,7 @@ from sparring.config import load_config
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
+RUN_TIMEOUT_S = 420  # each run takes 15-40 s here
 WRAPPER = Path(__file__).with_name("entry_length_reward.py")
 TRAIN = [
     "--set", "grpo.mask_truncated_completions=false",  # tiny-random never ends a completion
@@ -56,12 +58,22 @@ def run_entry(args: list[str], processes: int, log: Path, script: Path = WRAPPER
             sys.executable, "-m", "torch.distributed.run", "--standalone",
             f"--nproc-per-node={processes}", str(script), *args,
         ]  # fmt: skip
-    proc = subprocess.run(
-        cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600
+    # Its own session, so a hang (ranks waiting on mismatched collectives) is killed whole and
+    # reported with its output before pytest-timeout's 600 s, which would leave the ranks running.
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
     )  # fmt: skip
-    log.write_text(proc.stdout + proc.stderr)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    return proc.stdout + proc.stderr
+    try:
+        text, _ = proc.communicate(timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        text, _ = proc.communicate()
+        log.write_text(text)
+        pytest.fail(f"no exit after {RUN_TIMEOUT_S} s, killed; its output:\n{text[-4000:]}")
+    log.write_text(text)
+    assert proc.returncode == 0, text[-4000:]
+    return text
 
 
 def layout(folder: Path) -> list[str]:
