@@ -186,6 +186,8 @@ def test_grpo_args_carry_the_recipe(tmp_path, monkeypatch):
     cfg = load_config(ROOT / "configs/smoke.yaml", ["distributed.strategy=fsdp"])
     args = grpo_args(cfg, str(tmp_path), 1, 0, max_completion_length=16)
     assert not args.fsdp and args.deepspeed is None  # one process trains as before
+    # a buffer broadcast per forward would deadlock processes whose forward counts differ
+    assert args.ddp_broadcast_buffers is False
 
 
 def test_log_timestamps_order_to_the_nanosecond():
