@@ -4,12 +4,15 @@ Both are session-scoped and started only when a test asks for them: `s3_server` 
 ThreadedMotoServer on a free port; AWS credentials set to fake values, AWS_ENDPOINT_URL pointing
 at it), `mlflow_server` (`mlflow server` as a subprocess with a sqlite backend and
 `--artifacts-destination s3://<bucket>/mlflow` on moto, waited for on /health, terminated at the
-end). Also puts the repository root on sys.path so `components` and `pipelines` import.
+end). Also `kill_group` for a process started in its own session, and the repository root on
+sys.path so `components` and `pipelines` import.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -52,6 +55,13 @@ def wait_for(url: str, timeout: float, proc: subprocess.Popen | None = None) -> 
             last = exc
         time.sleep(0.3)
     raise RuntimeError(f"{url} not ready after {timeout}s: {last}")
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL a process started with start_new_session=True and everything it started."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 @pytest.fixture(scope="session")

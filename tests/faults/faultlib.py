@@ -11,10 +11,8 @@ latest checkpoint that went backwards.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -24,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # the fault scripts run as subprocesses import this module too
     sys.path.insert(0, str(ROOT))
-from tests.conftest import free_port, wait_for  # noqa: E402  (needs ROOT on sys.path)
+from tests.conftest import free_port, kill_group, wait_for  # noqa: E402  (needs ROOT on sys.path)
 
 HERE = Path(__file__).resolve().parent
 SMOKE = ROOT / "configs" / "smoke.yaml"
@@ -77,13 +75,6 @@ def train_cmd(workdir: Path, *args: str) -> list[str]:
     for s in SMALL:
         cmd += ["--set", s]
     return cmd + list(args)
-
-
-def kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL a process started with start_new_session=True and everything it started."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
 
 
 # ---------------------------------------------------------------------------- runs and banks

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +26,7 @@ from safetensors.torch import load_file
 
 import sparring
 from sparring.config import load_config
+from tests.conftest import kill_group
 
 pytestmark = pytest.mark.integration
 
@@ -67,7 +67,7 @@ def run_entry(args: list[str], processes: int, log: Path, script: Path = WRAPPER
     try:
         text, _ = proc.communicate(timeout=RUN_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(proc)
         text, _ = proc.communicate()
         log.write_text(text)
         pytest.fail(f"no exit after {RUN_TIMEOUT_S} s, killed; its output:\n{text[-4000:]}")

@@ -139,9 +139,10 @@ def grpo_args(
         "dataloader_num_workers": 0,
         "remove_unused_columns": False,
         # By default DDP broadcasts buffers (the rotary table: constant) in every forward, a
-        # collective per call; the shared-prompt loss makes one forward per distinct prompt
-        # batch and chunk, so a process whose prompts repeat and one whose do not would make
-        # different numbers of calls and wait on each other for ever (seen in CI: a hang).
+        # collective per call, and the shared-prompt loss makes a data-dependent number of
+        # calls: processes keeping different row counts hung there in CI (now kept equal by
+        # rows_to_keep), and one whose prompts repeat still makes other calls than one whose
+        # prompts do not.
         "ddp_broadcast_buffers": False,
         "disable_tqdm": False,
     }
