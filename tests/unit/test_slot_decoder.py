@@ -59,6 +59,25 @@ def test_greedy_slots_agree_with_the_refill_decoder_token_for_token(tiny):
     assert [len(r) for r in slots] == [12] * len(ps)  # a random model never stops early here
 
 
+def test_no_step_is_decoded_past_the_longest_rows_budget(tiny, monkeypatch):
+    from sparring.backends.torch.slot_decoder import _Slots
+
+    model, tok = tiny
+    ps = prompts(tok)
+    steps = []
+    monkeypatch.setattr(_Slots, "run_step", lambda self: steps.append(self.step()))
+    with torch.inference_mode():
+        rows = generate_slots(
+            model, ps, pick=lambda x: pick_next(x, True, 1.0, 1.0), check_every=5,
+            stop=FenceStop(tok, 0, eos_token_ids=[tok.eos_token_id]), max_new_tokens=12,
+            batch_size=len(ps), pad_token_id=tok.pad_token_id or 0,
+        )  # fmt: skip
+    assert [len(r) for r in rows] == [12] * len(ps)
+    # the prefill draws the first token, each step one more: blocks of 5, 5 and 1, and no
+    # block in flight past the end (that was 20 steps: 4 blocks)
+    assert len(steps) == 11
+
+
 def test_a_kept_state_decodes_the_next_call_as_a_fresh_one_would(tiny):
     from sparring.backends.torch import slot_decoder
 

@@ -375,6 +375,7 @@ def generate_slots(
     state = _state(model, slots, max_len, pick, pick_key, graph)
     results: list[list[int]] = [[] for _ in prompts]
     owner: list[int | None] = [None] * slots  # the prompt each slot is decoding
+    drawn = [0] * slots  # tokens its prompt has had drawn, read by the host or not
     pending = list(range(len(prompts)))[::-1]  # popped from the end: input order
 
     def take(slot: int, token: int) -> bool:
@@ -394,7 +395,9 @@ def generate_slots(
 
     # The host reads block k's tokens while the device decodes block k+1: a finished row's slot
     # runs one block past its end (its tokens dropped), and a slot refilled meanwhile skips
-    # the block that was already in flight when its new prompt came in.
+    # the block that was already in flight when its new prompt came in. A block is cut short,
+    # or not run, where no row can use its steps: the longest row's budget ends the decode
+    # without a block in flight.
     inflight: tuple[Any, Any, set[int]] | None = None  # tokens on the host, their event, stale
     while True:
         while pending and None in owner:  # a prompt can finish at its first token: loop
@@ -403,20 +406,29 @@ def generate_slots(
             for s, i in zip(free, new, strict=True):
                 owner[s] = i
             firsts = state.admit(free, [prompts[i] for i in new], pad_token_id)
+            for s in free:
+                drawn[s] = 1
             if inflight is not None:
                 inflight[2].update(free)
             for s, token in zip(free, firsts, strict=True):
                 if take(s, token):
                     release(s)
         block = None
-        if any(i is not None for i in owner):
+        # no step past the budget: once every row has had max_new_tokens drawn (the last block
+        # on the host's desk), the decode is over whatever that block says
+        to_draw = [max_new_tokens - drawn[s] for s, i in enumerate(owner) if i is not None]
+        steps = min(check_every, max(to_draw, default=0))
+        if steps > 0:
             idle = [s for s, i in enumerate(owner) if i is None]
             if idle:  # an empty slot keeps stepping: keep its position inside the cache
                 state.positions[torch.tensor(idle, device=state.device)] = 0
-            history = torch.empty((slots, check_every), dtype=torch.long, device=state.device)
-            for j in range(check_every):
+            history = torch.empty((slots, steps), dtype=torch.long, device=state.device)
+            for j in range(steps):
                 state.run_step()
                 history[:, j].copy_(state.tokens)
+            for s, i in enumerate(owner):
+                if i is not None:
+                    drawn[s] += steps
             block = (*_to_host(history), set())
         if inflight is not None:
             tokens, copied, stale = inflight
@@ -429,7 +441,7 @@ def generate_slots(
                     if take(s, token):
                         release(s)
                         break
-        if block is None:
+        if block is None and inflight is None:
             break
         inflight = block
     return results
