@@ -6,7 +6,8 @@ Prints, each arm after a warm-up, --reps times:
 - generate: HF `model.generate` (min_new_tokens = max_new_tokens): ms per decode step;
 - slots: `generate_slots` as the sampler calls it, with its parts (graph capture, prefill, the
   graph replays alone, the host's checks) timed apart;
-- the eager decode step's kernels (torch.profiler): launches per step, GPU ms per step, top ops;
+- the eager decode step's kernels (torch.profiler) with --attention: launches per step, GPU ms
+  per step, top ops;
 - compiled: the decode step through torch.compile, then captured into the same CUDA graph.
 A diagnostic run by hand (benchmarks/device/), not a benchmark of record: bench_gpu.py is.
 Here first: `--write-prompts .gpu-kit/prompts/prompts.json` (prepare.sh does it); there, with
@@ -64,6 +65,9 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--layers", type=int, default=30)
     parser.add_argument("--parts", default="generate,slots,profile,compiled")
+    parser.add_argument(
+        "--attention", default="matmul", help="the decode attention the profile part runs"
+    )
     parser.add_argument(
         "--write-prompts", metavar="PATH", help="here, first: write --prompts' file and stop"
     )
@@ -170,6 +174,8 @@ def main() -> None:
         from torch.profiler import ProfilerActivity, profile
 
         state = sd._Slots(model, rows, max(map(len, prompts)) + args.new + 9, pick)
+        state.attention = args.attention
+        print(f"profile: {args.attention} attention", flush=True)
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
         with torch.inference_mode():
             state.admit(list(range(rows)), prompts, 0)
