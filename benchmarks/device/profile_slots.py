@@ -160,7 +160,7 @@ def main() -> None:
         with torch.inference_mode():
             state.admit(list(range(rows)), prompts, 0)
             if cuda:
-                state.capture()
+                state.capture(sum(map(len, prompts)) // rows + args.new // 2)
                 print(f"decode attention ms per step: {state.step_ms}", flush=True)
                 state.admit(list(range(rows)), prompts, 0)
             s, _ = timed(lambda: [state.run_step() for _ in range(args.new)])

@@ -120,6 +120,7 @@ class _Slots:
         self.graph: Any = None
         self.attention = "matmul"  # the decode attention; `capture` times each on the card
         self.step_ms: dict[str, float] = {}
+        self.kernel_ms: dict[str, float] = {}  # the Triton attention's tiles, timed (capture)
 
     def _attend(self, layer: Any, h: Any, rope: tuple, write: Callable, mask: Any) -> Any:
         import torch
@@ -219,12 +220,13 @@ class _Slots:
         self.positions.zero_()
         return graph
 
-    def capture(self, replays: int = 8) -> None:
+    def capture(self, position: int = 0, replays: int = 8) -> None:
         """Record one graph per decode attention (DECODE_ATTENTION), time `replays` replays of
-        each on this card and keep the fastest: which kernels win depends on the card, the
-        head layout and the cache width (an H200 ran the fused SDPA at 65 us a layer and batched
-        matmuls at 30 us for SmolLM2's decode); one that fails to build or record (no Triton,
-        an SDPA backend that refuses the shape) is skipped."""
+        each on this card with every slot at `position` and keep the fastest: which kernels win
+        depends on the card, the head layout, the cache width and how much of it the slots see
+        (the Triton kernel reads columns 0..position, the others the whole width), so
+        `position` should be where a typical slot decodes. One that fails to build or record
+        (no Triton, an SDPA backend that refuses the shape) is skipped."""
         import torch
 
         timings: dict[str, float] = {}
@@ -232,11 +234,14 @@ class _Slots:
         for attention in DECODE_ATTENTION:
             self.attention = attention
             try:
+                if attention == "triton":  # its tile first, at the same positions
+                    self.kernel_ms = self._tune_triton(position)
                 graph = self._record()
             except Exception as exc:  # a kernel this card or shape lacks: the next one
                 log.info("slot decoder: no graph with %s attention (%s)", attention, exc)
                 torch.cuda.synchronize()
                 continue
+            self.positions.fill_(position)
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             for _ in range(replays):
@@ -250,6 +255,22 @@ class _Slots:
         self.attention = fastest(timings)
         self.graph, self.step_ms = graphs[self.attention], timings
         log.info("slot decoder: %s attention, ms per step %s", self.attention, timings)
+
+    def _tune_triton(self, position: int) -> dict[str, float]:
+        """decode_attention.tune on this state's first cache with every slot at `position`."""
+        import torch
+
+        from sparring.backends.torch.decode_attention import tune
+
+        keys = self.keys[0]
+        group = self.heads // self.kv_heads
+        q = torch.randn(
+            (keys.shape[0], self.kv_heads, group, self.head_dim),
+            device=self.device,
+            dtype=keys.dtype,
+        )
+        positions = torch.full_like(self.positions, position)
+        return tune(q, keys, self.values[0], positions, self.scaling)
 
     def run_step(self) -> None:
         if self.graph is not None:
@@ -314,9 +335,12 @@ def _fingerprint(model: Any) -> tuple:
     return tuple(p.data_ptr() for p in model.parameters())
 
 
-def _state(model: Any, slots: int, max_len: int, pick: Callable, pick_key: Any, graph: bool):
+def _state(
+    model: Any, slots: int, max_len: int, pick: Callable, pick_key: Any, graph: bool, position: int
+) -> _Slots:
     """The `_Slots` for this call: the model's kept one where slots, width, pick and parameters
-    match (GRPO steps and evaluation passes reuse one recorded graph), else a new one."""
+    match (GRPO steps and evaluation passes reuse one recorded graph), else a new one, its
+    graph's decode attention timed with the slots at `position`."""
     import torch
 
     # a state made under inference_mode cannot be written outside it: the mode is in the key
@@ -329,7 +353,7 @@ def _state(model: Any, slots: int, max_len: int, pick: Callable, pick_key: Any, 
     state = _Slots(model, slots, max_len, pick)
     if graph:
         try:
-            state.capture()
+            state.capture(position)
         except Exception as exc:  # a model whose layers cannot be captured still decodes
             log.warning("slot decoder: no CUDA graph (%s); decoding step by step", exc)
             torch.cuda.synchronize()
@@ -372,7 +396,9 @@ def generate_slots(
     max_len = -(-needed // WIDTH_STEP) * WIDTH_STEP
     if graph is None:
         graph = next(model.parameters()).device.type == "cuda"
-    state = _state(model, slots, max_len, pick, pick_key, graph)
+    # where a slot typically decodes: its prompt, then half the budget
+    typical = sum(map(len, prompts)) // len(prompts) + max_new_tokens // 2
+    state = _state(model, slots, max_len, pick, pick_key, graph, typical)
     results: list[list[int]] = [[] for _ in prompts]
     owner: list[int | None] = [None] * slots  # the prompt each slot is decoding
     drawn = [0] * slots  # tokens its prompt has had drawn, read by the host or not
