@@ -208,8 +208,14 @@ def bench_sampling(cfg, model_name: str, problems, rows: int, reps: int, rec: Re
         kept = _KEPT.get(model)
         if kept is not None:
             state = kept[1]
-            print(f"  slot decoder: {state.attention} attention; ms per step {state.step_ms}")
-            rec.add("decode_attention", {"chosen": state.attention, "ms": state.step_ms})
+            print(
+                f"  slot decoder: {state.attention} attention; ms per step {state.step_ms}; "
+                f"Triton tiles, ms per layer {state.kernel_ms}"
+            )
+            rec.add(
+                "decode_attention",
+                {"chosen": state.attention, "ms": state.step_ms, "triton_ms": state.kernel_ms},
+            )
     tps: dict[str, list[float]] = {name: [] for name in arms}
     for rep, name in benchstats.interleaved(list(arms), reps):
         seconds, (completions, tokens) = timed(arms[name])

@@ -1,17 +1,24 @@
-"""One decode step's attention as one Triton kernel, for the slot decoder on CUDA.
+"""One decode step's attention, rotary positions and cache write as one Triton kernel, for the
+slot decoder on CUDA.
 
-Covers `decode_attention`: for every slot and kv head, the query heads that share that kv head
-(grouped-query attention, the new token only) attend over the slot's cache columns
-0..position, in one pass that reads each visible key and value once (online softmax in float32).
-The slot decoder's other decode attentions (two batched matmuls, SDPA) read the whole
-fixed-width cache in several kernels: for SmolLM2's 3 query heads per kv head, an H200 ran each
-of those matmuls at 30 us a layer (docs/benchmarks.md). `_Slots.capture` times this kernel
-against them on the card and keeps the fastest, so a card or shape where it loses costs nothing.
+Covers `decode_attention`: for every slot and kv head, from the new token's query and key/value
+projections: rotary positions on the query heads that share the kv head and on its key (in
+float32, rounded once), the key and value written into the slot's cache column `position`, then
+attention over the slot's columns 0..position in one pass that reads each visible key and value
+once (online softmax in float32, tensor-core dots with the group padded to 16 rows). `tune`
+times the kernel's tiles on the card and keeps the fastest per shape.
+
+Why one kernel: a decode step of SmolLM2-135M at 256 rows is a few milliseconds of hundreds of
+small kernels. Eager, this part of a layer was nine of them (two rotary products of three
+kernels, two indexed writes, attention); the other decode attentions (two batched matmuls, SDPA)
+also read the whole fixed-width cache, where an H200 ran each matmul at 30 us a layer
+(docs/benchmarks.md). `_Slots.capture` times this kernel against them on the card and keeps the
+fastest, so a card or shape where it loses costs nothing.
 
 Does not cover: prefill (many query positions: SDPA does it), a query length above one,
-sliding windows, attention biases. Needs Triton, which CUDA builds of torch ship; on a CPU it
-runs only under Triton's interpreter (`TRITON_INTERPRET=1`, the tests), read when the kernel is
-first built.
+sliding windows, attention biases, rotary embeddings other than the rotate-half kind (Llama's).
+Needs Triton, which CUDA builds of torch ship; on a CPU it runs only under Triton's interpreter
+(`TRITON_INTERPRET=1`, the tests), read when the kernel is first built.
 """
 
 from __future__ import annotations
@@ -32,29 +39,40 @@ def _kernel() -> Any:
 
     @triton.jit
     def attend(
-        q_ptr, k_ptr, v_ptr, out_ptr, pos_ptr, scale,
-        q_slot, q_head, q_group, k_slot, k_head, k_column, o_slot, o_head, o_group,
+        q_ptr, k_new_ptr, v_new_ptr, cos_ptr, sin_ptr, k_ptr, v_ptr, out_ptr, pos_ptr, scale,
+        q_row, kv_row, rope_row, k_slot, k_head, k_column,
         GROUP: tl.constexpr, GROUP_PAD: tl.constexpr, DIM: tl.constexpr, BLOCK: tl.constexpr,
     ):  # fmt: skip
         slot, head = tl.program_id(0), tl.program_id(1)
         groups, dims = tl.arange(0, GROUP_PAD), tl.arange(0, DIM)
+        rolled = (dims + DIM // 2) % DIM  # rotate_half(x) * sin == x[rolled] * sin_signed
         in_group = groups < GROUP
-        q = tl.load(
-            q_ptr + slot * q_slot + head * q_head + groups[:, None] * q_group + dims[None, :],
-            mask=in_group[:, None], other=0.0,
-        )  # fmt: skip
-        visible = tl.load(pos_ptr + slot) + 1  # columns 0..position
+        position = tl.load(pos_ptr + slot)
+        cos = tl.load(cos_ptr + slot * rope_row + dims).to(tl.float32)
+        sin = tl.load(sin_ptr + slot * rope_row + dims).to(tl.float32)
+        # the query heads of this kv head: rows head * GROUP .. of the slot's projection
+        q_at = q_ptr + slot * q_row + (head * GROUP + groups)[:, None] * DIM
+        q = tl.load(q_at + dims[None, :], mask=in_group[:, None], other=0.0).to(tl.float32)
+        q_rolled = tl.load(q_at + rolled[None, :], mask=in_group[:, None], other=0.0)
+        q = (q * cos[None, :] + q_rolled.to(tl.float32) * sin[None, :]).to(k_ptr.dtype.element_ty)
+        k_at = k_new_ptr + slot * kv_row + head * DIM
+        k_new = tl.load(k_at + dims).to(tl.float32) * cos
+        k_new += tl.load(k_at + rolled).to(tl.float32) * sin
+        v_new = tl.load(v_new_ptr + slot * kv_row + head * DIM + dims)
+        base = slot * k_slot + head * k_head
+        tl.store(k_ptr + base + position * k_column + dims, k_new.to(k_ptr.dtype.element_ty))
+        tl.store(v_ptr + base + position * k_column + dims, v_new.to(v_ptr.dtype.element_ty))
+        tl.debug_barrier()  # the new column, stored by some threads, is read by others below
+        visible = position + 1  # columns 0..position
         best = tl.full([GROUP_PAD], float("-inf"), tl.float32)
         total = tl.zeros([GROUP_PAD], tl.float32)
         acc = tl.zeros([GROUP_PAD, DIM], tl.float32)
-        base = slot * k_slot + head * k_head
         for start in range(0, visible, BLOCK):
             columns = start + tl.arange(0, BLOCK)
             seen = columns < visible
             where = base + columns[:, None] * k_column + dims[None, :]
             k = tl.load(k_ptr + where, mask=seen[:, None], other=0.0)
-            # tensor-core dots: the group's rows padded to GROUP_PAD (tl.dot's least is 16)
-            scores = tl.dot(q, tl.trans(k)) * scale
+            scores = tl.dot(q, tl.trans(k)) * scale  # tl.dot's least is 16 rows: GROUP_PAD
             scores = tl.where(seen[None, :], scores, float("-inf"))
             new_best = tl.maximum(best, tl.max(scores, axis=1))
             shrink = tl.exp(best - new_best)
@@ -65,7 +83,7 @@ def _kernel() -> Any:
             best = new_best
         out = acc / total[:, None]
         tl.store(
-            out_ptr + slot * o_slot + head * o_head + groups[:, None] * o_group + dims[None, :],
+            out_ptr + slot * q_row + (head * GROUP + groups)[:, None] * DIM + dims[None, :],
             out.to(out_ptr.dtype.element_ty), mask=in_group[:, None],
         )  # fmt: skip
 
@@ -73,26 +91,43 @@ def _kernel() -> Any:
 
 
 def decode_attention(
-    q: Any, keys: Any, values: Any, positions: Any, scale: float, config: tuple | None = None
+    q: Any,
+    k: Any,
+    v: Any,
+    cos: Any,
+    sin_signed: Any,
+    keys: Any,
+    values: Any,
+    positions: Any,
+    scale: float,
+    config: tuple | None = None,
 ) -> Any:
-    """Attention of one new token per slot: `q` [slots, kv_heads, group, dim] (the query heads
-    of each kv head), `keys` and `values` [slots, kv_heads, columns, dim] with a slot's token at
-    column `positions[slot]` already written; returns [slots, kv_heads, group, dim] in q's
-    dtype. Columns past a slot's position are never read. `config` (columns per iteration,
-    warps) defaults to what `tune` chose for this shape, else CONFIGS[0]."""
+    """One decode step's attention of every slot. `q` [slots, heads * dim], `k` and `v`
+    [slots, kv_heads * dim]: the new token's projections, before rotary positions; `cos` and
+    `sin_signed` [slots, dim]: its rotary factors (`sin_signed` is sin with its first half
+    negated, so rotate_half(x) * sin == x.roll(dim // 2) * sin_signed); `keys` and `values`
+    [slots, kv_heads, columns, dim]: the cache, into which the rotated key and the value are
+    written at column `positions[slot]`. Returns [slots, heads * dim] in q's dtype; columns
+    past a slot's position are never read. `config` (columns per iteration, warps) defaults to
+    what `tune` chose for this shape, else CONFIGS[0]."""
     import torch
 
-    slots, kv_heads, group, dim = q.shape
-    if keys.stride(-1) != 1 or values.stride() != keys.stride() or q.stride(-1) != 1:
+    slots, kv_heads, _, dim = keys.shape
+    heads = q.shape[-1] // dim
+    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    cos, sin_signed = cos.contiguous(), sin_signed.contiguous()
+    if keys.stride(-1) != 1 or values.stride() != keys.stride():
         raise ValueError("decode_attention: keys and values must share a layout, dim innermost")
     if dim & (dim - 1) or dim < 16:
         raise ValueError(f"decode_attention: head dim {dim} is not a power of two from 16 up")
+    if heads % kv_heads or k.shape != v.shape or k.shape[-1] != kv_heads * dim:
+        raise ValueError(f"decode_attention: {heads} query heads for {kv_heads} kv heads")
+    group = heads // kv_heads
     block, warps = config or _TUNED.get(_shape(q, keys), CONFIGS[0])
-    out = torch.empty((slots, kv_heads, group, dim), dtype=q.dtype, device=q.device)
+    out = torch.empty_like(q)
     _kernel()[(slots, kv_heads)](
-        q, keys, values, out, positions, scale,
-        q.stride(0), q.stride(1), q.stride(2), keys.stride(0), keys.stride(1), keys.stride(2),
-        out.stride(0), out.stride(1), out.stride(2),
+        q, k, v, cos, sin_signed, keys, values, out, positions, scale,
+        q.stride(0), k.stride(0), cos.stride(0), keys.stride(0), keys.stride(1), keys.stride(2),
         GROUP=group, GROUP_PAD=max(16, 1 << (group - 1).bit_length()), DIM=dim, BLOCK=block,
         num_warps=warps,
     )  # fmt: skip
@@ -103,22 +138,24 @@ def _shape(q: Any, keys: Any) -> tuple:
     return (tuple(q.shape), tuple(keys.shape), str(q.dtype), str(q.device))
 
 
-def tune(q: Any, keys: Any, values: Any, positions: Any, scale: float, repeats: int = 20) -> dict:
-    """Times each of CONFIGS on this CUDA card at these positions (CUDA events, `repeats` calls
-    after one that builds the kernel) and keeps the fastest for this shape; returns
-    {"64x4": ms per call, ...}. A config that fails to build is left out."""
+def tune(args: tuple, repeats: int = 20) -> dict[str, float]:
+    """Times each of CONFIGS on this CUDA card for `decode_attention(*args)` (CUDA events,
+    `repeats` calls after one that builds the kernel) and keeps the fastest for this shape;
+    returns {"64x4": ms per call, ...}. A config that fails to build is left out. The calls
+    write into the cache at `args`' positions, as a decode step would."""
     import torch
 
+    q, keys = args[0], args[5]
     timings: dict[tuple, float] = {}
     for config in CONFIGS:
         try:
-            decode_attention(q, keys, values, positions, scale, config)
+            decode_attention(*args, config=config)
         except Exception:  # a tile this card cannot build: the others still run
             continue
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for _ in range(repeats):
-            decode_attention(q, keys, values, positions, scale, config)
+            decode_attention(*args, config=config)
         end.record()
         end.synchronize()
         timings[config] = start.elapsed_time(end) / repeats

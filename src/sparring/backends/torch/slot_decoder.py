@@ -122,27 +122,35 @@ class _Slots:
         self.step_ms: dict[str, float] = {}
         self.kernel_ms: dict[str, float] = {}  # the Triton attention's tiles, timed (capture)
 
-    def _attend(self, layer: Any, h: Any, rope: tuple, write: Callable, mask: Any) -> Any:
+    def _attend(self, i: int, h: Any, rope: tuple, write: Callable, mask: Any, decode: bool) -> Any:
+        """Layer i's attention of `h`: a decode step (one new token per slot, written into the
+        cache by `write` or by the Triton kernel) or a prefill (`write` copies its keys and
+        values into the slots)."""
         import torch
         import torch.nn.functional as F
 
-        attn = layer.self_attn
+        attn = self.layers[i].self_attn
         n, t, _ = h.shape
         cos, sin = rope
-        q = attn.q_proj(h).view(n, t, self.heads, self.head_dim).transpose(1, 2)
-        k = attn.k_proj(h).view(n, t, self.kv_heads, self.head_dim).transpose(1, 2)
-        v = attn.v_proj(h).view(n, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        q, k, v = attn.q_proj(h), attn.k_proj(h), attn.v_proj(h)
+        if decode and self.attention == "triton":  # rotary, cache write, attention: one kernel
+            from sparring.backends.torch.decode_attention import decode_attention
+
+            out = decode_attention(
+                q.reshape(n, -1), k.reshape(n, -1), v.reshape(n, -1), cos.reshape(n, -1),
+                sin.reshape(n, -1), self.keys[i], self.values[i], self.positions, self.scaling,
+            )  # fmt: skip
+            return attn.o_proj(out.view(n, 1, -1))
+        q = q.view(n, t, self.heads, self.head_dim).transpose(1, 2)
+        k = k.view(n, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = v.view(n, t, self.kv_heads, self.head_dim).transpose(1, 2)
         half = self.head_dim // 2  # rotate_half(x) * sin == roll(x) * sin_signed (_forward)
         q = torch.addcmul(q * cos, q.roll(half, -1), sin)
         k = torch.addcmul(k * cos, k.roll(half, -1), sin)
         keys, values = write(k, v)
-        if t == 1:  # decode: a kv head's query heads stand in for query positions, no repeat
+        if decode:  # a kv head's query heads stand in for query positions, no repeat
             grouped = q.reshape(n, self.kv_heads, self.heads // self.kv_heads, self.head_dim)
-            if self.attention == "triton":  # one kernel, visible columns only
-                from sparring.backends.torch.decode_attention import decode_attention
-
-                out = decode_attention(grouped, keys, values, self.positions, self.scaling)
-            elif self.attention == "matmul":  # two small matmuls around a float32 softmax
+            if self.attention == "matmul":  # two small matmuls around a float32 softmax
                 raw = torch.matmul(grouped, keys.transpose(-1, -2))
                 scores = torch.add(mask, raw, alpha=self.scaling)  # float32, as the mask is
                 out = torch.matmul(scores.softmax(dim=-1).to(values.dtype), values)
@@ -167,7 +175,9 @@ class _Slots:
             return norm(x)
         return F.rms_norm(x, (x.shape[-1],), norm.weight, eps)
 
-    def _forward(self, ids: Any, positions: Any, writer: Callable[[int], Callable], mask: Any):
+    def _forward(
+        self, ids: Any, positions: Any, writer: Callable[[int], Callable], mask: Any, decode: bool
+    ) -> Any:
         import torch
 
         x = self.core.embed_tokens(ids)
@@ -176,7 +186,8 @@ class _Slots:
         sin_signed = torch.cat((-sin[..., :half], sin[..., half:]), -1)
         rope = (cos.unsqueeze(1), sin_signed.unsqueeze(1))
         for i, layer in enumerate(self.layers):
-            x = x + self._attend(layer, self._norm(layer.input_layernorm, x), rope, writer(i), mask)
+            h = self._norm(layer.input_layernorm, x)
+            x = x + self._attend(i, h, rope, writer(i), mask, decode)
             x = x + layer.mlp(self._norm(layer.post_attention_layernorm, x))
         return self._norm(self.core.norm, x)
 
@@ -199,7 +210,7 @@ class _Slots:
             mask = self.hidden_mask.masked_fill(visible, 0.0)  # additive: 0 or -inf
             if self.attention != "matmul":  # SDPA takes the mask in the query's dtype
                 mask = mask.to(self.keys[0].dtype)
-        hidden = self._forward(self.tokens[:, None], pos[:, None], writer, mask)
+        hidden = self._forward(self.tokens[:, None], pos[:, None], writer, mask, decode=True)
         self.tokens.copy_(self.pick(self.head(hidden[:, -1]).float()))
         self.positions.add_(1)
 
@@ -263,14 +274,15 @@ class _Slots:
         from sparring.backends.torch.decode_attention import tune
 
         keys = self.keys[0]
-        group = self.heads // self.kv_heads
-        q = torch.randn(
-            (keys.shape[0], self.kv_heads, group, self.head_dim),
-            device=self.device,
-            dtype=keys.dtype,
-        )
+        slots, dim = keys.shape[0], self.head_dim
+
+        def random(width: int) -> Any:
+            return torch.randn((slots, width), device=self.device, dtype=keys.dtype)
+
         positions = torch.full_like(self.positions, position)
-        return tune(q, keys, self.values[0], positions, self.scaling)
+        kv = self.kv_heads * dim
+        args = (random(self.heads * dim), random(kv), random(kv), random(dim), random(dim))
+        return tune((*args, keys, self.values[0], positions, self.scaling))
 
     def run_step(self) -> None:
         if self.graph is not None:
@@ -307,7 +319,7 @@ class _Slots:
 
             return write
 
-        hidden = self._forward(ids, positions, writer, mask)
+        hidden = self._forward(ids, positions, writer, mask, decode=False)
         last = hidden[torch.arange(len(unique), device=self.device), lengths - 1]
         first = self.pick(self.head(last).float()[expand])
         self.tokens[target] = first
