@@ -68,8 +68,10 @@ def test_it_rotates_writes_and_attends_over_the_visible_columns_only():
             print(got.shape == expected.shape, float((got - expected).abs().max()), written)
         """
     )
+    from sparring.backends.torch.decode_attention import CONFIGS  # imports no Triton
+
     lines = [line.split() for line in out.splitlines()]
-    assert len(lines) >= 2
+    assert len(lines) == len(CONFIGS)
     for same_shape, error, written in lines:
         assert same_shape == "True" and float(error) < 1e-5 and float(written) < 1e-6
 
