@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import random
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import lru_cache
@@ -26,8 +27,11 @@ from typing import Any
 
 from sparring.errors import SparringError
 from sparring.families.base import Args, Draft, Family
+from sparring.families.catalog import NEW_FAMILIES, SPECS
+from sparring.families.identity import prompt_key, task_key
 from sparring.families.level0 import LEVEL0, SUMMARY
 from sparring.families.numeric import FAMILIES_NUMERIC
+from sparring.families.spec import Task, as_family, draw_task, render
 from sparring.families.text import FAMILIES_TEXT
 from sparring.problems import Problem
 from sparring.trivial import argument_count, trivial_family
@@ -35,6 +39,9 @@ from sparring.trivial import argument_count, trivial_family
 __all__ = [
     "FAMILIES",
     "LEVELS",
+    "NEW_FAMILIES",
+    "SPECS",
+    "TASK_TAG",
     "Draft",
     "Family",
     "FamilyError",
@@ -43,13 +50,19 @@ __all__ = [
     "check_instances",
     "generate",
     "normalized_key",
+    "renamed",
+    "task_tag",
 ]
 
 FAMILIES: dict[str, Family] = {
-    f.name: replace(f, levels={0: SUMMARY[f.name], **f.levels})
-    for f in (*FAMILIES_NUMERIC, *FAMILIES_TEXT)
+    **{
+        f.name: replace(f, levels={0: SUMMARY[f.name], **f.levels})
+        for f in (*FAMILIES_NUMERIC, *FAMILIES_TEXT)
+    },
+    **{name: as_family(spec) for name, spec in SPECS.items()},
 }
 LEVELS = (0, 1, 2, 3)
+TASK_TAG = "task:"  # + the instance's task key (sparring.families.identity)
 DEFAULT_LEVELS = (1, 2, 3)  # level 0 (one built-in step) is asked for by name
 DIFFICULTY = {0: "easy", 1: "easy", 2: "medium", 3: "hard"}
 MIN_TESTS, MAX_TESTS = 8, 10
@@ -88,7 +101,24 @@ def build_draft(family: str, level: int, rng: random.Random) -> Draft:
 
 
 def _build(family: Family, rng: random.Random, level: int) -> Draft:
+    if family.name in SPECS:
+        return family.build(rng, level)
     return LEVEL0[family.name](rng) if level == 0 else family.build(rng, level)
+
+
+def _draft(
+    family: Family, level: int, key: str, rename: str = ""
+) -> tuple[Draft, random.Random, Task | None]:
+    """The draft of one sub-seed `key` and the stream its tests are drawn from. A spec family
+    draws its task from one stream and its names, phrasing and tests from another, so
+    `rename` shows the same task under other names."""
+    if family.name in SPECS:
+        spec = SPECS[family.name]
+        task = draw_task(spec, random.Random(key + ":task"), level)
+        rng = random.Random(key + ":names" + (f":{rename}" if rename else ""))
+        return render(spec, task, rng), rng, task
+    rng = random.Random(key + (f":{rename}" if rename else ""))
+    return _build(family, rng, level), rng, None
 
 
 def generate(
@@ -97,10 +127,12 @@ def generate(
     families: Sequence[str] | None = None,
     levels: Sequence[int] = DEFAULT_LEVELS,
 ) -> list[Problem]:
-    """`per_family` checked instances of each (family, level) pair, families in `FAMILIES`
-    order unless named, ids `fam-<family>-L<level>-s<seed>-<index>`. The same arguments give
-    the same problems in any process; an instance depends only on (seed, family, level, index),
-    unless it repeats an earlier one of the same call."""
+    """`per_family` checked instances of each (family, level) pair that exists (the spec
+    families have levels 0 and 1), families in `FAMILIES` order unless named, ids
+    `fam-<family>-L<level>-s<seed>-<index>`; a family with none of `levels` is an error. The
+    same arguments give the same problems in any process; an instance depends only on (seed,
+    family, level, index), unless it repeats an earlier one (prompt, or task while new ones
+    can be found) of the same call."""
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise FamilyError(f"seed {seed!r}: use a non-negative integer")
     if isinstance(per_family, bool) or not isinstance(per_family, int) or per_family < 1:
@@ -112,31 +144,80 @@ def generate(
     chosen_levels = list(dict.fromkeys(_level(level) for level in levels))
     if not chosen_levels:
         raise FamilyError(f"no levels named; known: {', '.join(map(str, LEVELS))}")
+    for family in chosen:
+        if not set(chosen_levels) & set(family.levels):
+            raise FamilyError(
+                f"family {family.name} has none of the levels {chosen_levels}; it has "
+                f"{', '.join(map(str, family.levels))}"
+            )
     seen: set[str] = set()
+    tasks: set[str] = set()
     problems = []
     for family in chosen:
-        for level in chosen_levels:
+        for level in (lv for lv in chosen_levels if lv in family.levels):
             for index in range(per_family):
-                problems.append(_instance(family, level, seed, index, seen))
+                problems.append(_instance(family, level, seed, index, seen, tasks))
     return problems
 
 
-def _instance(family: Family, level: int, seed: int, index: int, seen: set[str]) -> Problem:
-    """The first sub-seed's instance that passes `check_instance` and is new to `seen`."""
+def renamed(problem: Problem, rename: str) -> Problem:
+    """The task of a spec family's generated instance shown in other words: other names,
+    another phrasing (another prompt key) and other tests, seeded by `rename`; its id gains
+    `-r<rename>`. FamilyError for an instance no spec family made."""
+    family, level, seed, index = _origin(problem)
+    if family not in SPECS:
+        raise FamilyError(f"{problem.id}: only instances of spec families can be renamed")
+    fam = FAMILIES[family]
+    keys = (_sub_seed(seed, family, level, index, attempt) for attempt in range(ATTEMPTS))
+    key = next(
+        (k for k in keys if _draft(fam, level, k)[0].source == problem.reference_solution), None
+    )
+    if key is None:
+        raise FamilyError(f"{problem.id}: not an instance that generate made")
+    for tries in range(ATTEMPTS):
+        draft, rng, _ = _draft(fam, level, key, f"{rename}:{tries}")
+        candidate = _problem(draft, rng, fam, level, f"{problem.id}-r{rename}")
+        if prompt_key(candidate) != prompt_key(problem) and not check_instance(candidate):
+            return candidate
+    raise FamilyError(f"{problem.id}: no valid renamed instance in {ATTEMPTS} tries")
+
+
+def _origin(problem: Problem) -> tuple[str, int, int, int]:
+    match = re.fullmatch(r"fam-(\w+)-L(\d)-s(\d+)-(\d+)", problem.id)
+    if not match:
+        raise FamilyError(f"{problem.id}: not a generated instance's id")
+    return match.group(1), int(match.group(2)), int(match.group(3)), int(match.group(4))
+
+
+def _sub_seed(seed: int, family: str, level: int, index: int, attempt: int) -> str:
+    return f"{seed}:{family}:{level}:{index}" + (f":{attempt}" if attempt else "")
+
+
+def _problem(
+    draft: Draft, rng: random.Random, family: Family, level: int, problem_id: str
+) -> Problem:
+    problem = Problem(
+        id=problem_id,
+        description=draft.description,
+        function_signature=draft.signature,
+        baseline_tests=_choose_tests(draft, rng),
+        reference_solution=draft.source,
+        difficulty=DIFFICULTY[level],
+        tags=[f"family:{family.name}", f"level:{level}", family.domain],
+    )
+    return replace(problem, tags=[*problem.tags, TASK_TAG + task_key(problem)])
+
+
+def _instance(
+    family: Family, level: int, seed: int, index: int, seen: set[str], tasks: set[str]
+) -> Problem:
+    """The first sub-seed's instance that passes `check_instance` and is new to `seen` (its
+    prompt and tests) and, while the family can offer one, to `tasks` (its task key)."""
     why = ""
     for attempt in range(ATTEMPTS):
-        key = f"{seed}:{family.name}:{level}:{index}" + (f":{attempt}" if attempt else "")
-        rng = random.Random(key)
-        draft = _build(family, rng, level)
-        problem = Problem(
-            id=f"fam-{family.name}-L{level}-s{seed}-{index}",
-            description=draft.description,
-            function_signature=draft.signature,
-            baseline_tests=_choose_tests(draft, rng),
-            reference_solution=draft.source,
-            difficulty=DIFFICULTY[level],
-            tags=[f"family:{family.name}", f"level:{level}", family.domain],
-        )
+        key = _sub_seed(seed, family.name, level, index, attempt)
+        draft, rng, _ = _draft(family, level, key)
+        problem = _problem(draft, rng, family, level, f"fam-{family.name}-L{level}-s{seed}-{index}")
         issues = check_instance(problem)
         bugs = [issue for issue in issues if not issue.startswith(REDRAWABLE)]
         if bugs:
@@ -150,12 +231,23 @@ def _instance(family: Family, level: int, seed: int, index: int, seen: set[str])
         if norm in seen:
             why = "every instance repeated an earlier one"
             continue
+        task = task_tag(problem)
+        if task in tasks and attempt < ATTEMPTS // 2:
+            continue  # a repeated task is taken only when new ones are hard to find
         seen.add(norm)
+        tasks.add(task)
         return problem
     raise FamilyError(
         f"family {family.name} level {level}: no valid instance for seed {seed} index {index} "
         f"in {ATTEMPTS} tries ({why})"
     )
+
+
+def task_tag(problem: Problem) -> str:
+    """The task key an instance carries (its `task:` tag), else its id: a problem from a file
+    or HumanEval is a task of its own."""
+    tag = next((t for t in problem.tags if t.startswith(TASK_TAG)), "")
+    return tag[len(TASK_TAG) :] if tag else problem.id
 
 
 def _call_repr(name: str, args: Args) -> str:

@@ -1,0 +1,162 @@
+"""Families as data: a family is a `FamilySpec` (its parameters, its input generators, and per
+level a menu of `Op`s with their constants and phrasings), and one generator (`draw_task`,
+`render`) turns a spec and a seed into a `Draft`.
+
+Why the operation is drawn, not only the names: an instance under a new seed should compute a
+function that no training instance computes (the transfer issue). An op with constants is one
+task per choice of constants (`count_gt` with k=3 and k=7 are two tasks); a family's menu holds
+dozens of them, so eight instances rarely repeat a task and a new seed rarely meets a trained one.
+
+Drawing is split in two streams: `draw_task` picks (op, constants) from one random stream and
+`render` picks the function and parameter names and the phrasing from another, so the same task
+can be shown under other names (a renamed instance: sparring.families.sets' `trained_tasks`).
+
+Covers: the spec records, drawing and rendering. The reference is the op's own Python
+(trusted: this package's code) and the Draft's implementation is that reference, exec'd.
+Does not cover: the catalogue of families (sparring.families.catalog), choosing tests and
+checking instances (sparring.families).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import textwrap
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparring.families.base import Args, Draft, Family
+
+
+@dataclass(frozen=True)
+class Op:
+    """One operation of a family: `texts` are verb phrases ("return how many elements of {p}
+    are greater than {k}") framed by the family's frames; `code` is a Python expression (or
+    statements ending in a return, when it holds a newline) over the parameters ({p}, {q})
+    and the constants, which are filled in by repr; `names` are function-name templates."""
+
+    key: str
+    names: tuple[str, ...]
+    texts: tuple[str, ...]
+    code: str
+    consts: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    returns: str = ""  # the family's return annotation unless set
+    edges: tuple[Args, ...] = ()  # inputs this op needs beyond the family's edges
+
+    def tasks(self) -> int:
+        """How many (op, constants) choices this op offers."""
+        n = 1
+        for choices in self.consts.values():
+            n *= len(choices)
+        return n
+
+
+@dataclass(frozen=True)
+class FamilySpec:
+    name: str
+    domain: str  # lists, strings, integers or mappings
+    description: str
+    params: tuple[tuple[tuple[str, ...], str], ...]  # (name choices, annotation) per parameter
+    returns: str
+    frames: tuple[str, ...]  # "{Task}.", "Given a list of integers {p}, {task}."
+    levels: Mapping[int, tuple[Op, ...]]
+    edges: tuple[Args, ...]
+    draw: Callable[[random.Random], Args]
+
+
+@dataclass(frozen=True)
+class Task:
+    """What an instance computes, before names and phrasing: the op and its constants."""
+
+    family: str
+    level: int
+    op: str
+    consts: tuple[tuple[str, Any], ...]
+
+    @property
+    def label(self) -> str:
+        return f"{self.family}/{self.op}" + "".join(f":{k}={v!r}" for k, v in self.consts)
+
+
+PARAM_SLOTS = ("p", "q", "r")
+
+
+def draw_task(spec: FamilySpec, rng: random.Random, level: int) -> Task:
+    """An op of `level`, drawn in proportion to how many tasks it offers (so a family's tasks
+    are about equally likely), and its constants."""
+    ops = spec.levels[level]
+    op = rng.choices(ops, weights=[o.tasks() for o in ops])[0]
+    consts = tuple((name, rng.choice(choices)) for name, choices in op.consts.items())
+    return Task(spec.name, level, op.key, consts)
+
+
+def _op(spec: FamilySpec, task: Task) -> Op:
+    return next(o for o in spec.levels[task.level] if o.key == task.op)
+
+
+def _identifier(text: str) -> str:
+    text = text.replace("-", "neg").replace(" ", "_")
+    return re.sub(r"\W", "", text)
+
+
+def render(spec: FamilySpec, task: Task, rng: random.Random) -> Draft:
+    """The Draft of `task` with parameter names, function name, frame and phrasing from `rng`."""
+    op = _op(spec, task)
+    consts = dict(task.consts)
+    names: dict[str, str] = {}
+    for slot, (choices, _) in zip(PARAM_SLOTS, spec.params, strict=False):
+        names[slot] = rng.choice([c for c in choices if c not in names.values()])
+    params = tuple(
+        (names[slot], annotation)
+        for slot, (_, annotation) in zip(PARAM_SLOTS, spec.params, strict=False)
+    )
+    phrase = rng.choice(op.texts).format(**names, **consts)
+    frame = rng.choice(spec.frames)
+    description = frame.format(task=phrase, Task=phrase[:1].upper() + phrase[1:], **names)
+    name = _identifier(rng.choice(op.names).format(**consts))
+    source_code = op.code.format(**names, **{k: repr(v) for k, v in consts.items()})
+    if "\n" in source_code:
+        body = textwrap.indent(textwrap.dedent(source_code).strip("\n"), "    ") + "\n"
+    else:
+        body = f"    return {source_code}\n"
+    returns = op.returns or spec.returns
+    draft = Draft(
+        name=name,
+        params=params,
+        returns=returns,
+        description=description,
+        template=frame + " | " + op.key,
+        body=body,
+        impl=lambda *args: None,
+        edge_inputs=(*spec.edges, *op.edges),
+        random_input=spec.draw,
+    )
+    return _with_impl(draft)
+
+
+def _with_impl(draft: Draft) -> Draft:
+    namespace: dict[str, Any] = {}
+    exec(compile(draft.source, f"<{draft.name}>", "exec"), namespace)
+    fn = namespace[draft.name]
+    return Draft(**{**draft.__dict__, "impl": fn})
+
+
+def as_family(spec: FamilySpec) -> Family:
+    """The `Family` record sparring.families keeps: its builder draws a task, then renders it
+    from the same stream (one seed, one instance)."""
+
+    def build(rng: random.Random, level: int) -> Draft:
+        return render(spec, draw_task(spec, rng, level), rng)
+
+    levels = {
+        level: ", ".join(op.key for op in ops[:4]) + (", ..." if len(ops) > 4 else "")
+        for level, ops in spec.levels.items()
+    }
+    return Family(spec.name, spec.domain, spec.description, levels, build)
+
+
+def task_count(spec: FamilySpec, level: int) -> int:
+    """How many (op, constants) choices the spec offers at `level` (before identical
+    functions are merged: see sparring.families.identity)."""
+    return sum(op.tasks() for op in spec.levels.get(level, ()))
