@@ -231,11 +231,16 @@ class FamiliesConfig:
     per_family: int = _f(4, "training instances per family and level", ge=1)
     seed: int = _f(0, "seed of the training instances", ge=0)
     heldout_seed: int = _f(
-        1, "seed of the held-out instances (fresh instances of the trained families)", ge=0
+        1, "seed of the held-out instances (new tasks of the trained families, renamed ones)", ge=0
     )
-    heldout_per_family: int = _f(2, "held-out instances per family and level (0 = none)", ge=0)
+    heldout_per_family: int = _f(
+        2, "held-out instances per trained family and level, before drops (0 = none)", ge=0
+    )
     heldout_families: list[str] = _f(
-        [], "families never trained: their instances are measured as held-out, unseen"
+        [], "families never trained: their instances are the held-out set new_families"
+    )
+    heldout_families_per_family: int = _f(
+        0, "instances per held-out family and level (0 = heldout_per_family)", ge=0
     )
 
 
@@ -410,6 +415,13 @@ class ServingConfig:
 class Config:
     name: str = _f("sparring", "experiment name: MLflow run names and output folders")
     seed: int = _f(0, "random seed of sampling, splits and training", ge=0)
+    training_seed: int = _f(
+        0,
+        "a further seed of training alone (GRPO draws, sampling, LoRA init): runs that differ in "
+        "it alone share their problems and base scores, so their held-out gains pool "
+        "(`sparring eval pool`); 0 leaves training seeded by `seed` alone",
+        ge=0,
+    )
     rounds: int = _f(2, "self-play rounds (unrolled into the DAG)", ge=1, le=100)
     topology: Literal["dual", "shared"] = _f("dual", "dual: two models; shared: one base")
     shared_model: str = _f("", "base model of both roles when topology is shared")

@@ -1,89 +1,104 @@
 """What a learning run trains on and what it is measured on: the family instances of
-`data.train: [families]`, and the held-out sets (fresh instances of the trained families,
-families never trained, the held-out part of `data.heldout` sources), disjoint by construction.
+`data.train: [families]` and the held-out sets split by task (new tasks of the trained
+families, renamed trained tasks, new families, the held-out part of `data.heldout` sources).
 Pure: no sandbox, no model."""
 
 from __future__ import annotations
 
-from sparring.config import from_dict
-from sparring.families import FAMILIES
-from sparring.phases.materialize import heldout_problems, trained_families, training_problems
+from dataclasses import replace
+
+import pytest
+
+from sparring.config import ConfigError, from_dict
+from sparring.families import NEW_FAMILIES, renamed, task_tag
+from sparring.families import sets as family_sets_mod
+from sparring.families.identity import prompt_key
+from sparring.families.sets import family_task_keys
+from sparring.phases.materialize import problem_sets, trained_families
 from sparring.problems import heldout_sets, load_bundled
 from sparring.problems import split as split_problems
 
-UNSEEN = list(FAMILIES)[:2]
+TRAINED = ["list_count", "list_map", "int_arith", "str_slice"]
 
 
 def _cfg(**families):
     data = {
         "train": ["families"],
-        "families": {"levels": [1, 2], "per_family": 2, "seed": 0, "heldout_seed": 1,
-                     "heldout_per_family": 1, "heldout_families": UNSEEN, **families},
+        "families": {"families": TRAINED, "levels": [0], "per_family": 4, "seed": 0,
+                     "heldout_seed": 1, "heldout_per_family": 3,
+                     "heldout_families": list(NEW_FAMILIES), **families},
         "heldout": ["bundled"],
         "val_fraction": 0.2,
     }  # fmt: skip
     return from_dict({"data": data})
 
 
-def _fingerprint(p):
-    return (" ".join(p.description.lower().split()), tuple(p.baseline_tests))
+def _tasks(problems):
+    return {task_tag(p) for p in problems}
 
 
 def test_training_is_the_trained_families_only():
-    cfg = _cfg()
-    train = training_problems(cfg)
-    trained = trained_families(cfg)
-    assert set(trained) == set(FAMILIES) - set(UNSEEN)
-    assert len(train) == len(trained) * 2 * 2  # families x levels x per_family
-    assert {t for p in train for t in p.tags if t.startswith("family:")} == {
-        f"family:{f}" for f in trained
+    sets = problem_sets(_cfg())
+    assert len(sets.train) == len(TRAINED) * 4
+    assert {t for p in sets.train for t in p.tags if t.startswith("family:")} == {
+        f"family:{f}" for f in TRAINED
     }
-    assert not any(t.startswith("heldout:") for p in train for t in p.tags)
+    assert not any(t.startswith("heldout:") for p in sets.train for t in p.tags)
+    everything_else = _cfg(families=[])
+    assert set(trained_families(everything_else)).isdisjoint(NEW_FAMILIES)
 
 
-def test_heldout_sets_are_tagged_sized_and_disjoint_from_training():
-    cfg = _cfg()
-    train = training_problems(cfg)
-    held = heldout_problems(cfg)
-    sets = heldout_sets(held)
-    n_trained = len(trained_families(cfg))
-    assert len(sets["seen"]) == n_trained * 2 and len(sets["unseen"]) == len(UNSEEN) * 2
-    _, bundled_val = split_problems(load_bundled(), 0.2, cfg.seed)
-    assert sets["bundled"] == [p.id for p in bundled_val]  # the held-out side of the split
-    assert not {p.id for p in train} & {p.id for p in held}
-    assert not {_fingerprint(p) for p in train} & {_fingerprint(p) for p in held}
-    by_id = {p.id: p for p in held}
-    unseen_families = {t for i in sets["unseen"] for t in by_id[i].tags if t.startswith("family:")}
-    assert unseen_families == {f"family:{f}" for f in UNSEEN}
-    seen_families = {t for i in sets["seen"] for t in by_id[i].tags if t.startswith("family:")}
-    assert seen_families == {f"family:{f}" for f in trained_families(cfg)}
+def test_heldout_sets_are_split_by_task():
+    sets = problem_sets(_cfg())
+    by_set = heldout_sets(sets.heldout)
+    held = {p.id: p for p in sets.heldout}
+    train_tasks = _tasks(sets.train)
+    train_prompts = {prompt_key(p) for p in sets.train}
+    new = [held[i] for i in by_set["new_tasks"]]
+    again = [held[i] for i in by_set["trained_tasks"]]
+    other = [held[i] for i in by_set["new_families"]]
+    assert new and again and other
+    assert not _tasks(new) & train_tasks  # functions no training instance computes
+    assert _tasks(again) <= train_tasks  # the same functions, renamed
+    every_trained = set().union(*(family_task_keys(f, 0) for f in TRAINED))
+    assert not _tasks(other) & every_trained  # no task any trained family could draw
+    assert not {prompt_key(p) for p in sets.heldout} & train_prompts
+    assert sets.task_overlap == 0
+    _, bundled_val = split_problems(load_bundled(), 0.2, 0)
+    assert len(by_set["bundled"]) == len(bundled_val) - sets.dropped["bundled"]
 
 
 def test_the_same_config_gives_the_same_problems():
-    a, b = _cfg(), _cfg()
-    assert [p.to_dict() for p in heldout_problems(a)] == [p.to_dict() for p in heldout_problems(b)]
-    assert [p.to_dict() for p in training_problems(a)] == [
-        p.to_dict() for p in training_problems(b)
-    ]
+    a, b = problem_sets(_cfg()), problem_sets(_cfg())
+    assert [p.to_dict() for p in a.heldout] == [p.to_dict() for p in b.heldout]
+    assert [p.to_dict() for p in a.train] == [p.to_dict() for p in b.train]
 
 
 def test_a_family_both_trained_and_held_out_is_refused():
-    import pytest
-
-    from sparring.config import ConfigError
-
     with pytest.raises(ConfigError, match="is also trained"):
-        _cfg(families=[UNSEEN[0]])
+        _cfg(families=[NEW_FAMILIES[0]])
 
 
-def test_a_heldout_instance_equal_to_a_training_one_is_dropped():
-    """Other seeds make equal instances rare, so the data above cannot trip the filter: here a
-    training set that holds a copy of one held-out instance (another id, the same description
-    and tests) must lose that instance from the held-out sets."""
-    from dataclasses import replace
+def test_a_planted_training_task_is_dropped_from_the_new_tasks(monkeypatch):
+    """Materialize's held-out draw holds a training task under other names (a renamed copy,
+    other id and wording): it must be dropped from new_tasks and counted, and nothing it
+    keeps may compute a training task."""
+    real = family_sets_mod.generate
+    planted: list = []
 
-    cfg = _cfg()
-    held = heldout_problems(cfg)
-    twin = replace(held[0], id="trained-copy", tags=["family:x", "level:0"])
-    kept = heldout_problems(cfg, [*training_problems(cfg), twin])
-    assert [p.id for p in kept] == [p.id for p in held[1:]]
+    def generate(seed, per_family, families, levels):
+        problems = real(seed, per_family, families, levels)
+        if seed == 1 and list(families) == TRAINED:
+            train = real(0, 4, TRAINED, levels)
+            planted.append(replace(renamed(train[5], "x"), id="fam-planted-L0-s1-0"))
+            problems = [*problems, planted[0]]
+        return problems
+
+    monkeypatch.setattr(family_sets_mod, "generate", generate)
+    clean = problem_sets(_cfg())
+    monkeypatch.undo()
+    baseline = problem_sets(_cfg())
+    assert planted and prompt_key(planted[0]) not in {prompt_key(p) for p in clean.train}
+    assert "fam-planted-L0-s1-0" not in {p.id for p in clean.heldout}
+    assert clean.dropped["new_tasks"] == baseline.dropped["new_tasks"] + 1
+    assert clean.task_overlap == 0

@@ -60,7 +60,9 @@ def add_commands(sub) -> None:
             "tests that its reference solution passes, at least 3 (and half) of which no "
             "trivial solution passes. The same arguments write the same file; ids are "
             "fam-<family>-L<level>-s<seed>-<index>. An unknown family name is refused with the "
-            "list of known ones."
+            "list of known ones. It prints how many instances, distinct tasks (functions, "
+            "compared by their outputs on a fixed pool of inputs) and distinct prompts (names "
+            "taken out) it wrote."
         ),
         epilog="Example: sparring problems families --seed 1 --per-family 5 --out fam.jsonl",
     )
@@ -88,6 +90,13 @@ def add_commands(sub) -> None:
         metavar="FILE",
         help="required: the file to write: JSONL (one problem per line) when it ends in "
         '.jsonl, else JSON {"problems": [...]}; readable by `problems list --source FILE`',
+    )
+    p.add_argument(
+        "--against-seed",
+        metavar="INT",
+        help="also generate the same families, levels and count under this seed (the "
+        "training seed) and print how many of the written instances compute a function that "
+        "none of those computes (new tasks)",
     )
     p.set_defaults(func=_problems_families)
 
@@ -199,10 +208,20 @@ def _problems_families(args: argparse.Namespace) -> int:
         blocker = str(exc.filename or "")
         where = f" ({blocker})" if blocker and str(path).startswith(blocker + "/") else ""
         raise FamilyError(f"--out {path}: cannot write: {exc.strerror or exc}{where}") from None
+    from sparring.families import task_tag
+    from sparring.families.sets import describe
+
+    counts = describe(problems)
     print(
         f"wrote {len(problems)} problems ({n_families} families x {n_levels} levels x "
-        f"{per_family}) to {path}"
+        f"{per_family}) to {path}: {counts['tasks']} distinct tasks, {counts['prompts']} "
+        "distinct prompts"
     )
+    if args.against_seed is not None:
+        other_seed = _int_option(args.against_seed, "--against-seed", 0, FamilyError)
+        other = {task_tag(p) for p in generate(other_seed, per_family, families, levels)}
+        new = sum(task_tag(p) not in other for p in problems)
+        print(f"new tasks against seed {other_seed}: {new} of {len(problems)}")
     return 0
 
 

@@ -28,6 +28,8 @@ def derived_seed(cfg: Config, round_index: int, phase: str) -> int:
     """A seed for one phase of one round, stable across processes. Runners pass the phase's
     identity (`Phase.name`, e.g. `r01-p03-answerer`) as `phase`, the same in every runner."""
     text = f"{cfg.seed}:{round_index}:{phase}"
+    if cfg.training_seed:  # 0 keeps the seeds runs had before training_seed existed
+        text += f":t{cfg.training_seed}"
     return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
 
 

@@ -12,7 +12,7 @@ import json
 import logging
 import random
 import tempfile
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +44,15 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
     require_isolation(cfg)  # the first phase: a machine that cannot isolate stops here
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    problems = training_problems(cfg)
+    sets = problem_sets(cfg)
+    problems, heldout = sets.train, sets.heldout
+    for name, n in sets.dropped.items():
+        if n:
+            log.warning("held-out set %s: dropped %d showing a training task or prompt", name, n)
     loaded = len(problems)
     if cfg.data.max_problems and len(problems) > cfg.data.max_problems:
         keep = set(p.id for p in random.Random(cfg.seed).sample(problems, cfg.data.max_problems))
         problems = [p for p in problems if p.id in keep]
-    heldout = heldout_problems(cfg, problems)
     with Sandbox(untrusted_limits(cfg)) as sb:
         reports = sb.run_many([(p.reference_solution, p.baseline_tests) for p in problems])
         heldout_reports = sb.run_many([(p.reference_solution, p.baseline_tests) for p in heldout])
@@ -109,6 +112,8 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
         "eval": len(eval_set),
         "bank": len(bank),
         "heldout_sets": {k: len(v) for k, v in heldout_sets(val).items()},
+        "heldout_dropped": sets.dropped,
+        "heldout_task_overlap": sets.task_overlap,
         "config_digest": cfg.digest(),
         "seed": cfg.seed,
         **honest,
@@ -122,6 +127,8 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
         "problems_dropped": float(failing),
         "bank_size": float(len(bank)),
         **{f"problems_heldout_{k}": float(len(v)) for k, v in heldout_sets(val).items()},
+        "problems_heldout_dropped": float(sum(sets.dropped.values())),
+        "heldout_task_overlap": float(sets.task_overlap),
         **{k: float(v) for k, v in honest.items()},
     }
 
@@ -133,10 +140,6 @@ def _is_family(problem: Problem) -> bool:
     return any(t.startswith("family:") for t in problem.tags)
 
 
-def _tagged(problems: list[Problem], name: str) -> list[Problem]:
-    return [replace(p, tags=[*p.tags, HELDOUT_TAG + name]) for p in problems]
-
-
 def trained_families(cfg: Config) -> list[str]:
     """The families a run trains on: data.families.families, or every family not held out."""
     from sparring.families import FAMILIES
@@ -145,53 +148,60 @@ def trained_families(cfg: Config) -> list[str]:
     return list(fam.families) or [f for f in FAMILIES if f not in fam.heldout_families]
 
 
-def training_problems(cfg: Config) -> list[Problem]:
-    """The problems of `data.train`: each source loaded, and `families` generated from
-    data.families (seed, trained families, levels, per_family)."""
+@dataclass
+class ProblemSets:
+    """What a run trains on and what it is measured on and never trains on (each held-out
+    problem tagged `heldout:<set>`), with the held-out instances dropped per set for showing a
+    training task or prompt, and the overlap left after the drops (must be 0)."""
+
+    train: list[Problem]
+    heldout: list[Problem]
+    dropped: dict[str, int] = field(default_factory=dict)
+    task_overlap: int = 0
+
+
+def problem_sets(cfg: Config) -> ProblemSets:
+    """The problems of `data.train` (each source loaded; `families` generated from
+    data.families) and the held-out sets: the family sets split by task
+    (sparring.families.sets: new_tasks, trained_tasks, new_families) and the held-out part of
+    each data.heldout source (named after it). A held-out problem whose prompt (names taken
+    out) is a training prompt is dropped from every set and counted."""
+    from sparring.families.identity import prompt_key
+
     sources = [s for s in cfg.data.train if s != FAMILIES_SOURCE]
-    problems = load_sources(sources) if sources else []
-    if FAMILIES_SOURCE in cfg.data.train:
-        from sparring.families import generate
-
-        fam = cfg.data.families
-        problems += generate(fam.seed, fam.per_family, trained_families(cfg), fam.levels)
-    return problems
-
-
-def heldout_problems(cfg: Config, trained: list[Problem] | None = None) -> list[Problem]:
-    """What the run is measured on and never trains on, each tagged `heldout:<set>`: fresh
-    instances of the trained families under data.families.heldout_seed (`seen`), instances of
-    data.families.heldout_families (`unseen`), and the held-out part of each data.heldout
-    source (named after it). Disjoint from training by construction: another seed, other
-    families, the other side of a split; a generated instance equal to a training one in
-    description and tests is dropped all the same (`trained`: the training problems, when the
-    caller has them)."""
-    out: list[Problem] = []
+    train = load_sources(sources) if sources else []
+    heldout: list[Problem] = []
+    dropped: dict[str, int] = {}
+    overlap = 0
     fam = cfg.data.families
-    if FAMILIES_SOURCE in cfg.data.train and fam.heldout_per_family:
-        from sparring.families import generate
+    if FAMILIES_SOURCE in cfg.data.train:
+        from sparring.families.sets import family_sets
 
-        seen = generate(fam.heldout_seed, fam.heldout_per_family, trained_families(cfg), fam.levels)
-        out += _tagged(seen, "seen")
-        if fam.heldout_families:
-            unseen = generate(
-                fam.heldout_seed, fam.heldout_per_family, fam.heldout_families, fam.levels
-            )
-            out += _tagged(unseen, "unseen")
+        sets = family_sets(
+            fam.seed,
+            fam.per_family,
+            trained_families(cfg),
+            fam.levels,
+            fam.heldout_seed,
+            fam.heldout_per_family,
+            fam.heldout_families,
+            fam.heldout_families_per_family or fam.heldout_per_family,
+        )
+        train += sets.train
+        heldout += sets.heldout_problems()
+        dropped.update(sets.dropped)
+        overlap = sets.overlap
+    train_prompts = {prompt_key(p) for p in train}
     for source in cfg.data.heldout:
         _, part = split_problems(load_source(source), cfg.data.val_fraction, cfg.seed)
-        out += _tagged(part, source)
-    if FAMILIES_SOURCE in cfg.data.train:
-        seen_text = {
-            _fingerprint(p) for p in (training_problems(cfg) if trained is None else trained)
-        }
-        out = [p for p in out if _fingerprint(p) not in seen_text]
-    return out
+        kept = [p for p in part if prompt_key(p) not in train_prompts]
+        dropped[source] = len(part) - len(kept)
+        heldout += _tagged(kept, source)
+    return ProblemSets(train, heldout, dropped, overlap)
 
 
-def _fingerprint(problem: Problem) -> str:
-    text = " ".join(problem.description.lower().split()) + "\n" + "\n".join(problem.baseline_tests)
-    return text
+def _tagged(problems: list[Problem], name: str) -> list[Problem]:
+    return [replace(p, tags=[*p.tags, HELDOUT_TAG + name]) for p in problems]
 
 
 def _discrimination_metrics(problems: list[Problem]) -> dict[str, Any]:

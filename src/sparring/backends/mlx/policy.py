@@ -39,7 +39,11 @@ class MlxPolicy:
                 model, self.tokenizer = load(str(saved))
             else:
                 model, self.tokenizer = load(base)
-            add_lora(model, dataclasses.asdict(cfg.lora), seed=cfg.seed + i)
+            add_lora(
+                model,
+                dataclasses.asdict(cfg.lora),
+                seed=cfg.seed + 1_000_003 * cfg.training_seed + i,
+            )
             self.models[role] = model
         if not self.models:
             self.plain, self.tokenizer = load(base)

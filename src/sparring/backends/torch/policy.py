@@ -207,7 +207,7 @@ class TorchPolicy:
                     self.model.add_adapter(
                         role, models.peft_lora_config(cfg.lora, models.num_layers(self.model))
                     )
-        torch.manual_seed(cfg.seed)
+        torch.manual_seed(cfg.seed + 1_000_003 * cfg.training_seed)
         self._params = {
             role: [p for n, p in self.model.named_parameters() if f".{role}." in n and "lora_" in n]
             for role in self.roles
