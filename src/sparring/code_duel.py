@@ -545,13 +545,21 @@ def prompts_function_name(signature: str) -> str:
 
 class AnswererRewardFn:
     """TRL reward function of the answerer: dataset columns `tests`, `difficulty`,
-    `function_name` arrive as keyword lists; returns one reward (or None) per completion."""
+    `function_name` arrive as keyword lists; returns one reward (or None) per completion.
+    With a `coach` (sparring.coach.Coach), each reward is also counted for its row's `family`
+    and `level` columns and the families' levels are logged (`coach_level/<family>`) with the
+    step's metrics; with a `reserve` too, `reselect` swaps the groups of a family whose level
+    moved for rows at its new level (the trainer calls it before sampling a batch)."""
 
     __name__ = "answerer_reward"
 
-    def __init__(self, sandbox: Any, rewards_cfg: Any) -> None:
+    def __init__(
+        self, sandbox: Any, rewards_cfg: Any, coach: Any = None, reserve: Any = None
+    ) -> None:
         self.sandbox = sandbox
         self.cfg = rewards_cfg
+        self.coach = coach
+        self.reserve = reserve
         self.cache = ResultCache()
         self.history: list[dict[str, float]] = []
         self.rewards: list[float | None] = []
@@ -592,9 +600,22 @@ class AnswererRewardFn:
         if log_metric:
             for k, v in metrics.items():
                 log_metric(f"sparring/{k}", v)
+        if self.coach is not None and "family" in kwargs:
+            self.coach.record_batch(kwargs["family"], out, kwargs.get("level"))
+            if log_metric:
+                for family, level in self.coach.levels().items():
+                    log_metric(f"coach_level/{family}", float(level))
         self.history.append(metrics)
         self.rewards.extend(out)
         return out
+
+    def reselect(self, rows: list[dict], group: int, fits: Any = None) -> list[dict]:
+        """`rows` (GRPO groups of `group` copies) with the groups of a family the coach has
+        moved off their level swapped for reserve rows at its level (unchanged without a coach
+        and a reserve); `fits(row)` says whether a row's prompt may be used."""
+        if self.coach is None or self.reserve is None:
+            return rows
+        return self.reserve.swap(rows, group, self.coach.levels(), fits)
 
     def prefetch(
         self,

@@ -156,6 +156,25 @@ class StepsConfig:
 
 
 @dataclass(frozen=True)
+class CoachConfig:
+    enabled: bool = _f(
+        False,
+        "answerer: train each problem family at one level, moved by its recent rewards "
+        "(reasoning-gym's curriculum rule; data.train needs families at several levels)",
+    )
+    last_k: int = _f(32, "rewards of the last samples at a family's level the rule weighs", ge=1)
+    success_threshold: float = _f(
+        0.7, "their mean above this moves the family one level up", ge=0.0, le=1.0
+    )
+    failure_threshold: float = _f(
+        0.3, "their mean below this moves the family one level down", ge=0.0, le=1.0
+    )
+    start_level: int = _f(
+        0, "each family's first level: the lowest of its levels at or above this", ge=0, le=3
+    )
+
+
+@dataclass(frozen=True)
 class WarmStartConfig:
     steps: int = _f(0, "SFT steps of the answerer on train reference solutions (0 = off)", ge=0)
     learning_rate: float = _f(2e-4, "SFT learning rate (2e-4 suits LoRA)", gt=0.0, le=1.0)
@@ -438,6 +457,7 @@ class Config:
     models: ModelsConfig = _f(ModelsConfig, "models of each role (topology: dual)")
     grpo: GrpoConfig = _f(GrpoConfig, "GRPO settings shared by both roles")
     steps: StepsConfig = _f(StepsConfig, "step counts of the staged schedule")
+    coach: CoachConfig = _f(CoachConfig, "curriculum of the answerer over family levels")
     warm_start: WarmStartConfig = _f(
         WarmStartConfig, "supervised warm start of the answerer before self-play"
     )
@@ -608,6 +628,12 @@ def _check_cross_fields(cfg: Config) -> None:
         )
     if not cfg.data.train:
         raise ConfigError("data.train: name at least one problem source, e.g. [bundled]")
+    coach = cfg.coach
+    if coach.failure_threshold >= coach.success_threshold:
+        raise ConfigError(
+            f"coach.failure_threshold: {coach.failure_threshold} must be below "
+            f"coach.success_threshold ({coach.success_threshold})"
+        )
     _check_families(cfg)
     _check_distributed(cfg)
 

@@ -63,6 +63,15 @@ def test_smoke_uses_tiny_model_and_local_uses_smollm2():
             "data.families.heldout_seed: equals data.families.seed",
         ),
         ({"rewards": {"answerer": "length"}}, "rewards.answerer: 'length' is not allowed"),
+        ({"coach": {"last_k": 0}}, "coach.last_k: 0 is too small; must be >= 1"),
+        ({"coach": {"success_threshold": 1.5}}, "coach.success_threshold: 1.5 is too large"),
+        ({"coach": {"failure_threshold": -0.1}}, "coach.failure_threshold: -0.1 is too small"),
+        (
+            {"coach": {"failure_threshold": 0.7, "success_threshold": 0.7}},
+            "coach.failure_threshold: 0.7 must be below coach.success_threshold (0.7)",
+        ),
+        ({"coach": {"start_level": 4}}, "coach.start_level: 4 is too large; must be <= 3"),
+        ({"coach": {"enable": True}}, "coach.enable: unknown key in 'coach'; did you mean"),
     ],
 )
 def test_invalid_values_name_the_field(data, fragment):

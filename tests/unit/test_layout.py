@@ -54,6 +54,8 @@ PURE = (
     # the learning canary's problem families and its calibration summaries
     "sparring.families", "sparring.families.base", "sparring.families.numeric",
     "sparring.families.text", "sparring.calibration",
+    # the curriculum coach's rule
+    "sparring.coach",
 )  # fmt: skip
 # The phase functions every runner dispatches; only the phase table calls them (it alone knows
 # their argument order).

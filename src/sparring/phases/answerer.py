@@ -1,18 +1,31 @@
 """The answerer phase: GRPO of the answerer on the problems plus the banked adversarial tests.
 
-Covers: the answerer's dataset (prompt rows with the tests each problem is judged on) and
-`train_answerer`. Does not cover: the reward (sparring.code_duel.AnswererRewardFn) or the
-GRPO loop (the backend's `train`).
+Covers: the answerer's dataset (prompt rows with the tests each problem is judged on, and the
+problem's family and level), `train_answerer`, and with `coach.enabled` the curriculum coach's
+part of it (`coach_for`): the coach continues from the state the init model's record keeps, each
+coached family is drawn at its current level only, the coach counts the rewards as training
+goes (and, on the torch backend in one process, swaps in rows at a family's new level when it
+moves mid-phase: sparring.coach.Reserve), and its state is kept in the trained model's record
+(`sparring_model.json`, key `coach`) for the next answerer phase.
+Does not cover: the reward (sparring.code_duel.AnswererRewardFn), the coach's rule
+(sparring.coach) or the GRPO loop (the backend's `train`).
 """
 
 from __future__ import annotations
 
+import os
+import random
 import tempfile
+from collections import defaultdict
 from typing import Any
 
 from sparring import backends, prompts, rewards
+from sparring.backends.base import META_FILE, read_meta
 from sparring.bank import bank_tests
+from sparring.calibration import family_and_level
+from sparring.coach import Coach, Reserve
 from sparring.config import Config
+from sparring.errors import SparringError
 from sparring.phases.common import (
     check_shared_beta,
     derived_seed,
@@ -36,6 +49,7 @@ def answerer_rows(
     for p in problems:
         banked = bank.get(p.id, [])
         mask, trivial = rewards.credit_view(len(p.baseline_tests), p.trivial_passes, len(banked))
+        family, level = family_and_level(p.tags)  # "" for a problem of no family
         rows.append(
             {
                 "prompt": prompts.answerer_messages(p, stages),
@@ -47,6 +61,8 @@ def answerer_rows(
                 "function_name": p.function_name,
                 "signature": p.function_signature,
                 "reference_solution": p.reference_solution,
+                "family": family,
+                "level": level,
             }
         )
     return rows
@@ -56,6 +72,47 @@ def answerer_dataset(problems: list[Problem], bank: dict[str, list[str]], stages
     from datasets import Dataset
 
     return Dataset.from_list(answerer_rows(problems, bank, stages))
+
+
+def coach_for(cfg: Config, problems: list[Problem], init_model: str | None) -> Coach | None:
+    """The answerer's curriculum coach (`coach:`) over the families of `problems` at the
+    levels each has there, continuing the state `init_model`'s record keeps (a fresh start
+    without one); None when the coach is off or no problem belongs to a family."""
+    if not cfg.coach.enabled:
+        return None
+    available: dict[str, set[int]] = defaultdict(set)
+    for p in problems:
+        family, level = family_and_level(p.tags)
+        if family:
+            available[family].add(level)
+    if not available:
+        return None
+    meta = read_meta(init_model) if init_model and os.path.isdir(init_model) else None
+    c = cfg.coach
+    try:
+        return Coach(
+            available, last_k=c.last_k, success_threshold=c.success_threshold,
+            failure_threshold=c.failure_threshold, start_level=c.start_level,
+            state=(meta or {}).get("coach"),
+        )  # fmt: skip
+    except ValueError as exc:
+        raise SparringError(f"{init_model}/{META_FILE}: {exc}") from None
+
+
+def at_coach_level(problem: Problem, coach: Coach | None) -> bool:
+    """Whether `problem` may be drawn: it is of no coached family, or at its family's level."""
+    family, level = family_and_level(problem.tags)
+    return coach is None or family not in coach or level == coach.level(family)
+
+
+def coach_metrics(coach: Coach | None, moves_before: int, reserve: Reserve | None = None):
+    """`coach_level/<family>` (the level reached), the moves and the swapped groups of a phase."""
+    if coach is None:
+        return {}
+    out = {f"coach_level/{f}": float(level) for f, level in coach.levels().items()}
+    out["coach_moves"] = float(coach.moves - moves_before)
+    out["coach_swapped_groups"] = float(reserve.swapped if reserve else 0)
+    return out
 
 
 def train_answerer(
@@ -74,12 +131,18 @@ def train_answerer(
     init_model = init_model or None  # "" from a pipeline means "the base model"
     steps = planned_steps(cfg, phase, "answerer", round_index)
     zone = read_zone(bank_path)
-    problems = draw_in_zone(cfg, train_problems(data_dir), zone, round_index, phase)
+    everything = train_problems(data_dir)
+    coach = coach_for(cfg, everything, init_model)
+    moves_before = coach.moves if coach else 0
+    pool = [p for p in everything if at_coach_level(p, coach)]
+    problems = draw_in_zone(cfg, pool, zone, round_index, phase)
     bank = bank_tests(bank_path)
     stages = reasoning_stages(cfg, round_index)
     base = backends.base_name(cfg, "answerer", init_model)
-    meta = {"round": round_index, "phase": phase, "stages": stages,
-            "problems_drawn": drawn_digest(problems)}  # fmt: skip
+    meta: dict[str, Any] = {"round": round_index, "phase": phase, "stages": stages,
+                            "problems_drawn": drawn_digest(problems)}  # fmt: skip
+    if coach is not None:
+        meta["coach"] = coach.to_dict()
     n_bank = sum(len(bank.get(p.id, [])) for p in problems)
     metrics: dict[str, float] = {
         "problems": float(len(problems)),
@@ -87,6 +150,7 @@ def train_answerer(
         "bank_tests_used": float(n_bank),
         "stages": float(len(stages)),
         "dry_run": float(cfg.dry_run),
+        **coach_metrics(coach, moves_before),
     }
     if cfg.dry_run or steps == 0:
         from sparring.backends.base import copy_model
@@ -104,13 +168,21 @@ def train_answerer(
     model, tok, peft_config = backend.load_trainable(cfg, "answerer", init_model)
     dataset = answerer_dataset(problems, bank, stages)
     seed = derived_seed(cfg, round_index, phase)
+    reserve = None
+    if coach is not None:  # every coached instance, in a seeded order
+        coached = [p for p in everything if family_and_level(p.tags)[0] in coach]
+        coached = random.Random(seed).sample(coached, len(coached))
+        reserve = Reserve(answerer_rows(coached, bank, stages))
     with Sandbox(untrusted_limits(cfg)) as sb, tempfile.TemporaryDirectory() as tmp:
-        reward_fn = AnswererRewardFn(sb, cfg.rewards)
+        reward_fn = AnswererRewardFn(sb, cfg.rewards, coach=coach, reserve=reserve)
         model, trl_metrics = backend.train(
             cfg, model, tok, dataset, reward_fn, steps, tmp, seed, peft_config,
             problems, "answerer",
         )  # fmt: skip
     metrics.update(trl_metrics)
     metrics.update(reward_metrics(reward_fn.rewards, reward_fn.history, cfg))
+    if coach is not None:
+        metrics.update(coach_metrics(coach, moves_before, reserve))
+        meta["coach"] = coach.to_dict()
     backend.save_trained(cfg, model, tok, out_model, trained_record(cfg, "answerer", base, meta))
     return metrics

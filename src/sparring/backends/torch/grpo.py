@@ -50,6 +50,12 @@ counts of dynamic sampling.
   scored in its place before the step is skipped. TRL's metrics of a replaced batch are taken back
   so that they describe the batch trained on; `sparring/refilled_batches` counts the replacements
   (each one a full generation: the price of a step that trains). Single process only.
+- the curriculum coach's per-step re-selection (`coach.enabled`, sparring.coach): before a
+  generation batch is sampled, the reward's `reselect` swaps each group of a family whose level
+  the coach moved since the phase drew its problems for rows at the family's new level (prompts
+  longer than `max_prompt_length` are not used). Single process only (a group may span
+  processes, and each process's coach counts its own rows); elsewhere the phase's draw, made at
+  the levels the phase starts with, is trained as drawn.
 
 Multi-process: `sparring.cluster.entry` runs a phase under `torchrun` (or `accelerate launch`)
 on one node or on the nodes of a Kubeflow TrainJob; TRL/Accelerate handle the process group,
@@ -78,7 +84,7 @@ import logging
 import math
 import resource
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from sparring import progress, tracking
@@ -164,15 +170,20 @@ def _aggregate(history: list[dict[str, Any]]) -> dict[str, float]:
     return {k: sum(v) / len(v) for k, v in sums.items()}
 
 
-def fit_prompts(dataset: Any, tokenizer: Any, max_tokens: int) -> tuple[Any, int]:
-    """Rows whose chat-rendered prompt fits in `max_tokens`, and how many were dropped."""
+def prompt_fits(tokenizer: Any, max_tokens: int) -> Callable[[dict[str, Any]], bool]:
+    """Whether a row's chat-rendered prompt fits in `max_tokens`."""
     from sparring.backends.text import render_prompt
 
     def fits(row: dict[str, Any]) -> bool:
         text = render_prompt(tokenizer, row["prompt"])
         return len(tokenizer(text, add_special_tokens=False)["input_ids"]) <= max_tokens
 
-    kept = dataset.filter(fits)
+    return fits
+
+
+def fit_prompts(dataset: Any, tokenizer: Any, max_tokens: int) -> tuple[Any, int]:
+    """Rows whose chat-rendered prompt fits in `max_tokens`, and how many were dropped."""
+    kept = dataset.filter(prompt_fits(tokenizer, max_tokens))
     return kept, len(dataset) - len(kept)
 
 
@@ -264,8 +275,10 @@ def _trainer_class() -> type:
             rollout_batch_size: int = 16,
             share_prompt_forward: bool = True,
             overlap_scoring: bool = True,
+            prompt_fits: Callable[[dict[str, Any]], bool] | None = None,
             **kw: Any,
         ) -> None:
+            self.prompt_fits = prompt_fits
             self.share_prompt_forward = share_prompt_forward
             self.overlap_scoring = overlap_scoring
             self.scoring_overlapped_seconds = 0.0  # sandbox seconds spent while still sampling
@@ -470,6 +483,7 @@ def _trainer_class() -> type:
 
         def _score_batch(self, inputs):
             """TRL's generation and scoring, the fence EOS masked; (out, useful groups, stops)."""
+            inputs = self._coached(inputs)
             self._batch_inputs = inputs  # the rows' tests, for scoring during sampling
             try:
                 out = super()._generate_and_score_completions(inputs)
@@ -487,6 +501,15 @@ def _trainer_class() -> type:
                 out["num_items_in_batch"] = self._loss_tokens(out)
             g = self.num_generations
             return out, useful_groups(self._rewards_per_func, self.reward_weights, g), stopped
+
+        def _coached(self, inputs):
+            """`inputs` with the groups of a family the coach has moved since the phase drew
+            its problems swapped for rows at the family's level (the reward's `reselect`; one
+            process only: a group may span processes)."""
+            reward = self.reward_funcs[0] if len(self.reward_funcs) == 1 else None
+            if not hasattr(reward, "reselect") or self.accelerator.num_processes != 1:
+                return inputs
+            return reward.reselect(inputs, self.num_generations, self.prompt_fits)
 
         def _refill_inputs(self, n_rows, tried):
             """A fresh generation batch of `n_rows` rows (each prompt `num_generations` times)
@@ -690,6 +713,7 @@ def run_grpo(
         rollout_batch_size=cfg.grpo.rollout_batch_size,
         share_prompt_forward=cfg.grpo.share_prompt_forward,
         overlap_scoring=cfg.grpo.overlap_scoring,
+        prompt_fits=prompt_fits(tokenizer, cfg.grpo.max_prompt_length),
         callbacks=[progress.step_callback(steps), *tracking.trainer_callbacks()],
     )
     start = time.perf_counter()
