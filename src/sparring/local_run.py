@@ -245,17 +245,23 @@ def _heldout_of(client, runs) -> dict | None:
 
 
 def _control_line(cfg, client, runs) -> str | None:
-    """`LEARN reward_vs_control`: this run's held-out-seen gain against the latest finished run
-    in the same MLflow experiment trained with the other answerer reward and otherwise the same
-    config (honest against format_only: `make learn` and `make learn-control` find each other
-    there), paired over the problems both measured. None until both exist; a run of the other
-    reward whose config differs elsewhere (say lora.top_layers) is skipped, and said so."""
+    """`LEARN reward_vs_control`: this run's gain on the held-out new tasks against the latest
+    finished run in the same MLflow experiment trained with the other answerer reward and
+    otherwise the same config (honest against format_only: `make learn` and `make learn-control`
+    find each other there), paired over tasks (`learning.heldout_pair`). None until both exist; a
+    run of the other reward whose config differs elsewhere (say lora.top_layers), or whose
+    heldout.json cannot be paired with this one's (other problems, other base scores, no reward
+    named), is skipped, and said so."""
     from sparring import tracking
     from sparring.config import to_dict
-    from sparring.evaluation.learning import control_differences, reward_vs_control
+    from sparring.evaluation.learning import (
+        control_differences,
+        heldout_pair,
+        reward_vs_control,
+    )
 
     mine = _heldout_of(client, runs)
-    if not mine:
+    if not (mine and (mine.get("sets") or {}).get("new_tasks")):
         return None
     other = "format_only" if cfg.rewards.answerer == "honest" else "honest"
     experiment = runs[0].info.experiment_id if runs else None
@@ -287,12 +293,11 @@ def _control_line(cfg, client, runs) -> str | None:
         theirs = _heldout_of(client, tracking.child_runs(cfg, parent.info.run_id))
         if not theirs:
             continue
-        seen_mine = (mine.get("sets") or {}).get("seen") or {}
-        seen_theirs = (theirs.get("sets") or {}).get("seen") or {}
-        if not set(seen_mine) & set(seen_theirs):
+        treatment, control = (mine, theirs) if other == "format_only" else (theirs, mine)
+        try:
+            pairs = heldout_pair(treatment, control, "new_tasks")
+        except ValueError as exc:
+            print(f"reward_vs_control: run {parent.info.run_id} ({other}): {exc}", file=sys.stderr)
             continue
-        treatment, control = (
-            (seen_mine, seen_theirs) if other == "format_only" else (seen_theirs, seen_mine)
-        )
-        return reward_vs_control(treatment, control, seed=cfg.seed)
+        return reward_vs_control(*pairs, seed=cfg.seed)
     return None

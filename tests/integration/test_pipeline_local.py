@@ -122,9 +122,9 @@ def _check_learning(cfg, root, state, client):
         for line in lines
     )
     if "families" in cfg.data.train:  # every held-out set measured, read back from MLflow
-        seen = evaluate["learn.heldout_seen.discriminating.n"]
-        assert seen == len(_heldout_ids(root, "seen")) == 2  # 2 trained families, level 0
-        for name in ("heldout_seen", "heldout_unseen", "heldout_bundled"):
+        new_tasks = evaluate["learn.heldout_new_tasks.discriminating.n"]
+        assert new_tasks == len(_heldout_tasks(root, "new_tasks")) > 0  # tasks, not instances
+        for name in ("heldout_new_tasks", "heldout_new_families", "heldout_bundled"):
             line = next(x for x in lines if x.startswith(f"LEARN {name} "))
             assert "base=n/a" not in line, line
         assert any(x.startswith("LEARN definition_rate base=0.") for x in lines)
@@ -135,12 +135,16 @@ def _check_learning(cfg, root, state, client):
     assert Path(logged).read_text().splitlines() == lines
 
 
-def _heldout_ids(root, name):
+def _heldout_tasks(root, name):
+    """The distinct tasks (`task:` tags; a problem without one is its own) of a held-out set."""
     import json
+
+    from sparring.evaluation.learning import task_keys
 
     val = next(root.glob("**/materialize/**/val.jsonl"))
     rows = [json.loads(line) for line in val.read_text().splitlines() if line.strip()]
-    return [r["id"] for r in rows if f"heldout:{name}" in r.get("tags", [])]
+    tags = {r["id"]: r.get("tags", []) for r in rows if f"heldout:{name}" in r.get("tags", [])}
+    return set(task_keys(tags).values())
 
 
 def test_smoke_dry_run_end_to_end(tmp_path, mlflow_server, s3_server, capsys, monkeypatch):

@@ -238,7 +238,7 @@ def _learning_run(cfg, reward, per_problem, tmp_path, extra=()):
     with tracking.child_run(run_cfg, parent, "evaluate", 3):
         path = tmp_path / reward / HELDOUT_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"reward": reward, "sets": {"seen": per_problem}}))
+        path.write_text(json.dumps({"reward": reward, "sets": {"new_tasks": per_problem}}))
         tracking.log_artifacts([path], "learning")
     tracking.finish_parent_run(run_cfg, parent)
     MlflowClient().get_run(parent)  # exists
@@ -254,8 +254,8 @@ def _overrides(cfg):
 
 def test_learn_and_learn_control_find_each_other_in_the_experiment(cfg, tmp_path):
     """make learn and make learn-control: whichever ends second prints reward_vs_control, the
-    treatment's held-out-seen gain minus the control's, paired over the problems both measured,
-    read from the other run's evaluate phase in MLflow."""
+    treatment's gain on the held-out new tasks minus the control's, paired over tasks, read from
+    the other run's evaluate phase in MLflow."""
     from mlflow import MlflowClient
 
     from sparring.local_run import _control_line

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -111,21 +112,24 @@ def test_learn_lines_in_the_issue_order_with_n_on_every_interval():
                 "pass_at_n": _gain(0.25, 0.5, 0.0, 0.5, 40),
                 "defines": _gain(0.6, 0.9, 0.2, 0.4, 40),
             },
-            "heldout_seen": {"discriminating": _gain(0.3, 0.45, 0.02, 0.3, 24)},
-            "heldout_unseen": {"discriminating": _gain(0.2, 0.2, -0.1, 0.1, 4)},
+            "heldout_new_tasks": {"discriminating": _gain(0.3, 0.45, 0.02, 0.3, 24)},
+            "heldout_new_families": {"discriminating": _gain(0.2, 0.2, -0.1, 0.1, 4)},
         },
         "base_zone_share": 0.625,
+        "task_overlap": 0.0,
     }
     change = {"first": 0.12, "last": 0.21, "lo": 0.04, "hi": 0.14, "per_side": 16.0}
     lines = learning.learn_lines(summary, [0.5], 0.9, 2048.0, change)
-    assert lines[:7] == [
+    assert lines[:9] == [
         "LEARN completions_trained 2048",
         "LEARN train_reward first=0.120 last=0.210 ci95_delta=0.040,0.140 n=16",
         "LEARN base_zone_share 0.625",
-        "LEARN heldout_seen base=0.300 final=0.450 ci95_delta=0.020,0.300 n=24",
-        # four problems: the interval is not printed as a number
-        "LEARN heldout_unseen base=0.200 final=0.200 ci95_delta=n/a (n=4)",
+        "LEARN heldout_new_tasks base=0.300 final=0.450 ci95_delta=0.020,0.300 n=24",
+        # four tasks: the interval is not printed as a number
+        "LEARN heldout_new_families base=0.200 final=0.200 ci95_delta=n/a (n=4)",
+        "LEARN heldout_trained_tasks base=n/a final=n/a ci95_delta=n/a (n=0)",
         "LEARN heldout_bundled base=n/a final=n/a ci95_delta=n/a (n=0)",
+        "LEARN task_overlap 0",
         "LEARN definition_rate base=0.600 final=0.900",
     ]
     assert "LEARN validation_pass_rate base=0.100 final=0.200 ci95_delta=0.050,0.150 n=40" in lines
@@ -148,27 +152,104 @@ def test_heldout_sets_get_their_own_gains_and_per_problem_pairs():
     base = snap(discriminating={"s1": 0.0, "s2": 0.5, "u1": 0.25, "b1": 1.0})
     final = snap(discriminating={"s1": 1.0, "s2": 0.5, "u1": 0.25, "b1": 0.0})
     report = {"baseline": base, "snapshots": [final]}
-    sets = {"seen": ["s1", "s2"], "unseen": ["u1"], "bundled": ["b1"]}
+    sets = {"new_tasks": ["s1", "s2"], "new_families": ["u1"], "bundled": ["b1"]}
     summary = learning.learning_summary(report, sets=sets)
-    seen = summary["gains"]["heldout_seen"]["discriminating"]
-    assert (seen["n"], seen["before"], seen["after"]) == (2, 0.25, 0.75)
+    new = summary["gains"]["heldout_new_tasks"]["discriminating"]
+    assert (new["n"], new["before"], new["after"]) == (2, 0.25, 0.75)
     assert summary["gains"]["heldout_bundled"]["discriminating"]["delta"] == -1.0
     assert summary["gains"]["base_to_final"]["discriminating"]["n"] == 4  # all held-out
     pairs = learning.heldout_per_problem(report, sets)
-    assert pairs["seen"] == {"s1": [0.0, 1.0], "s2": [0.5, 0.5]}
+    assert pairs["new_tasks"] == {"s1": [0.0, 1.0], "s2": [0.5, 0.5]}
     flat = learning.flat_metrics(summary)
-    assert learning.summary_from_metrics(flat)["gains"]["heldout_seen"]["discriminating"] == seen
+    back = learning.summary_from_metrics(flat)["gains"]["heldout_new_tasks"]["discriminating"]
+    assert back == new
 
 
-def test_reward_vs_control_pairs_gains_over_shared_problems():
+def test_a_heldout_sets_interval_counts_tasks_not_instances():
+    """Ten renamed instances of one task are one task: n counts 5 tasks, not 14 problems, and
+    the task's instances are averaged (gain 0.5 for it), not weighed ten times."""
+    ten = {f"t{i}": [0.0, 1.0 if i < 5 else 0.0] for i in range(10)}  # one task, mean gain 0.5
+    others = {f"o{i}": [0.5, 0.5] for i in range(4)}  # four tasks of their own, no gain
+    both = {**ten, **others}
+    base = snap(discriminating={k: v[0] for k, v in both.items()})
+    final = snap(discriminating={k: v[1] for k, v in both.items()})
+    tasks = learning.task_keys({**{k: ["task:abc"] for k in ten}, **{k: [] for k in others}})
+    report = {"baseline": base, "snapshots": [final]}
+    summary = learning.learning_summary(report, sets={"new_tasks": list(both)}, tasks=tasks)
+    d = summary["gains"]["heldout_new_tasks"]["discriminating"]
+    assert d["n"] == 5
+    assert d["delta"] == pytest.approx(0.5 / 5)  # per problem it would be 5 / 14
+    line = learning.learn_lines(summary, [], None)[3]
+    assert line.startswith("LEARN heldout_new_tasks base=0.400 final=0.500 ci95_delta=")
+    assert line.endswith(" n=5")
+    ungrouped = learning.learning_summary(report, sets={"new_tasks": list(both)})
+    assert ungrouped["gains"]["heldout_new_tasks"]["discriminating"]["n"] == 14
+
+
+def test_task_keys_fall_back_to_the_problems_own_id():
+    tags = {"a": ["heldout:new_tasks", "task:k1"], "b": ["task:k1"], "HumanEval/0": ["humaneval"]}
+    assert learning.task_keys(tags) == {"a": "k1", "b": "k1", "HumanEval/0": "HumanEval/0"}
+
+
+def test_task_gain_with_one_run_and_lone_instances_is_paired_delta():
+    before, after = [0.1 * (i % 5) for i in range(12)], [0.1 * (i % 7) for i in range(12)]
+    run = {f"p{i:02d}": [b, a] for i, (b, a) in enumerate(zip(before, after, strict=True))}
+    d = learning.task_gain([run])
+    expected = learning.paired_delta(before, after)
+    assert {k: d[k] for k in ("n", "delta", "lo", "hi")} == {
+        k: expected[k] for k in ("n", "delta", "lo", "hi")
+    }
+    assert d["seeds"] == 1
+
+
+def test_task_gain_resamples_seeds_as_well_as_tasks():
+    """Two runs, each with the same gain on every task (0.2 and 0.6): resampling tasks alone
+    would give a zero-width interval at 0.4; resampling runs gives 0.2 (both draws run 1) to
+    0.6 (both run 2), each a quarter of the draws."""
+    runs = [{f"p{i}": [0.2, 0.2 + g] for i in range(8)} for g in (0.2, 0.6)]
+    d = learning.task_gain(runs)
+    assert (d["n"], d["seeds"]) == (8, 2)
+    assert d["delta"] == pytest.approx(0.4) and d["after"] == pytest.approx(0.6)
+    assert d["lo"] == pytest.approx(0.2) and d["hi"] == pytest.approx(0.6)
+    assert learning.interval_text(d) == "ci95_delta=0.200,0.600 n=8 seeds=2"
+    assert learning.interval_text({**d, "n": 3}) == "ci95_delta=n/a (n=3) seeds=2"
+
+
+def test_task_gain_refuses_runs_that_did_not_evaluate_alike():
+    one = {"a": [0.2, 0.5], "b": [0.4, 0.4]}
+    with pytest.raises(ValueError, match="run 2 and run 1 measured different problems"):
+        learning.task_gain([one, {"a": [0.2, 0.5]}])
+    with pytest.raises(ValueError, match=r"base model's score on problem 'b' \(0.300 against"):
+        learning.task_gain([one, {"a": [0.2, 0.9], "b": [0.3, 0.4]}])
+
+
+def test_control_gain_groups_tasks_and_pools_both_sides_runs():
+    tasks = {f"p{i}": f"k{i // 3}" for i in range(15)}  # five tasks of three instances
+    treatment = {f"p{i}": [0.2, 0.6] for i in range(15)}
+    control = {f"p{i}": [0.2, 0.3] for i in range(15)}
+    d = learning.control_gain([treatment], [control], tasks)
+    assert d["n"] == 5 and d["delta"] == pytest.approx(0.3)
+    assert d["lo"] == pytest.approx(0.3) and d["hi"] == pytest.approx(0.3)
+    more = {f"p{i}": [0.2, 0.7] for i in range(15)}
+    pooled = learning.control_gain([treatment, more], [control], tasks)
+    assert (pooled["seeds"], pooled["control_seeds"]) == (2, 1)
+    assert pooled["delta"] == pytest.approx(0.35)
+    assert pooled["lo"] == pytest.approx(0.3) and pooled["hi"] == pytest.approx(0.4)
+
+
+def test_reward_vs_control_pairs_gains_over_tasks():
     ids = [f"p{i}" for i in range(8)]
-    treatment = {i: [0.2, 0.6] for i in ids} | {"only_t": [0.0, 1.0]}
+    treatment = {i: [0.2, 0.6] for i in ids}
     control = {i: [0.2, 0.3] for i in ids}
     line = learning.reward_vs_control(treatment, control)
     assert line == "LEARN reward_vs_control delta=0.300 ci95_delta=0.300,0.300 n=8"
     worse = learning.reward_vs_control(control, treatment)
     assert worse.startswith("LEARN reward_vs_control delta=-0.300")
-    assert learning.reward_vs_control({}, control).endswith("ci95_delta=n/a (n=0)")
+    one_task = learning.reward_vs_control(treatment, control, {i: "k" for i in ids})
+    assert one_task == "LEARN reward_vs_control delta=0.300 ci95_delta=n/a (n=1)"
+    assert learning.reward_vs_control({}, {}).endswith("ci95_delta=n/a (n=0)")
+    with pytest.raises(ValueError, match="measured different problems"):
+        learning.reward_vs_control(treatment | {"only_t": [0.0, 1.0]}, control)
 
 
 def test_base_zone_share_is_the_first_validations_zone():
@@ -181,43 +262,169 @@ def test_base_zone_share_is_the_first_validations_zone():
     assert learning.from_phase_runs([])[0]["base_zone_share"] is None
 
 
+def _heldout(reward, pairs, tasks=None, seed=0, set_name="new_tasks"):
+    return learning.heldout_record(
+        {set_name: pairs}, tasks or {}, reward=reward, seed=seed, config_digest="d1"
+    )
+
+
+def test_heldout_record_holds_what_pairing_and_pooling_check():
+    record = _heldout("honest", {"a": [0.1, 0.5], "b": [0.2, 0.2]}, {"a": "k1"}, seed=3)
+    assert record == {
+        "format": 2,
+        "config_digest": "d1",
+        "seed": 3,
+        "reward": "honest",
+        "measure": "discriminating",
+        "sets": {"new_tasks": {"a": [0.1, 0.5], "b": [0.2, 0.2]}},
+        "tasks": {"a": "k1", "b": "b"},  # a problem without a task is its own
+    }
+    assert json.loads(json.dumps(record)) == record
+
+
 def test_heldout_pair_refuses_what_is_no_fair_pair():
-    t = {"reward": "honest", "sets": {"seen": {"a": [0.1, 0.5], "b": [0.2, 0.2]}}}
-    c = {"reward": "format_only", "sets": {"seen": {"a": [0.1, 0.2], "z": [0.0, 0.0]}}}
-    assert learning.heldout_pair(t, c) == ({"a": [0.1, 0.5], "b": [0.2, 0.2]},
-                                          {"a": [0.1, 0.2], "z": [0.0, 0.0]})  # fmt: skip
+    t = _heldout("honest", {"a": [0.1, 0.5], "b": [0.2, 0.2]}, {"a": "k", "b": "k"})
+    c = _heldout("format_only", {"a": [0.1, 0.2], "b": [0.2, 0.1]}, {"a": "k", "b": "k"})
+    assert learning.heldout_pair(t, c) == (
+        {"a": [0.1, 0.5], "b": [0.2, 0.2]}, {"a": [0.1, 0.2], "b": [0.2, 0.1]},
+        {"a": "k", "b": "k"},
+    )  # fmt: skip
     with pytest.raises(ValueError, match="answerer reward 'honest'"):
         learning.heldout_pair(t, t)
-    with pytest.raises(ValueError, match="no held-out set 'unseen'"):
-        learning.heldout_pair(t, c, "unseen")
+    with pytest.raises(ValueError, match="no held-out set 'bundled'"):
+        learning.heldout_pair(t, c, "bundled")
     with pytest.raises(ValueError, match="control: no 'sets'"):
         learning.heldout_pair(t, {"reward": "format_only"})
     with pytest.raises(ValueError, match="not \\[base, final\\]"):
-        learning.heldout_pair(t, {"sets": {"seen": {"a": [0.1]}}})
-    apart = {"reward": "format_only", "sets": {"seen": {"q": [0.1, 0.2]}}}
-    with pytest.raises(ValueError, match="no problem of the 'seen' set is in both"):
-        learning.heldout_pair(t, apart)
+        learning.heldout_pair(t, {"reward": "format_only", "sets": {"new_tasks": {"a": [0.1]}}})
+    with pytest.raises(ValueError, match="control: no 'reward' field"):
+        learning.heldout_pair(t, {"sets": c["sets"]})
+    fewer = _heldout("format_only", {"a": [0.1, 0.2]})
+    with pytest.raises(ValueError, match="control and treatment measured different problems"):
+        learning.heldout_pair(t, fewer)
+    other_base = _heldout("format_only", {"a": [0.1, 0.2], "b": [0.7, 0.1]})
+    with pytest.raises(ValueError, match="base model's score on problem 'b'"):
+        learning.heldout_pair(t, other_base)
+    other_task = _heldout("format_only", c["sets"]["new_tasks"], {"a": "k", "b": "z"})
+    with pytest.raises(ValueError, match="give problem 'b' different tasks"):
+        learning.heldout_pair(t, other_task)
+
+
+def _write(path, data):
+    path.write_text(json.dumps(data))
+    return str(path)
 
 
 def test_eval_control_prints_the_paired_line_and_refuses_bad_files(tmp_path, capsys):
     from sparring.cli.main import main
 
     ids = [f"p{i}" for i in range(6)]
-    treat, ctrl = tmp_path / "treatment.json", tmp_path / "control.json"
-    treat.write_text(
-        json.dumps({"reward": "honest", "sets": {"seen": {i: [0.2, 0.6] for i in ids}}})
-    )
-    ctrl.write_text(
-        json.dumps({"reward": "format_only", "sets": {"seen": {i: [0.2, 0.3] for i in ids}}})
-    )
-    assert main(["eval", "control", str(treat), str(ctrl)]) == 0
+    treat = _write(tmp_path / "treatment.json", _heldout("honest", {i: [0.2, 0.6] for i in ids}))
+    ctrl = _write(tmp_path / "control.json", _heldout("format_only", {i: [0.2, 0.3] for i in ids}))
+    assert main(["eval", "control", treat, ctrl]) == 0  # --set new_tasks by default
     out = capsys.readouterr().out.strip()
     assert out == "LEARN reward_vs_control delta=0.300 ci95_delta=0.300,0.300 n=6"
-    assert main(["eval", "control", str(treat), str(treat)]) == 2
+    assert main(["eval", "control", treat, treat]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: both runs trained") and err.count("\n") == 1
     (tmp_path / "bad.json").write_text("{")
-    assert main(["eval", "control", str(treat), str(tmp_path / "bad.json")]) == 2
+    assert main(["eval", "control", treat, str(tmp_path / "bad.json")]) == 2
     assert "bad.json: not JSON" in capsys.readouterr().err
-    assert main(["eval", "control", str(treat), str(tmp_path / "missing.json")]) == 2
+    assert main(["eval", "control", treat, str(tmp_path / "missing.json")]) == 2
     assert "missing.json: No such file" in capsys.readouterr().err
+
+
+def test_eval_control_refuses_files_that_disagree_on_the_base_model(tmp_path, capsys):
+    """Two files sharing one problem, scoring the base model differently and naming no reward:
+    this printed `delta=1.400 ci95_delta=n/a (n=1)`; it is refused in one line."""
+    from sparring.cli.main import main
+
+    a = _write(tmp_path / "a.json", {"sets": {"new_tasks": {"p": [0.0, 1.0]}}})
+    b = _write(tmp_path / "b.json", {"sets": {"new_tasks": {"p": [0.8, 0.4]}}})
+    assert main(["eval", "control", a, b]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        "error: treatment: no 'reward' field, so which answerer reward it trained is unknown; "
+        "evaluate the run again to rewrite its heldout.json\n"
+    )
+    a = _write(tmp_path / "a.json", _heldout("honest", {"p": [0.0, 1.0]}))
+    b = _write(tmp_path / "b.json", _heldout("format_only", {"p": [0.8, 0.4]}))
+    assert main(["eval", "control", a, b]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert "differ in the base model's score on problem 'p' (0.800 against 0.000)" in captured.err
+
+
+def _pool_files(tmp_path, gains, reward="honest", name="run", base=0.2):
+    """One heldout.json per gain: new_tasks of 12 instances in 6 tasks, and one bundled problem."""
+    tasks = {f"p{i}": f"k{i // 2}" for i in range(12)}
+    out = []
+    for seed, gain in enumerate(gains):
+        record = _heldout(reward, {pid: [base, base + gain] for pid in tasks}, tasks, seed=seed)
+        record["sets"]["bundled"] = {"HumanEval/1": [0.5, 0.5]}
+        out.append(_write(tmp_path / f"{name}{seed}.json", record))
+    return out
+
+
+def _loaded(paths):
+    return [(p, json.loads(Path(p).read_text())) for p in paths]
+
+
+def test_pool_lines_pool_seeds_and_tasks(tmp_path):
+    runs = _loaded(_pool_files(tmp_path, [0.2, 0.6]))
+    assert learning.pool_lines(runs) == [
+        "LEARN heldout_new_tasks base=0.200 final=0.600 ci95_delta=0.200,0.600 n=6 seeds=2",
+        "LEARN heldout_new_families base=n/a final=n/a ci95_delta=n/a (n=0)",
+        "LEARN heldout_trained_tasks base=n/a final=n/a ci95_delta=n/a (n=0)",
+        "LEARN heldout_bundled base=0.500 final=0.500 ci95_delta=n/a (n=1) seeds=2",
+    ]
+    controls = _loaded(_pool_files(tmp_path, [0.1, 0.1, 0.1], "format_only", "control"))
+    assert learning.pool_lines(runs, controls)[-1] == (
+        "LEARN reward_vs_control delta=0.300 ci95_delta=0.100,0.500 n=6 seeds=2 control_seeds=3"
+    )
+
+
+def test_pool_lines_refuse_runs_of_another_config(tmp_path):
+    runs = _loaded(_pool_files(tmp_path, [0.2, 0.6]))
+    other_base = _loaded(_pool_files(tmp_path, [0.2], name="x", base=0.3))
+    with pytest.raises(ValueError, match=r"x0\.json and .*run0\.json differ in the base model"):
+        learning.pool_lines([*runs, *other_base])
+    with pytest.raises(ValueError, match=r"run1\.json is .*run0\.json again"):
+        learning.pool_lines([runs[0], (runs[1][0], runs[0][1])])
+    no_bundled = json.loads(json.dumps(runs[1][1]))
+    del no_bundled["sets"]["bundled"]
+    with pytest.raises(ValueError, match=r"nb\.json holds the held-out sets \['new_tasks'\]"):
+        learning.pool_lines([runs[0], ("nb.json", no_bundled)])
+    mixed = json.loads(json.dumps(runs[1][1]))
+    mixed["reward"] = "format_only"
+    with pytest.raises(ValueError, match="the runs trained with different answerer rewards"):
+        learning.pool_lines([runs[0], ("m.json", mixed)])
+    with pytest.raises(ValueError, match="a control trains with another"):
+        learning.pool_lines(runs[:1], runs[1:])
+    with pytest.raises(ValueError, match="no run to pool"):
+        learning.pool_lines([])
+
+
+def test_eval_pool_prints_pooled_lines_and_refuses_in_one_line(tmp_path, capsys):
+    from sparring.cli.main import main
+
+    runs = _pool_files(tmp_path, [0.2, 0.6])
+    controls = _pool_files(tmp_path, [0.1, 0.1], "format_only", "control")
+    assert main(["eval", "pool", *runs, "--control", *controls]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].endswith("ci95_delta=0.200,0.600 n=6 seeds=2")
+    assert out[-1].startswith("LEARN reward_vs_control delta=0.300 ")
+    other = _pool_files(tmp_path, [0.2], name="x", base=0.3)
+    assert main(["eval", "pool", *runs, *other]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert "differ in the base model's score" in captured.err
+
+
+def test_task_overlap_comes_from_materialize_and_is_na_without_it():
+    runs = [("r0-materialize", {"heldout_task_overlap": 3.0, "problems_val": 9.0})]
+    summary, *_ = learning.from_phase_runs(runs)
+    assert summary["task_overlap"] == 3.0
+    assert "LEARN task_overlap 3" in learning.learn_lines(summary, [], None)
+    assert "LEARN task_overlap n/a" in learning.learn_lines({}, [], None)

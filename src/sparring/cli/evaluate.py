@@ -1,5 +1,6 @@
-"""`sparring eval …` (HumanEval pass@k, snapshot evaluation) and `sparring infer` (the seed's
-inference command line). Heavy imports happen inside the handlers.
+"""`sparring eval …` (HumanEval pass@k, snapshot evaluation, a run against its control, runs
+pooled over seeds) and `sparring infer` (the seed's inference command line). Heavy imports
+happen inside the handlers.
 
 Covers: arguments, checks of user input, and printing. Does not cover: evaluation itself
 (sparring.evaluation), generation and checkpoints (sparring.inference, sparring.backends).
@@ -16,6 +17,11 @@ from pathlib import Path
 
 from sparring.cli.common import add_config_args, add_group, config_from_args
 from sparring.errors import SparringError
+
+SET_HELP = (
+    "held-out set the control comparison uses: new_tasks (tasks never trained, of trained "
+    "families; default), new_families, trained_tasks (new instances of trained tasks) or bundled"
+)
 
 
 def add_commands(sub) -> None:
@@ -70,22 +76,38 @@ def add_commands(sub) -> None:
         "control",
         help="a treatment's held-out gain over its control's, from two runs' heldout.json",
         description="Print `LEARN reward_vs_control`: the treatment's held-out gain (final - "
-        "base) minus the control's, paired over the problems both measured, with a 95%% "
-        "bootstrap interval. Each file is the learning/heldout.json that a run's evaluate "
+        "base) minus the control's, with a 95% bootstrap interval over tasks (a task's "
+        "instances together). Each file is the learning/heldout.json that a run's evaluate "
         "phase logs to MLflow (make learn and make learn-control print the line themselves "
-        "when both are in one MLflow experiment; this compares runs kept apart). The two runs "
-        "must differ in their answerer reward alone: the files cannot show that.",
+        "when both are in one MLflow experiment; this compares runs kept apart). Refused "
+        "unless both name their answerer reward, the rewards differ, and both measured the "
+        "same problems with the same base scores. The two runs must differ in their answerer "
+        "reward alone: the files cannot show that.",
     )
     p.add_argument("treatment", metavar="TREATMENT.json", help="the treatment's heldout.json")
     p.add_argument("control", metavar="CONTROL.json", help="the control's heldout.json")
-    p.add_argument(
-        "--set",
-        dest="set_name",
-        default="seen",
-        help="held-out set: seen (fresh instances of trained families; default) or unseen",
-    )
+    p.add_argument("--set", dest="set_name", default="new_tasks", help=SET_HELP)
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (the run's seed: 0)")
     p.set_defaults(func=_eval_control)
+
+    p = ev.add_parser(
+        "pool",
+        help="held-out gains pooled over several training seeds, from their heldout.json",
+        description="Print the `LEARN heldout_<set>` lines pooled over several runs of one "
+        "config that differ in their training seed (one learning/heldout.json each), with a "
+        "95% bootstrap interval resampling runs and tasks: `n=TASKS seeds=K`. Given control "
+        "runs' files (--control), also `LEARN reward_vs_control` pooled over both sides' runs. "
+        "Refused unless all files measured the same held-out sets of the same problems with "
+        "the same base scores, the runs share one answerer reward and the controls another.",
+    )
+    p.add_argument("runs", nargs="+", metavar="RUN.json", help="one heldout.json per run")
+    p.add_argument(
+        "--control", dest="controls", nargs="+", default=[], metavar="CONTROL.json",
+        help="the control runs' heldout.json files",
+    )  # fmt: skip
+    p.add_argument("--set", dest="set_name", default="new_tasks", help=SET_HELP)
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (the run's seed: 0)")
+    p.set_defaults(func=_eval_pool)
 
     p = sub.add_parser(
         "infer",
@@ -197,22 +219,38 @@ def _eval_humaneval(args: argparse.Namespace) -> int:
 FEW = 8  # more samples than this: a line when their tests have run
 
 
+def _read_heldout(path: str) -> dict:
+    """A heldout.json, parsed; SparringError when it cannot be read or is not JSON."""
+    try:
+        return json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise SparringError(f"{path}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise SparringError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+
+
 def _eval_control(args: argparse.Namespace) -> int:
     from sparring.evaluation.learning import heldout_pair, reward_vs_control
 
-    runs = []
-    for path in (args.treatment, args.control):
-        try:
-            runs.append(json.loads(Path(path).read_text()))
-        except OSError as exc:
-            raise SparringError(f"{path}: {exc.strerror or exc}") from None
-        except json.JSONDecodeError as exc:
-            raise SparringError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    runs = [_read_heldout(path) for path in (args.treatment, args.control)]
     try:
-        treatment, control = heldout_pair(runs[0], runs[1], args.set_name)
+        treatment, control, tasks = heldout_pair(runs[0], runs[1], args.set_name)
+        print(reward_vs_control(treatment, control, tasks, seed=args.seed))
     except ValueError as exc:
         raise SparringError(str(exc)) from None
-    print(reward_vs_control(treatment, control, seed=args.seed))
+    return 0
+
+
+def _eval_pool(args: argparse.Namespace) -> int:
+    from sparring.evaluation.learning import pool_lines
+
+    runs = [(path, _read_heldout(path)) for path in args.runs]
+    controls = [(path, _read_heldout(path)) for path in args.controls]
+    try:
+        lines = pool_lines(runs, controls, args.set_name, seed=args.seed)
+    except ValueError as exc:
+        raise SparringError(str(exc)) from None
+    print("\n".join(lines))
     return 0
 
 

@@ -1,14 +1,24 @@
 """Did the run learn? Held-out gains with bootstrap intervals, and the `LEARN` lines.
 
-Covers: paired bootstrap confidence intervals over problems (`paired_delta`), the learning
-section of a run report (`learning_summary`: base -> warm start -> after self-play, on the
-held-out validation problems, sampled several times each), and the lines `make learn` prints
-(`learn_lines`), assembled from the report and the phases' metrics.
+Why one module: the LEARN lines, the intervals they print (what `n` counts: tasks) and the
+heldout.json files that runs are paired and pooled across are one format; a held-out set's name
+or the unit of an interval changes all of them at once.
+
+Covers: paired bootstrap confidence intervals over problems (`paired_delta`) and over *tasks*
+(`task_gain`: instances of one task, `task:<key>` tags, averaged and resampled together, and
+several training runs (seeds) resampled too; `control_gain`: a treatment's gain over its
+control's, the same way), the learning section of a run report (`learning_summary`: base ->
+warm start -> after self-play, on the held-out validation problems, sampled several times each),
+the lines `make learn` prints (`learn_lines`), assembled from the report and the phases'
+metrics, and the per-problem file the evaluate phase writes (`heldout_record`, HELDOUT_FILE):
+what `sparring eval control` pairs (`heldout_pair`, `reward_vs_control`) and `sparring eval pool`
+pools over seeds (`pool_lines`), refusing files that did not evaluate alike.
 
 Measures, all on problems the run never trained on: the *discriminating* fraction (share of the
 tests no trivial solution passes that an answer passes: the honest reward's measure), the strict
 pass rate (every test passes), the raw fraction (trivial code earns part of it; shown, never
-used to claim a gain), the bank pass rate and HumanEval pass@1.
+used to claim a gain), the bank pass rate and HumanEval pass@1. A held-out set's interval counts
+tasks, not instances: ten renamed instances of one task are one piece of evidence, not ten.
 Pure: plain Python data in and out; no model, sandbox or MLflow here.
 """
 
@@ -49,25 +59,208 @@ def paired_delta(
     }
 
 
+Pairs = Mapping[str, Sequence[float]]  # {problem id: [base, final]} of one run
+TASK_TAG = "task:"  # + the task's key: every generated instance of one task carries the same
+BASE_TOLERANCE = 1e-9  # base scores further apart than this were not sampled alike
+
+
+def task_keys(tags_by_id: Mapping[str, Sequence[str]]) -> dict[str, str]:
+    """{problem id: task key} from the problems' tags: the `task:<key>` tag, else the problem's
+    own id (a bundled or HumanEval problem is a task of its own).
+
+    >>> task_keys({"a": ["heldout:new_tasks", "task:f1"], "b": ["task:f1"], "h": []})
+    {'a': 'f1', 'b': 'f1', 'h': 'h'}
+    """
+    out = {}
+    for pid, tags in tags_by_id.items():
+        keys = [t[len(TASK_TAG) :] for t in tags if t.startswith(TASK_TAG)]
+        out[pid] = keys[0] if keys else pid
+    return out
+
+
+def check_comparable(runs: Sequence[tuple[str, Pairs]]) -> None:
+    """ValueError unless every named run measured the same problems with the same base scores:
+    one base model sampled with one seed on one problem set scores the same, so runs that differ
+    there did not evaluate alike and their gains cannot be paired or pooled."""
+    if not runs:
+        return
+    first_name, first = runs[0]
+    for name, run in runs[1:]:
+        if set(run) != set(first):
+            only_here, only_there = sorted(set(run) - set(first)), sorted(set(first) - set(run))
+            example = (only_here or only_there)[0]
+            raise ValueError(
+                f"{name} and {first_name} measured different problems ({len(only_here)} only in "
+                f"{name}, {len(only_there)} only in {first_name}, e.g. {example!r}): "
+                "were they run on the same config?"
+            )
+        for pid in sorted(run):
+            here, there = float(run[pid][0]), float(first[pid][0])
+            if abs(here - there) > BASE_TOLERANCE:
+                raise ValueError(
+                    f"{name} and {first_name} differ in the base model's score on problem "
+                    f"{pid!r} ({here:.3f} against {there:.3f}): the same base model sampled with "
+                    "the same seed scores the same, so they did not evaluate alike"
+                )
+
+
+def _task_table(
+    runs: Sequence[Pairs], tasks: Mapping[str, str]
+) -> tuple[list[list[float]], list[list[float]]]:
+    """(base, final), each [run][task]: the mean over each task's instances, tasks in key
+    order. A problem missing from `tasks` is a task of its own."""
+    keys = sorted({tasks.get(pid, pid) for run in runs for pid in run})
+    column = {key: i for i, key in enumerate(keys)}
+    base, final = [], []
+    for run in runs:
+        sums = [[0.0, 0.0, 0] for _ in keys]
+        for pid, (b, f) in run.items():
+            cell = sums[column[tasks.get(pid, pid)]]
+            cell[0], cell[1], cell[2] = cell[0] + b, cell[1] + f, cell[2] + 1
+        base.append([b / n for b, _, n in sums])
+        final.append([f / n for _, f, n in sums])
+    return base, final
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
+def _grand_mean(table: Sequence[Sequence[float]]) -> float:
+    """The mean of a [run][task] table: over tasks of the mean over runs."""
+    return _mean([_mean(row) for row in table])
+
+
+def _bootstrap(
+    arms: Sequence[tuple[float, Sequence[Sequence[float]]]], n_boot: int, seed: int
+) -> tuple[float, float, float]:
+    """(delta, lo, hi) of the mean over tasks of the sum over arms of sign x (the arm's mean
+    over its runs of gain[run][task]), arms given as (sign, gain[run][task]); the 95%
+    percentile interval resamples tasks, then each arm's runs (when it has several), with
+    replacement. One arm of one run draws exactly what `paired_delta` draws."""
+    n_tasks = len(arms[0][1][0])
+    rng = random.Random(seed)
+
+    def per_task(run_draws: Sequence[Sequence[int]]) -> list[float]:
+        total = [0.0] * n_tasks
+        for (sign, gains), draw in zip(arms, run_draws, strict=True):
+            rows = [gains[r] for r in draw]
+            column = (
+                rows[0] if len(rows) == 1 else [sum(c) / len(rows) for c in zip(*rows, strict=True)]
+            )
+            total = [t + sign * g for t, g in zip(total, column, strict=True)]
+        return total
+
+    every_run = [range(len(gains)) for _, gains in arms]
+    fixed = per_task(every_run)  # what every draw sees when no arm has runs to resample
+    resample_runs = any(len(runs) > 1 for runs in every_run)
+    draws = []
+    for _ in range(n_boot):
+        if not resample_runs:
+            draws.append(sum(rng.choices(fixed, k=n_tasks)) / n_tasks)
+            continue
+        task_draw = rng.choices(range(n_tasks), k=n_tasks)
+        run_draws = [
+            rng.choices(runs, k=len(runs)) if len(runs) > 1 else runs for runs in every_run
+        ]
+        values = per_task(run_draws)
+        draws.append(sum([values[t] for t in task_draw]) / n_tasks)
+    draws.sort()
+    point = sum(fixed) / n_tasks
+    return point, draws[int(0.025 * (n_boot - 1))], draws[int(0.975 * (n_boot - 1))]
+
+
+def _gains(base: Sequence[Sequence[float]], final: Sequence[Sequence[float]]) -> list[list[float]]:
+    return [
+        [f - b for b, f in zip(bs, fs, strict=True)] for bs, fs in zip(base, final, strict=True)
+    ]
+
+
+def task_gain(
+    runs: Sequence[Pairs], tasks: Mapping[str, str] | None = None, n_boot: int = 2000,
+    seed: int = 0,
+) -> dict[str, float]:  # fmt: skip
+    """Mean final - base over *tasks*, from one or several training runs (seeds) of one config
+    ({problem id: [base, final]} each, over the same problems with the same base scores:
+    ValueError otherwise), with a 95% bootstrap interval that resamples runs and distinct tasks
+    with replacement (a task's instances, `tasks`: {problem id: task key}, averaged and drawn
+    together). `n` counts tasks, `seeds` runs.
+
+    >>> ten = {f"t{i}": [0.0, 1.0] for i in range(10)}  # ten instances of one task
+    >>> d = task_gain([ten], {pid: "one" for pid in ten})
+    >>> d["n"], d["seeds"], d["delta"], d["lo"], d["hi"]
+    (1, 1, 1.0, 1.0, 1.0)
+    """
+    check_comparable([(f"run {i + 1}", run) for i, run in enumerate(runs)])
+    if not runs or not runs[0]:
+        empty = {"before": 0.0, "after": 0.0, "delta": 0.0, "lo": 0.0, "hi": 0.0}
+        return {"n": 0, "seeds": len(runs), **empty}
+    base, final = _task_table(runs, tasks or {})
+    delta, lo, hi = _bootstrap([(1.0, _gains(base, final))], n_boot, seed)
+    return {
+        "n": len(base[0]),
+        "seeds": len(runs),
+        "before": _grand_mean(base),
+        "after": _grand_mean(final),
+        "delta": delta,
+        "lo": lo,
+        "hi": hi,
+    }
+
+
+def control_gain(
+    treatments: Sequence[Pairs], controls: Sequence[Pairs], tasks: Mapping[str, str] | None = None,
+    n_boot: int = 2000, seed: int = 0,
+) -> dict[str, float]:  # fmt: skip
+    """The treatment runs' mean held-out gain (final - base) minus the control runs', over
+    tasks, with a 95% bootstrap interval resampling tasks (instances together) and each side's
+    runs with replacement. Every run must hold the same problems with the same base scores
+    (ValueError otherwise). `before`: the control's gain, `after`: the treatment's; `n` counts
+    tasks, `seeds` treatment runs, `control_seeds` control runs."""
+    named = [(f"treatment run {i + 1}", run) for i, run in enumerate(treatments)]
+    named += [(f"control run {i + 1}", run) for i, run in enumerate(controls)]
+    check_comparable(named)
+    out = {"seeds": len(treatments), "control_seeds": len(controls)}
+    if not treatments or not controls or not treatments[0]:
+        return {**out, "n": 0, "before": 0.0, "after": 0.0, "delta": 0.0, "lo": 0.0, "hi": 0.0}
+    treated = _gains(*_task_table(treatments, tasks or {}))
+    control = _gains(*_task_table(controls, tasks or {}))
+    delta, lo, hi = _bootstrap([(1.0, treated), (-1.0, control)], n_boot, seed)
+    return {
+        **out,
+        "n": len(treated[0]),
+        "before": _grand_mean(control),
+        "after": _grand_mean(treated),
+        "delta": delta,
+        "lo": lo,
+        "hi": hi,
+    }
+
+
 MEASURES = ("discriminating", "strict", "raw", "pass_at_n", "defines")
 MIN_PER_SIDE = 5  # an interval resting on fewer values per side is printed as n/a, not a number
 
 
 def interval_text(d: Mapping[str, float] | None, n_key: str = "n") -> str:
     """`ci95_delta=LO,HI n=N` for a gain, or `ci95_delta=n/a (n=K)` when it rests on fewer
-    than MIN_PER_SIDE values per side (problems, or steps per quarter).
+    than MIN_PER_SIDE values per side (problems or tasks, or steps per quarter); ` seeds=K`
+    after it when the gain pools K > 1 training runs.
 
     >>> interval_text({"lo": -0.01, "hi": 0.05, "n": 40})
     'ci95_delta=-0.010,0.050 n=40'
+    >>> interval_text({"lo": -0.01, "hi": 0.05, "n": 40, "seeds": 3})
+    'ci95_delta=-0.010,0.050 n=40 seeds=3'
     >>> interval_text({"lo": 0.6, "hi": 0.6, "n": 1})
     'ci95_delta=n/a (n=1)'
     >>> interval_text(None)
     'ci95_delta=n/a (n=0)'
     """
     n = int((d or {}).get(n_key, 0))
+    seeds = int((d or {}).get("seeds", 1))
+    runs = f" seeds={seeds}" if seeds > 1 else ""
     if not d or n < MIN_PER_SIDE:
-        return f"ci95_delta=n/a (n={n})"
-    return f"ci95_delta={d['lo']:.3f},{d['hi']:.3f} n={n}"
+        return f"ci95_delta=n/a (n={n}){runs}"
+    return f"ci95_delta={d['lo']:.3f},{d['hi']:.3f} n={n}{runs}"
 
 
 def train_reward_change(
@@ -142,26 +335,28 @@ def stage_gain(
 
 def subset_gain(
     before: Mapping[str, Any], after: Mapping[str, Any], measure: str, ids: Sequence[str],
-    seed: int = 0,
+    seed: int = 0, tasks: Mapping[str, str] | None = None,
 ) -> dict[str, float] | None:  # fmt: skip
-    """stage_gain over the problems of `ids` only (a held-out set)."""
-    keep = set(ids)
-    b = {k: v for k, v in _per_problem(before, measure).items() if k in keep}
-    a = {k: v for k, v in _per_problem(after, measure).items() if k in keep}
-    both = sorted(set(b) & set(a))
+    """task_gain between two evaluated snapshots over the problems of `ids` (a held-out set)
+    both were sampled on, instances of one task (`tasks`: {problem id: task key}) together;
+    None when none was."""
+    b, a = _per_problem(before, measure), _per_problem(after, measure)
+    both = sorted(set(ids) & set(b) & set(a))
     if not both:
         return None
-    return paired_delta([b[i] for i in both], [a[i] for i in both], seed=seed)
+    return task_gain([{i: [b[i], a[i]] for i in both}], tasks, seed=seed)
 
 
 def learning_summary(
-    report: Mapping[str, Any], seed: int = 0, sets: Mapping[str, Sequence[str]] | None = None
-) -> dict[str, Any]:
+    report: Mapping[str, Any], seed: int = 0, sets: Mapping[str, Sequence[str]] | None = None,
+    tasks: Mapping[str, str] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """Gains per stage: base -> warm start, warm start -> final (what self-play added), and
-    base -> final, for every measure, and base -> final on each named held-out set
-    (`heldout_<set>`: `sets` maps a set's name to its problem ids); the bank pass rate of the
-    answerer the generator attacked first (warm start, else base) and of the final one;
-    HumanEval pass@1 of base and final."""
+    base -> final, for every measure (paired over problems), and base -> final on each named
+    held-out set (`heldout_<set>`: `sets` maps a set's name to its problem ids), paired over
+    tasks (`tasks`: {problem id: task key}; a problem without one is its own task); the bank
+    pass rate of the answerer the generator attacked first (warm start, else base) and of the
+    final one; HumanEval pass@1 of base and final."""
     base = report.get("baseline") or {}
     snapshots = list(report.get("snapshots") or [])
     warm = next((s for s in snapshots if s.get("label") == "warm-start"), None)
@@ -175,7 +370,9 @@ def learning_summary(
         name: {m: stage_gain(b, a, m, seed) for m in MEASURES} for name, (b, a) in stages.items()
     }
     for set_name, ids in (sets or {}).items():
-        gains[f"heldout_{set_name}"] = {m: subset_gain(base, final, m, ids, seed) for m in MEASURES}
+        gains[f"heldout_{set_name}"] = {
+            m: subset_gain(base, final, m, ids, seed, tasks) for m in MEASURES
+        }
     first = warm or base
     return {
         "gains": gains,
@@ -211,7 +408,9 @@ def _f(value: Any) -> str:
 
 
 HELDOUT_FILE = "heldout.json"  # per set, per problem, base and final: logged by evaluate
-HELDOUT_LINES = ("seen", "unseen", "bundled")  # the learning issue's held-out sets, in order
+# the held-out sets, in order: fresh tasks of the trained families, families never trained,
+# new instances of trained tasks, the bundled problems' held-out part
+HELDOUT_LINES = ("new_tasks", "new_families", "trained_tasks", "bundled")
 
 
 def _gain_line(name: str, d: Mapping[str, float] | None) -> str:
@@ -228,7 +427,9 @@ def learn_lines(
     train_reward: Mapping[str, float] | None = None,
 ) -> list[str]:
     """The lines `make learn` ends with (format fixed by the learning issues). Every interval
-    carries its n, and one resting on fewer than MIN_PER_SIDE values per side is n/a."""
+    carries its n (a held-out set's: its tasks), and one resting on fewer than MIN_PER_SIDE
+    values per side is n/a. `LEARN task_overlap K`: the held-out instances whose task is also a
+    training task (summary["task_overlap"]; n/a when unknown)."""
     gains = summary.get("gains") or {}
     trained = "n/a" if completions_trained is None else f"{completions_trained:.0f}"
     lines = [f"LEARN completions_trained {trained}"]
@@ -244,6 +445,8 @@ def learn_lines(
     for set_name in HELDOUT_LINES:
         d = (gains.get(f"heldout_{set_name}") or {}).get("discriminating")
         lines.append(_gain_line(f"heldout_{set_name}", d))
+    overlap = summary.get("task_overlap")
+    lines.append(f"LEARN task_overlap {'n/a' if overlap is None else f'{overlap:.0f}'}")
     defines = (gains.get("base_to_final") or {}).get("defines")
     lines.append(
         "LEARN definition_rate "
@@ -310,68 +513,185 @@ def control_differences(mine: Mapping[str, str], theirs: Mapping[str, str]) -> l
     )
 
 
-def heldout_pair(
-    treatment: Mapping[str, Any], control: Mapping[str, Any], set_name: str = "seen"
-) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """The {problem id: [base, final]} of one held-out set in two runs' `heldout.json` files,
-    checked for a fair pair: each holds the set, they trained different answerer rewards, and
-    they share problems. ValueError names what is wrong.
+HELDOUT_FORMAT = 2  # 2: with config_digest, seed and tasks; 1 (no "format"): reward and sets
 
-    >>> t = {"reward": "honest", "sets": {"seen": {"a": [0.1, 0.5]}}}
-    >>> c = {"reward": "format_only", "sets": {"seen": {"a": [0.1, 0.2]}}}
+
+def heldout_record(
+    per_problem: Mapping[str, Pairs], tasks: Mapping[str, str], *, reward: str, seed: int,
+    config_digest: str, measure: str = "discriminating",
+) -> dict[str, Any]:  # fmt: skip
+    """What HELDOUT_FILE holds: per held-out set, per problem, [base, final] of `measure`
+    (`heldout_per_problem`), each of those problems' task key (its own id when it has none),
+    and what a reader must check before pairing or pooling two files: the answerer reward
+    trained, the seed and the config digest.
+
+    >>> r = heldout_record({"new_tasks": {"a": [0.1, 0.5]}}, {"a": "k1"}, reward="honest",
+    ...                    seed=0, config_digest="abc")
+    >>> r["sets"], r["tasks"], r["reward"], r["seed"]
+    ({'new_tasks': {'a': [0.1, 0.5]}}, {'a': 'k1'}, 'honest', 0)
+    """
+    ids = sorted({pid for pairs in per_problem.values() for pid in pairs})
+    return {
+        "format": HELDOUT_FORMAT,
+        "config_digest": config_digest,
+        "seed": seed,
+        "reward": reward,
+        "measure": measure,
+        "sets": {
+            name: {pid: list(pair) for pid, pair in pairs.items()}
+            for name, pairs in per_problem.items()
+        },
+        "tasks": {pid: tasks.get(pid, pid) for pid in ids},
+    }
+
+
+def _heldout_sets(name: str, data: Any) -> Mapping[str, Any]:
+    """The `sets` of a heldout.json, checked to be one that names its answerer reward."""
+    sets = data.get("sets") if isinstance(data, Mapping) else None
+    if not isinstance(sets, Mapping):
+        raise ValueError(f"{name}: no 'sets' in it; is it a run's heldout.json?")
+    if not data.get("reward"):
+        raise ValueError(
+            f"{name}: no 'reward' field, so which answerer reward it trained is unknown; "
+            "evaluate the run again to rewrite its heldout.json"
+        )
+    return sets
+
+
+def _set_pairs(name: str, data: Any, set_name: str) -> dict[str, list[float]]:
+    """{problem id: [base, final]} of one held-out set of a heldout.json; ValueError names
+    what is wrong."""
+    sets = _heldout_sets(name, data)
+    chosen = sets.get(set_name)
+    if not isinstance(chosen, Mapping) or not chosen:
+        raise ValueError(f"{name}: no held-out set {set_name!r} (it has: {sorted(sets)})")
+    for pid, pair in chosen.items():
+        if not (isinstance(pair, Sequence) and len(pair) == 2):
+            raise ValueError(f"{name}: problem {pid!r} has {pair!r}, not [base, final]")
+    return {str(k): [float(v) for v in pair] for k, pair in chosen.items()}
+
+
+def _merged_tasks(files: Sequence[tuple[str, Any]]) -> dict[str, str]:
+    """{problem id: task key} of several heldout.json files, which must agree."""
+    merged: dict[str, str] = {}
+    where: dict[str, str] = {}
+    for name, data in files:
+        for pid, key in (data.get("tasks") or {}).items():
+            if merged.setdefault(pid, key) != key:
+                raise ValueError(
+                    f"{name} and {where[pid]} give problem {pid!r} different tasks "
+                    f"({key!r} against {merged[pid]!r}): were they run on the same config?"
+                )
+            where.setdefault(pid, name)
+    return merged
+
+
+def heldout_pair(
+    treatment: Mapping[str, Any], control: Mapping[str, Any], set_name: str = "new_tasks"
+) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, str]]:
+    """The {problem id: [base, final]} of one held-out set in two runs' `heldout.json` files,
+    and their {problem id: task key}, checked for a fair pair: each holds the set and names its
+    answerer reward, the rewards differ, and they measured the same problems with the same
+    base scores (one base model, sampled with one seed). ValueError names what is wrong.
+
+    >>> t = {"reward": "honest", "sets": {"new_tasks": {"a": [0.1, 0.5]}}}
+    >>> c = {"reward": "format_only", "sets": {"new_tasks": {"a": [0.1, 0.2]}}}
     >>> heldout_pair(t, c)
-    ({'a': [0.1, 0.5]}, {'a': [0.1, 0.2]})
+    ({'a': [0.1, 0.5]}, {'a': [0.1, 0.2]}, {})
     >>> heldout_pair(t, t)
     Traceback (most recent call last):
     ...
     ValueError: both runs trained with the answerer reward 'honest': a control trains with another
     """
-    per_run = []
-    for role, data in (("treatment", treatment), ("control", control)):
-        sets = data.get("sets") if isinstance(data, Mapping) else None
-        if not isinstance(sets, Mapping):
-            raise ValueError(f"{role}: no 'sets' in it; is it a run's heldout.json?")
-        chosen = sets.get(set_name)
-        if not isinstance(chosen, Mapping) or not chosen:
-            raise ValueError(f"{role}: no held-out set {set_name!r} (it has: {sorted(sets)})")
-        for pid, pair in chosen.items():
-            if not (isinstance(pair, Sequence) and len(pair) == 2):
-                raise ValueError(f"{role}: problem {pid!r} has {pair!r}, not [base, final]")
-        per_run.append({str(k): [float(v) for v in pair] for k, pair in chosen.items()})
-    rewards = treatment.get("reward"), control.get("reward")
-    if rewards[0] is not None and rewards[0] == rewards[1]:
+    files = [("treatment", treatment), ("control", control)]
+    pairs = [_set_pairs(name, data, set_name) for name, data in files]
+    if treatment["reward"] == control["reward"]:
         raise ValueError(
-            f"both runs trained with the answerer reward {rewards[0]!r}: "
+            f"both runs trained with the answerer reward {treatment['reward']!r}: "
             "a control trains with another"
         )
-    if not set(per_run[0]) & set(per_run[1]):
-        raise ValueError(
-            f"no problem of the {set_name!r} set is in both: were they run on the same config?"
-        )
-    return per_run[0], per_run[1]
+    check_comparable([("treatment", pairs[0]), ("control", pairs[1])])
+    return pairs[0], pairs[1], _merged_tasks(files)
+
+
+def _control_text(d: Mapping[str, float]) -> str:
+    if not d.get("n"):
+        return f"LEARN reward_vs_control delta=n/a {interval_text(None)}"
+    controls = int(d.get("control_seeds", 1))
+    more = f" control_seeds={controls}" if controls > 1 else ""
+    return f"LEARN reward_vs_control delta={d['delta']:.3f} {interval_text(d)}{more}"
 
 
 def reward_vs_control(
-    treatment: Mapping[str, Sequence[float]],
-    control: Mapping[str, Sequence[float]],
-    seed: int = 0,
+    treatment: Pairs, control: Pairs, tasks: Mapping[str, str] | None = None, seed: int = 0
 ) -> str:
     """`LEARN reward_vs_control delta=X ci95_delta=LO,HI n=N`: the treatment's held-out gain
-    (final - base) minus the control's, paired over the problems both measured ({problem id:
-    [base, final]} each), with a bootstrap interval over problems.
+    (final - base) minus the control's ({problem id: [base, final]} each, the same problems
+    with the same base scores: ValueError otherwise), with a bootstrap interval over tasks
+    (`tasks`: {problem id: task key}); N counts tasks.
 
     >>> t = {str(i): [0.1, 0.5] for i in range(6)}
     >>> c = {str(i): [0.1, 0.2] for i in range(6)}
     >>> reward_vs_control(t, c)
     'LEARN reward_vs_control delta=0.300 ci95_delta=0.300,0.300 n=6'
     """
-    ids = sorted(set(treatment) & set(control))
-    gain_c = [control[i][1] - control[i][0] for i in ids]
-    gain_t = [treatment[i][1] - treatment[i][0] for i in ids]
-    d = paired_delta(gain_c, gain_t, seed=seed)
-    if not ids:
-        return f"LEARN reward_vs_control delta=n/a {interval_text(None)}"
-    return f"LEARN reward_vs_control delta={d['delta']:.3f} {interval_text(d)}"
+    return _control_text(control_gain([treatment], [control], tasks, seed=seed))
+
+
+def pool_lines(
+    runs: Sequence[tuple[str, Mapping[str, Any]]],
+    controls: Sequence[tuple[str, Mapping[str, Any]]] = (),
+    control_set: str = "new_tasks",
+    seed: int = 0,
+) -> list[str]:
+    """The held-out `LEARN heldout_<set>` lines pooled over several training runs (seeds) of one
+    config, given as (name, parsed heldout.json), with `seeds=K`; given control runs' files,
+    `LEARN reward_vs_control` on `control_set` pooled over both sides' runs and tasks.
+    ValueError (naming the files) unless every file names its reward, the runs share one reward
+    and the controls another, no file is given twice, and all hold the same sets of the same
+    problems with the same base scores and task keys."""
+    if not runs:
+        raise ValueError("no run to pool: give one heldout.json per training seed")
+    files = [*runs, *controls]
+    first_sets = sorted(_heldout_sets(*runs[0]))
+    for i, (name, data) in enumerate(files):
+        sets = sorted(_heldout_sets(name, data))
+        for other, earlier in files[:i]:
+            if data == earlier:
+                raise ValueError(f"{name} is {other} again: pool each run once")
+        if i < len(runs) and sets != first_sets:
+            raise ValueError(
+                f"{name} holds the held-out sets {sets}, {runs[0][0]} {first_sets}: "
+                "were they run on the same config?"
+            )
+    for group, role in ((runs, "run"), (controls, "control")):
+        rewards = {data["reward"] for _, data in group}
+        if len(rewards) > 1:
+            raise ValueError(
+                f"the {role}s trained with different answerer rewards {sorted(rewards)}"
+            )
+    if controls and runs[0][1]["reward"] == controls[0][1]["reward"]:
+        raise ValueError(
+            f"runs and controls all trained with the answerer reward {runs[0][1]['reward']!r}: "
+            "a control trains with another"
+        )
+    tasks = _merged_tasks(files)
+    lines = []
+    for set_name in HELDOUT_LINES:
+        if set_name not in first_sets:
+            lines.append(_gain_line(f"heldout_{set_name}", None))
+            continue
+        pairs = [(name, _set_pairs(name, data, set_name)) for name, data in runs]
+        check_comparable(pairs)
+        gain = task_gain([p for _, p in pairs], tasks, seed=seed)
+        lines.append(_gain_line(f"heldout_{set_name}", gain))
+    if controls:
+        treated = [(name, _set_pairs(name, data, control_set)) for name, data in runs]
+        control = [(name, _set_pairs(name, data, control_set)) for name, data in controls]
+        check_comparable([*treated, *control])
+        gain = control_gain([p for _, p in treated], [p for _, p in control], tasks, seed=seed)
+        lines.append(_control_text(gain))
+    return lines
 
 
 def summary_from_metrics(flat: Mapping[str, float]) -> dict[str, Any]:
@@ -401,7 +721,8 @@ def from_phase_runs(
     """(learning summary, generator break rate per round, useful group share, answerer
     completions trained) from the phases' MLflow runs, given as (run name `r{round}-{phase}`,
     latest metrics). The summary's `base_zone_share` is the first validation's share of
-    problems whose frozen (base) samples differed in reward."""
+    problems whose frozen (base) samples differed in reward; its `task_overlap` the held-out
+    instances whose task is also a training task (materialize's `heldout_task_overlap`)."""
     import re
 
     breaks: list[tuple[int, float]] = []
@@ -409,6 +730,7 @@ def from_phase_runs(
     trained: list[float] = []
     zones: list[tuple[int, float]] = []
     flat: dict[str, float] = {}
+    overlap: float | None = None
     for name, metrics in runs:
         match = re.match(r"r(\d+)-(.*)", name)
         if not match:
@@ -424,9 +746,12 @@ def from_phase_runs(
                 trained.append(float(metrics["completions_trained"]))
         elif phase == "evaluate":
             flat.update({k: float(v) for k, v in metrics.items() if k.startswith("learn.")})
+        elif phase == "materialize" and "heldout_task_overlap" in metrics:
+            overlap = float(metrics["heldout_task_overlap"])
     share = sum(useful) / len(useful) if useful else None
     total = sum(trained) if trained else None
     summary = summary_from_metrics(flat)
     # the first round's frozen answerer is the base model (no warm start): its zone share
     summary["base_zone_share"] = min(zones)[1] if zones else None
+    summary["task_overlap"] = overlap
     return summary, [b for _, b in sorted(breaks)], share, total

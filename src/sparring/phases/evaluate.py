@@ -1,8 +1,11 @@
 """The evaluate phase: every snapshot of the manifest, the learning summary, the report.
 
 Covers: `evaluate` (the rounds' snapshots through sparring.evaluation.snapshots, the labelled
-warm-start snapshot judged like a round, held-out gains with intervals, every phase's per-step
-curves from MLflow, report.json and the report's files logged to the run) and its flat metrics.
+warm-start snapshot judged like a round, held-out gains with intervals over tasks (the
+`task:<key>` tags of val.jsonl), heldout.json (per set, per problem, base and final, with task
+keys, reward, seed and config digest: what `sparring eval control` and `sparring eval pool`
+read), every phase's per-step curves from MLflow, report.json and the report's files logged to
+the run) and its flat metrics.
 Does not cover: the measures (sparring.evaluation).
 """
 
@@ -55,16 +58,20 @@ def evaluate(
         if len(rounds) < len(entries):
             report = _add_labelled(cfg, report, entries, data_dir, bank_path, out_dir)
     val_file = Path(data_dir) / "val.jsonl"
-    sets = heldout_sets(read_jsonl(val_file)) if val_file.is_file() else {}
+    val = read_jsonl(val_file) if val_file.is_file() else []
+    sets = heldout_sets(val)
+    tasks = learning.task_keys({p.id: p.tags for p in val})  # instances of a task: one unit
     if cfg.data.val_samples:  # held-out gains per stage and per set, with bootstrap intervals
-        report["learning"] = learning.learning_summary(report, cfg.seed, sets)
+        report["learning"] = learning.learning_summary(report, cfg.seed, sets, tasks)
         per_problem = learning.heldout_per_problem(report, sets)
         report["learning"]["per_problem"] = per_problem
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         heldout_file = Path(out_dir) / learning.HELDOUT_FILE
-        heldout_file.write_text(
-            json.dumps({"reward": cfg.rewards.answerer, "sets": per_problem}, sort_keys=True)
-        )
+        record = learning.heldout_record(
+            per_problem, tasks, reward=cfg.rewards.answerer, seed=cfg.seed,
+            config_digest=cfg.digest(),
+        )  # fmt: skip
+        heldout_file.write_text(json.dumps(record, sort_keys=True))
         tracking.log_artifacts([heldout_file], "learning")  # where a control run finds it
     if parent_run_id:
         try:
