@@ -84,12 +84,21 @@ SET_FLAGS = $(foreach s,$(SET),--set $(s))
 run: install  ## the main job: the self-play pipeline on configs/local.yaml through kfp.local
 	$(BIN)/sparring run --config $(CONFIG) $(SET_FLAGS) $(RESUME_FLAG)
 
-learn: install  ## the learning canary on problem families: held-out gains with 95% intervals, LEARN lines
-	$(BIN)/sparring run --config configs/learn.yaml $(SET_FLAGS) $(RESUME_FLAG)
+# SEEDS=3 runs the canary once per training seed (training_seed 1..3, the problems and base
+# scores shared); the last run prints the held-out lines pooled over the seeds (seeds=K)
+SEEDS ?=
+SEED_LIST = $(if $(SEEDS),$(shell seq 1 $(SEEDS)),0)
+learn: install  ## the learning canary on problem families: held-out gains with 95% intervals, LEARN lines (SEEDS=3: pooled)
+	set -e; for t in $(SEED_LIST); do \
+	  $(BIN)/sparring run --config configs/learn.yaml $(if $(SEEDS),--set name=learn-t$$t --set training_seed=$$t) \
+	    $(SET_FLAGS) $(RESUME_FLAG); \
+	done
 
 learn-control: install  ## make learn with the format-only reward; either run, ending second, prints reward_vs_control
-	$(BIN)/sparring run --config configs/learn.yaml --set name=learn-control \
-	  --set rewards.answerer=format_only $(SET_FLAGS) $(RESUME_FLAG)
+	set -e; for t in $(SEED_LIST); do \
+	  $(BIN)/sparring run --config configs/learn.yaml --set name=learn-control$(if $(SEEDS),-t$$t --set training_seed=$$t) \
+	    --set rewards.answerer=format_only $(SET_FLAGS) $(RESUME_FLAG); \
+	done
 
 calibrate: install  ## the base model's reward per problem family and level, and the levels in the zone
 	$(BIN)/sparring calibrate --config configs/learn.yaml --seed 2 --per-family 2 --samples 8

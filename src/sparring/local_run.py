@@ -225,6 +225,7 @@ def learn_lines(cfg, parent_run_id: str) -> list[str]:
     control = _control_line(cfg, client, runs)
     if control:
         lines.append(control)
+    lines += _pooled_lines(cfg, client, runs, parent_run_id)
     client.log_text(parent_run_id, "\n".join(lines) + "\n", "learn.txt")
     return lines
 
@@ -242,6 +243,51 @@ def _heldout_of(client, runs) -> dict | None:
             continue
         return json.loads(Path(path).read_text())
     return None
+
+
+def _pooled_lines(cfg, client, runs, parent_run_id: str) -> list[str]:
+    """The held-out lines pooled over training seeds (`seeds=K`): this run and, per other
+    `training_seed`, the latest finished run in the same MLflow experiment whose config differs
+    from this one's in training_seed alone (and name, tracking, storage); with runs of the other
+    answerer reward of those seeds, `reward_vs_control` pooled too. [] until a second seed
+    exists (`make learn SEEDS=3` runs three)."""
+    from sparring import tracking
+    from sparring.config import to_dict
+    from sparring.evaluation.learning import control_differences, pool_lines
+
+    mine = _heldout_of(client, runs)
+    experiment = runs[0].info.experiment_id if runs else None
+    if not mine or experiment is None:
+        return []
+    my_params = tracking.flatten(to_dict(cfg))
+    treated = {cfg.training_seed: (f"training_seed={cfg.training_seed}", mine)}
+    controls: dict[int, tuple[str, dict]] = {}
+    for parent in client.search_runs(
+        [experiment],
+        filter_string="attributes.status = 'FINISHED'",
+        order_by=["attributes.start_time DESC"],
+        max_results=200,
+    ):
+        if parent.data.tags.get("mlflow.parentRunId") or parent.info.run_id == parent_run_id:
+            continue
+        params = {k: v for k, v in parent.data.params.items() if not k.startswith("version.")}
+        if [k for k in control_differences(my_params, params) if k != "training_seed"]:
+            continue
+        seed = int(params.get("training_seed", 0))
+        same_reward = params.get("rewards.answerer") == cfg.rewards.answerer
+        chosen = treated if same_reward else controls
+        if seed in chosen:
+            continue  # a later run of that seed is already in
+        data = _heldout_of(client, tracking.child_runs(cfg, parent.info.run_id))
+        if data:
+            chosen[seed] = (f"training_seed={seed} ({parent.info.run_id[:8]})", data)
+    if len(treated) < 2:
+        return []
+    try:
+        return pool_lines(list(treated.values()), list(controls.values()), seed=cfg.seed)
+    except ValueError as exc:
+        print(f"pooled over training seeds: {exc}", file=sys.stderr)
+        return []
 
 
 def _control_line(cfg, client, runs) -> str | None:

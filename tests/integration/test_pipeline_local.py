@@ -124,10 +124,12 @@ def _check_learning(cfg, root, state, client):
     if "families" in cfg.data.train:  # every held-out set measured, read back from MLflow
         new_tasks = evaluate["learn.heldout_new_tasks.discriminating.n"]
         assert new_tasks == len(_heldout_tasks(root, "new_tasks")) > 0  # tasks, not instances
-        for name in ("heldout_new_tasks", "heldout_new_families", "heldout_bundled"):
+        for name in ("heldout_new_tasks", "heldout_trained_tasks", "heldout_new_families",
+                     "heldout_bundled"):  # fmt: skip
             line = next(x for x in lines if x.startswith(f"LEARN {name} "))
             assert "base=n/a" not in line, line
         assert any(x.startswith("LEARN definition_rate base=0.") for x in lines)
+        assert "LEARN task_overlap 0" in lines
         zone = children["r1-validate-tests"].data.metrics
         share = zone["zone_problems"] / zone["zone_estimated"]
         assert f"LEARN base_zone_share {share:.3f}" in lines
@@ -157,13 +159,14 @@ def test_smoke_dry_run_end_to_end(tmp_path, mlflow_server, s3_server, capsys, mo
 # CI's slow tier runs it, so that make test stays under 15 min
 @pytest.mark.slow
 def test_smoke_end_to_end(tmp_path, mlflow_server, s3_server, capsys, monkeypatch):
-    """The real smoke config on the learning canary's data (problem families, held-out seen,
-    unseen and bundled sets), with the held-out problems sampled (data.val_samples) so the
-    evaluate phase's learning part, the report's learning table and the LEARN lines run."""
+    """The real smoke config on the learning canary's data (spec families; held-out new tasks,
+    renamed trained tasks, a new family and the bundled set), with the held-out problems
+    sampled (data.val_samples) so the evaluate phase's learning part, the report's learning
+    table and the LEARN lines run."""
     families = [
-        "data.train=[families]", "data.families.families=[filter_aggregate,clamp]",
+        "data.train=[families]", "data.families.families=[list_count,list_map]",
         "data.families.levels=[0]", "data.families.per_family=1",
-        "data.families.heldout_per_family=1", "data.families.heldout_families=[window]",
+        "data.families.heldout_per_family=1", "data.families.heldout_families=[digit_ops]",
         "data.heldout=[bundled]", "data.val_fraction=0.03", "data.max_problems=0",
     ]  # fmt: skip
     _run_and_check(
