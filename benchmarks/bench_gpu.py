@@ -366,8 +366,8 @@ def main() -> int:
 
 
 def run_part(name: str, fn, rec: Record) -> bool:
-    """Runs one part; a failure is printed and recorded and the next part still runs (a lent
-    card is minutes long: one broken part must not cost the others' figures). If the slot
+    """Runs one part; a failure is printed and recorded and the next part still runs (one
+    broken part must not cost the others' figures). If the slot
     decoder was what broke, the later parts decode with the refill decoder, and say so."""
     import traceback
 

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Packs what `make bench-gpu` needs on a lent GPU machine into .gpu-kit/ (git-ignored), here,
-# on the development machine, before any device time is spent. Run from the repository root.
+# Packs what `make bench-gpu` needs on a GPU machine without network into .gpu-kit/
+# (git-ignored), on a development machine, before the GPU run. Run from the repository root.
 #
 # That machine has Python 3.12, torch + CUDA, transformers 5.17, peft 0.21.0, accelerate, pyarrow,
-# xxhash and fsspec, no network, and takes at most 64 MiB of files per call. So:
+# xxhash and fsspec, no network, and is reached by a copy tool that takes at most 64 MiB per file. So:
 #   .gpu-kit/whl/    py3.12 manylinux wheels it lacks, at requirements.lock's versions (~16 MB)
 #   .gpu-kit/model1/ the first 60 MiB of SmolLM2's GGUF (98 MB: too big for one call)
 #   .gpu-kit/model2/ the rest, with the wheels
 #   .gpu-kit/prompts/ bench_gpu's prompts as token ids, for profile_slots.py (a diagnostic)
-# Then two device calls, the second at once (the machine stays warm for 30 s):
-#   carry [".gpu-kit/model1"]: bash benchmarks/device/stage.sh
-#   carry [".gpu-kit/model2", ".gpu-kit/whl"]: bash benchmarks/device/bench.sh
+# Then, on the GPU machine:
+#   with .gpu-kit/model1: bash benchmarks/device/stage.sh
+#   with .gpu-kit/model2 and .gpu-kit/whl: bash benchmarks/device/bench.sh
 # docs/benchmarks.md ("On a GPU") has the whole procedure.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Rehearses the two device calls here, on the CPU, before any device time is spent: stage.sh,
+# Rehearses the two GPU-machine scripts here, on the CPU, before the GPU run: stage.sh,
 # then bench.sh with the joined GGUF and with mlflow, kfp and boto3 made unimportable (the GPU
 # machine has none of them), on a tiny random model and a few rows. Needs prepare.sh's kit.
 set -euo pipefail

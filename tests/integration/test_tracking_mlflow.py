@@ -287,3 +287,30 @@ def test_a_control_with_another_config_is_not_paired(cfg, tmp_path, capsys):
     assert line == "LEARN reward_vs_control delta=0.300 ci95_delta=0.300,0.300 n=6"
     err = capsys.readouterr().err
     assert "is no control for this one" in err and "lora.top_layers=3 there" in err
+
+
+def test_learn_seeds_pool_over_the_training_seeds_of_one_config(cfg, tmp_path):
+    """make learn SEEDS=3: the last run pools its held-out gains with the runs of the other
+    training seeds of its config (seeds=3), and leaves out a run whose config differs
+    elsewhere (here LoRA layers) even though it shares problems and base scores."""
+    from mlflow import MlflowClient
+
+    from sparring.local_run import _pooled_lines
+
+    ids = [f"p{i}" for i in range(6)]
+    pool = [f"tracking.experiment={cfg.tracking.experiment}-pool"]
+    runs = [
+        _learning_run(cfg, "honest", {i: [0.2, final] for i in ids}, tmp_path / f"s{seed}",
+                      [*pool, f"training_seed={seed}"])
+        for seed, final in ((1, 0.6), (2, 0.4), (3, 0.5))
+    ]  # fmt: skip
+    other = [*pool, "training_seed=4", "lora.top_layers=3"]
+    _learning_run(cfg, "honest", {i: [0.2, 0.9] for i in ids}, tmp_path / "other", other)
+    last_cfg, last = runs[-1]
+    lines = _pooled_lines(last_cfg, MlflowClient(), tracking.child_runs(last_cfg, last), last)
+    line = next(x for x in lines if x.startswith("LEARN heldout_new_tasks "))
+    assert line.startswith("LEARN heldout_new_tasks base=0.200 final=0.500 ci95_delta=")
+    assert line.endswith(" n=6 seeds=3")
+    first_cfg, first = runs[0]
+    alone = _pooled_lines(first_cfg, MlflowClient(), tracking.child_runs(first_cfg, first), first)
+    assert any(x.endswith("seeds=3") for x in alone)  # any seed's run finds the others

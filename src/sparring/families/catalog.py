@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import random
 
+from sparring.families.base import DICT_PARAMS as DICTS
+from sparring.families.base import INT_LIST_PARAMS as LISTS
+from sparring.families.base import INT_PARAMS as INTS
+from sparring.families.base import SENTENCE_PARAMS as SENTENCES
 from sparring.families.base import SHORT_WORDS, int_list, mixed_text, sentence
+from sparring.families.base import STR_PARAMS as TEXTS
+from sparring.families.base import WORD_LIST_PARAMS as WORD_LISTS
 from sparring.families.spec import FamilySpec, Op
 
 LIST = "list[int]"
-LISTS = ("nums", "values", "xs", "items", "data", "arr")
-INTS = ("n", "num", "number", "value")
-TEXTS = ("s", "text", "line", "msg")
-SENTENCES = ("text", "s", "phrase", "line")
-WORD_LISTS = ("words", "names", "tokens", "entries")
-DICTS = ("scores", "counts", "prices", "stock", "points")
 K_SMALL = tuple(range(2, 11))
 K_ANY = tuple(range(-5, 16))
 K_POS = tuple(range(1, 13))
