@@ -283,10 +283,25 @@ def test_cli_writes_a_file_that_problems_list_reads(tmp_path):
         capture_output=True, text=True,
     )  # fmt: skip
     assert made.returncode == 0, made.stderr
-    assert made.stdout == f"wrote 8 problems (2 families x 2 levels x 2) to {out}\n"
+    assert made.stdout == (
+        f"wrote 8 problems (2 families x 2 levels x 2) to {out}: 8 distinct tasks, "
+        "8 distinct prompts\n"
+    )
     assert load_source(str(out)) == generate(3, 2, ["digits", "window"], [1, 2])
     listed = subprocess.run([*cmd, "list", "--source", str(out)], capture_output=True, text=True)
     assert listed.returncode == 0 and listed.stdout.endswith("8 problems\n")
+
+
+def test_cli_counts_new_tasks_against_another_seed(tmp_path, capsys):
+    out = tmp_path / "fam.jsonl"
+    args = ["problems", "families", "--per-family", "4", "--families", "list_map,int_arith",
+            "--levels", "0", "--out", str(out)]  # fmt: skip
+    assert main([*args, "--seed", "5", "--against-seed", "5"]) == 0
+    assert capsys.readouterr().out.endswith("new tasks against seed 5: 0 of 8\n")
+    assert main([*args, "--seed", "6", "--against-seed", "5"]) == 0
+    trained = {task_key(p) for p in generate(5, 4, ["list_map", "int_arith"], [0])}
+    new = sum(task_key(p) not in trained for p in generate(6, 4, ["list_map", "int_arith"], [0]))
+    assert new > 0 and capsys.readouterr().out.endswith(f"new tasks against seed 5: {new} of 8\n")
 
 
 def test_cli_writes_jsonl(tmp_path, capsys):

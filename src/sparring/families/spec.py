@@ -23,7 +23,7 @@ import random
 import re
 import textwrap
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sparring.families.base import Args, Draft, Family
@@ -128,18 +128,18 @@ def render(spec: FamilySpec, task: Task, rng: random.Random) -> Draft:
         description=description,
         template=frame + " | " + op.key,
         body=body,
-        impl=lambda *args: None,
+        impl=_unset,
         edge_inputs=(*spec.edges, *op.edges),
         random_input=spec.draw,
     )
-    return _with_impl(draft)
-
-
-def _with_impl(draft: Draft) -> Draft:
+    # the reference is this package's own code, so it is also the trusted implementation
     namespace: dict[str, Any] = {}
-    exec(compile(draft.source, f"<{draft.name}>", "exec"), namespace)
-    fn = namespace[draft.name]
-    return Draft(**{**draft.__dict__, "impl": fn})
+    exec(compile(draft.source, f"<{name}>", "exec"), namespace)
+    return replace(draft, impl=namespace[name])
+
+
+def _unset(*args: Any) -> None:
+    raise AssertionError("a Draft's implementation is set from its reference")
 
 
 def as_family(spec: FamilySpec) -> Family:
