@@ -174,7 +174,8 @@ def train_answerer(
         coached = random.Random(seed).sample(coached, len(coached))
         reserve = Reserve(answerer_rows(coached, bank, stages))
     with Sandbox(untrusted_limits(cfg)) as sb, tempfile.TemporaryDirectory() as tmp:
-        reward_fn = AnswererRewardFn(sb, cfg.rewards, coach=coach, reserve=reserve)
+        coach_kwargs = {"coach": coach, "reserve": reserve} if coach is not None else {}
+        reward_fn = AnswererRewardFn(sb, cfg.rewards, **coach_kwargs)
         model, trl_metrics = backend.train(
             cfg, model, tok, dataset, reward_fn, steps, tmp, seed, peft_config,
             problems, "answerer",
