@@ -31,7 +31,7 @@ from sparring.families.catalog import NEW_FAMILIES, SPECS
 from sparring.families.identity import prompt_key, task_key
 from sparring.families.level0 import LEVEL0, SUMMARY
 from sparring.families.numeric import FAMILIES_NUMERIC
-from sparring.families.spec import Task, as_family, draw_task, render
+from sparring.families.spec import as_family, draw_task, render
 from sparring.families.text import FAMILIES_TEXT
 from sparring.problems import Problem
 from sparring.trivial import argument_count, trivial_family
@@ -108,7 +108,7 @@ def _build(family: Family, rng: random.Random, level: int) -> Draft:
 
 def _draft(
     family: Family, level: int, key: str, rename: str = ""
-) -> tuple[Draft, random.Random, Task | None]:
+) -> tuple[Draft, random.Random]:
     """The draft of one sub-seed `key` and the stream its tests are drawn from. A spec family
     draws its task from one stream and its names, phrasing and tests from another, so
     `rename` shows the same task under other names."""
@@ -116,9 +116,9 @@ def _draft(
         spec = SPECS[family.name]
         task = draw_task(spec, random.Random(key + ":task"), level)
         rng = random.Random(key + ":names" + (f":{rename}" if rename else ""))
-        return render(spec, task, rng), rng, task
+        return render(spec, task, rng), rng
     rng = random.Random(key + (f":{rename}" if rename else ""))
-    return _build(family, rng, level), rng, None
+    return _build(family, rng, level), rng
 
 
 def generate(
@@ -175,7 +175,7 @@ def renamed(problem: Problem, rename: str) -> Problem:
     if key is None:
         raise FamilyError(f"{problem.id}: not an instance that generate made")
     for tries in range(ATTEMPTS):
-        draft, rng, _ = _draft(fam, level, key, f"{rename}:{tries}")
+        draft, rng = _draft(fam, level, key, f"{rename}:{tries}")
         candidate = _problem(draft, rng, fam, level, f"{problem.id}-r{rename}")
         if prompt_key(candidate) != prompt_key(problem) and not check_instance(candidate):
             return candidate
@@ -216,7 +216,7 @@ def _instance(
     why = ""
     for attempt in range(ATTEMPTS):
         key = _sub_seed(seed, family.name, level, index, attempt)
-        draft, rng, _ = _draft(family, level, key)
+        draft, rng = _draft(family, level, key)
         problem = _problem(draft, rng, family, level, f"fam-{family.name}-L{level}-s{seed}-{index}")
         issues = check_instance(problem)
         bugs = [issue for issue in issues if not issue.startswith(REDRAWABLE)]

@@ -154,9 +154,3 @@ def as_family(spec: FamilySpec) -> Family:
         for level, ops in spec.levels.items()
     }
     return Family(spec.name, spec.domain, spec.description, levels, build)
-
-
-def task_count(spec: FamilySpec, level: int) -> int:
-    """How many (op, constants) choices the spec offers at `level` (before identical
-    functions are merged: see sparring.families.identity)."""
-    return sum(op.tasks() for op in spec.levels.get(level, ()))
