@@ -106,9 +106,7 @@ def _build(family: Family, rng: random.Random, level: int) -> Draft:
     return LEVEL0[family.name](rng) if level == 0 else family.build(rng, level)
 
 
-def _draft(
-    family: Family, level: int, key: str, rename: str = ""
-) -> tuple[Draft, random.Random]:
+def _draft(family: Family, level: int, key: str, rename: str = "") -> tuple[Draft, random.Random]:
     """The draft of one sub-seed `key` and the stream its tests are drawn from. A spec family
     draws its task from one stream and its names, phrasing and tests from another, so
     `rename` shows the same task under other names."""
