@@ -4,8 +4,9 @@ Both are session-scoped and started only when a test asks for them: `s3_server` 
 ThreadedMotoServer on a free port; AWS credentials set to fake values, AWS_ENDPOINT_URL pointing
 at it), `mlflow_server` (`mlflow server` as a subprocess with a sqlite backend and
 `--artifacts-destination s3://<bucket>/mlflow` on moto, waited for on /health, terminated at the
-end). Also `kill_group` for a process started in its own session, and the repository root on
-sys.path so `components` and `pipelines` import.
+end). The completion cache is off in every test unless the test turns it on (a fake model's
+answers must not outlive it). Also `kill_group` for a process started in its own session, and
+the repository root on sys.path so `components` and `pipelines` import.
 """
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ FAKE_AWS = {
     "AWS_SESSION_TOKEN": "testing",
     "AWS_DEFAULT_REGION": "us-east-1",
 }
+
+
+@pytest.fixture(autouse=True)
+def _no_completion_cache(monkeypatch):
+    monkeypatch.setenv("SPARRING_COMPLETION_CACHE", "0")
 
 
 def free_port() -> int:

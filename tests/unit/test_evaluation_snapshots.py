@@ -385,6 +385,71 @@ def test_each_snapshot_loads_once_and_samples_at_the_training_rollout_rows(
     assert sorted(loads) == [("base", 7), ("round1", 7), ("tiny-random", 7)], (
         f"one load per snapshot, each at grpo.rollout_batch_size=7 rows: {loads}"
     )
-    # the base and the final snapshot also get sampled answers: from that same one load
-    assert served.count("tiny-random") == served.count("round1") == 2
-    assert served.count("base") == 1  # an intermediate snapshot: greedy answers only
+    # greedy answers in two calls (the held-out problems every run shares, then the training
+    # problems this run's bank attacked); the base and the final snapshot also get sampled
+    # answers: from that same one load
+    assert served.count("base") == 2  # an intermediate snapshot: greedy answers only
+    assert served.count("tiny-random") == served.count("round1") == 3
+
+
+def test_the_base_model_samples_once_for_every_run_that_shares_its_problems(
+    data_dir, fake_models, tmp_path, monkeypatch
+):
+    """The completion cache: two evaluations of one config ask the base model once for its
+    held-out answers (greedy and sampled) and the trained snapshots every time; a changed model
+    file, or the cache turned off, samples again."""
+    import sparring.evaluation.snapshots as snapshots
+
+    monkeypatch.setenv("SPARRING_COMPLETION_CACHE", "1")
+    monkeypatch.setenv("SPARRING_CACHE", str(tmp_path / "cache"))
+    model = tmp_path / "base-model"
+    model.mkdir()
+    (model / "weights.bin").write_text("v1")
+    fake = snapshots.sample_answers
+    asked: list[tuple[str, int]] = []
+
+    def sample(loaded, problems, **kwargs):
+        asked.append((loaded, len(problems)))
+        out = fake("base" if loaded == str(model) else loaded, problems, **kwargs)
+        return Sampled([t * kwargs.get("num_samples", 1) for t in out.texts])
+
+    monkeypatch.setattr(snapshots, "sample_answers", sample)
+    cfg = from_dict({"data": {"humaneval_limit": 1, "val_samples": 2},
+                     "models": {"answerer": {"name": str(model)}}})  # fmt: skip
+
+    def run(out: str) -> dict:
+        asked.clear()
+        return evaluate_snapshots(
+            cfg, str(data_dir), ["round1"], [], str(data_dir / "bank.jsonl"), str(tmp_path / out)
+        )
+
+    first = run("a")
+    base_calls = [n for m, n in asked if m == str(model)]
+    assert len(base_calls) == 3, asked  # held-out greedy, attacked greedy, held-out sampled
+    second = run("b")
+    # only the training problems this run's bank attacked are asked again
+    assert [n for m, n in asked if m == str(model)] == [base_calls[1]], asked
+    assert [m for m, _ in asked].count("round1") == 3, "a trained snapshot is never cached"
+    assert second["baseline"]["val_sampled"] == first["baseline"]["val_sampled"]
+    assert second["baseline"]["humaneval_pass@1"] == first["baseline"]["humaneval_pass@1"]
+
+    (model / "weights.bin").write_text("v2, retrained")  # another model at the same path
+    run("c")
+    assert len([n for m, n in asked if m == str(model)]) == 3, asked
+    monkeypatch.setenv("SPARRING_COMPLETION_CACHE", "0")
+    run("d")
+    assert len([n for m, n in asked if m == str(model)]) == 3, asked
+
+
+def test_a_torn_cache_entry_is_a_miss(tmp_path):
+    from sparring.evaluation.completion_cache import CompletionCache, call_key
+
+    store = CompletionCache(tmp_path)
+    key = call_key("m", [[{"role": "user", "content": "x"}]], {"seed": 0})
+    assert store.get(key, 1, 1) is None
+    store.put(key, [["a", "b"]])
+    assert store.get(key, 1, 2) == [["a", "b"]]
+    assert store.get(key, 1, 3) is None  # another shape: another call
+    (tmp_path / f"{key}.json").write_text('{"texts": [["a"')
+    assert store.get(key, 1, 2) is None
+    assert call_key("m", [], {"seed": 0}) != call_key("m", [], {"seed": 1})

@@ -66,14 +66,22 @@ def model_metrics(
     sampled: bool = True,
     countdown: progress.Countdown | None = None,
     name: str = "",
+    cache: bool = False,
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """HumanEval pass@1, bank pass rate, answerer reward and special-case share of one model,
     and its code per problem (one greedy completion each). With `sampled` and
     `data.val_samples` > 0, also `val_sampled`: per measure (discriminating, strict, raw), per
     val problem, the mean over that many completions sampled at the training temperature.
     A progress line per part (answers, HumanEval, held-out + bank), on `countdown` (counted in
-    answers generated: `answer_units`) or on one of its own, each line naming `name`."""
+    answers generated: `answer_units`) or on one of its own, each line naming `name`. With
+    `cache` (the config's base model: the same in every run), its answers to the HumanEval and
+    held-out problems come from, or go to, the completion cache."""
+    from sparring.evaluation import completion_cache
+
     name = name or Path(model_name).name
+    cache_model = None
+    if cache and completion_cache.enabled():
+        cache_model = completion_cache.model_identity(model_name)
     if countdown is None:
         units = answer_units(cfg, eval_problems, val_problems, solve, sampled)
         countdown = progress.Countdown(units)
@@ -81,22 +89,27 @@ def model_metrics(
     loaded = load_answerer(
         model_name, device=cfg.model_for("answerer").device, rows=cfg.grpo.rollout_batch_size
     )
-    targets = [*eval_problems, *solve.values()]
-    completions = _generate_sized(
-        cfg,
-        model_name,
-        targets,
-        loaded,
-        seed=cfg.seed,
-        stages=("code",) if cfg.reasoning.direct else tuple(cfg.reasoning.stages),
-        countdown=countdown,
-        what=f"{name}: greedy answers",
-    )
+    stages = ("code",) if cfg.reasoning.direct else tuple(cfg.reasoning.stages)
+    # Two calls: the problems every run of a config shares (cacheable), then the training
+    # problems this run's bank attacked (its own); solve lists the val problems first.
+    val_ids = {p.id for p in val_problems}
+    shared = [*eval_problems, *(p for pid, p in solve.items() if pid in val_ids)]
+    own = [p for pid, p in solve.items() if pid not in val_ids]
+    completions: list[list[str]] = []
+    for part, cached, what in (
+        (shared, cache_model, "greedy answers"),
+        (own, None, "greedy answers to attacked training problems"),
+    ):
+        if part:
+            completions += _generate_sized(
+                cfg, model_name, part, loaded, seed=cfg.seed, stages=stages,
+                countdown=countdown, what=f"{name}: {what}", cache_model=cached,
+            )  # fmt: skip
     samples = cfg.data.val_samples if sampled else 0
     val_sampled = None
     if samples and val_problems:
         val_sampled = _sampled_measures(
-            cfg, model_name, val_problems, samples, loaded, limits, countdown, name
+            cfg, model_name, val_problems, samples, loaded, limits, countdown, name, cache_model
         )
     del loaded
     first = [c[0] if c else "" for c in completions]
@@ -180,6 +193,7 @@ def _generate_sized(
     loaded: Any,
     countdown: progress.Countdown | None = None,
     what: str = "answers",
+    cache_model: str | None = None,
     **kwargs: Any,
 ) -> list[list[str]]:
     """`sample_answers` with the training completion budget (grpo.max_completion_length;
@@ -187,11 +201,31 @@ def _generate_sized(
     sees answers as long as training allowed. Sized per chunk of `SIZED_CHUNK` problems of
     similar answer length, not over the whole set: a short problem does not inherit the longest
     one's budget, and a model that never stops (the base model, often) costs tokens in
-    proportion to what it was asked."""
+    proportion to what it was asked. With `cache_model` (a `completion_cache.model_identity`),
+    each sampling call is looked up in, or stored to, the completion cache."""
     from sparring.budget import answer_target, completion_tokens
 
     problems = list(problems)
     per = kwargs.get("num_samples", 1)
+
+    def sample(chunk: list[Problem], n: int) -> list[list[str]]:
+        if not cache_model:
+            return sample_answers(loaded, chunk, max_new_tokens=n, **kwargs).texts
+        from sparring.evaluation import completion_cache
+        from sparring.prompts import answerer_messages
+
+        settings = {"max_new_tokens": n, "rows": getattr(loaded, "rows", None), **kwargs}
+        stages = settings.pop("stages", ("code",))
+        messages = [answerer_messages(p, stages) for p in chunk]
+        key = completion_cache.call_key(cache_model, messages, settings)
+        store = completion_cache.CompletionCache()
+        texts = store.get(key, len(chunk), per)
+        if texts is None:
+            texts = sample_answers(loaded, chunk, max_new_tokens=n, **kwargs).texts
+            store.put(key, texts, note=f"{model_name}: {what}")
+        else:
+            log.info("%s: %d x %d answers from the completion cache", what, len(chunk), per)
+        return texts
 
     def say(done: int) -> None:
         if countdown is not None:
@@ -199,7 +233,7 @@ def _generate_sized(
 
     if cfg.grpo.max_completion_length or not problems:
         n = cfg.grpo.max_completion_length
-        out = sample_answers(loaded, problems, max_new_tokens=n, **kwargs).texts
+        out = sample(problems, n)
         chunk_size = len(problems)
         if problems:
             say(len(problems))
@@ -210,7 +244,7 @@ def _generate_sized(
         index = order[start : start + SIZED_CHUNK]
         chunk = [problems[i] for i in index]
         budget = completion_tokens(cfg, loaded.tokenizer, chunk)
-        texts = sample_answers(loaded, chunk, max_new_tokens=budget, **kwargs).texts
+        texts = sample(chunk, budget)
         for i, completions in zip(index, texts, strict=True):
             out[i] = completions
         chunk_size = len(index)
@@ -227,6 +261,7 @@ def _sampled_measures(
     limits: Any,
     countdown: progress.Countdown | None = None,
     name: str = "",
+    cache_model: str | None = None,
 ) -> dict[str, dict[str, float]]:
     """Per measure, per problem: the mean over `samples` sampled completions (`defines`: the
     share that define the asked-for function with its parameters)."""
@@ -245,6 +280,7 @@ def _sampled_measures(
         stages=("code",) if cfg.reasoning.direct else tuple(cfg.reasoning.stages),
         countdown=countdown,
         what=f"{name}: sampled held-out answers",
+        cache_model=cache_model,
     )
     flat_problems = [p for p, outs in zip(problems, completions, strict=True) for _ in outs]
     flat_texts = [c for outs in completions for c in outs]
@@ -374,7 +410,7 @@ def evaluate_snapshots(
 
     baseline, base_codes = model_metrics(
         cfg, base_name, eval_problems, val_problems, solve, bank, limits,
-        countdown=countdown, name="base",
+        countdown=countdown, name="base", cache=True,
     )  # fmt: skip
     announce(1, "base", baseline)
     baseline.update(round=0, base=True)

@@ -1,0 +1,100 @@
+"""Completions of an unchanged model, kept on disk so that the runs that share them sample once.
+
+Every `make learn` run, its control and every training seed of one config evaluate the same base
+model on the same held-out problems with the same sampling seed; the base model's answers are
+the same each time and cost a quarter of a run. `CompletionCache` keeps them under
+`$SPARRING_CACHE/completions/` (default ~/.cache/sparring), one JSON file per sampling call,
+named by a hash of everything the answers depend on: the model's identity (its name and, for a
+folder or a built-in, each file's name, size and modification time), the prompts, the budget,
+temperature, top_p, samples per prompt, seed, rows decoded at once and FORMAT (raise it when
+the decoder's output for the same inputs changes). Sampling draws one stream for a whole call,
+so a call is the unit: the same problems in another order or with one more problem is another
+entry. `SPARRING_COMPLETION_CACHE=0` turns it off.
+
+Does not cover: trained snapshots (a run's own output, evaluated once: the evaluation caches
+only the config's base model), eviction (an entry is a few hundred kB; `rm -r` the folder).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+
+
+def cache_root() -> Path:
+    root = os.environ.get("SPARRING_CACHE") or os.path.join(Path.home(), ".cache", "sparring")
+    return Path(root) / "completions"
+
+
+def enabled() -> bool:
+    return os.environ.get("SPARRING_COMPLETION_CACHE", "1").strip().lower() not in {
+        "0", "false", "no", "off",
+    }  # fmt: skip
+
+
+def model_identity(name: str) -> str:
+    """`name` and, where it is a folder or file (a built-in resolves to its cached folder), the
+    name, size and modification time of every file in it: a rebuilt or retrained model at the
+    same path is another model."""
+    from sparring.backends.builtins import BUILTINS, builtin_dir
+
+    path = builtin_dir(name) if name in BUILTINS else Path(name)
+    parts = [name]
+    if path is not None and path.exists():
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for f in files:
+            st = f.stat()
+            parts.append(f"{f.relative_to(path) if path.is_dir() else f.name}:{st.st_size}:"
+                         f"{st.st_mtime_ns}")  # fmt: skip
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def call_key(model: str, messages: Sequence[Any], settings: dict[str, Any]) -> str:
+    """The hash naming one sampling call: model identity, the prompts in order, the settings."""
+    body = json.dumps(
+        {"format": FORMAT, "model": model, "messages": list(messages), "settings": settings},
+        sort_keys=True,
+    )
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+class CompletionCache:
+    """Look up and store the completions of one call under `root` (default: cache_root())."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = Path(root) if root is not None else cache_root()
+
+    def _path(self, key: str) -> Path:
+        return self.root / f"{key}.json"
+
+    def get(self, key: str, n_prompts: int, n_samples: int) -> list[list[str]] | None:
+        """The stored completions, or None when absent or not of the asked shape (a torn or
+        foreign file is a miss, never an error)."""
+        try:
+            texts = json.loads(self._path(key).read_text())["texts"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if not isinstance(texts, list) or len(texts) != n_prompts:
+            return None
+        if any(not isinstance(t, list) or len(t) != n_samples for t in texts):
+            return None
+        return texts
+
+    def put(self, key: str, texts: list[list[str]], note: str = "") -> None:
+        """Store a call's completions; a full disk or read-only cache only loses the entry."""
+        from sparring.atomic import write_file
+
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            write_file(self._path(key), json.dumps({"note": note, "texts": texts}).encode())
+        except Exception as exc:  # a cache that cannot be written is no reason to fail a run
+            log.warning("completion cache not written (%s): %s", self._path(key), exc)
