@@ -143,6 +143,35 @@ def answerer_credits(
     return out
 
 
+def false_positives(
+    completions: Sequence[str],
+    tests: Sequence[Sequence[str]],
+    withheld: Sequence[Sequence[str]],
+    function_names: Sequence[str],
+    sandbox: Any,
+    cache: ResultCache | None = None,
+) -> dict[str, float]:
+    """How often the tests a reward saw (`tests[i]`) pass an answer its withheld tests
+    (`withheld[i]`, sparring.given_tests) fail, over the answers to problems with withheld
+    tests: `false_positive_rate` (share of those answers passing every seen test and failing a
+    withheld one) and `false_positive_share_of_passes` (the same over the answers that pass
+    every seen test). {} when no problem has withheld tests. Withheld tests run only for the
+    answers that pass every seen test, and never change a reward."""
+    rows = [i for i, w in enumerate(withheld) if w]
+    if not rows:
+        return {}
+    codes = {i: programs.extract_code(completions[i], function_names[i]) for i in rows}
+    runnable = [i for i in rows if codes[i] is not None and tests[i]]
+    seen = run_cached(sandbox, [(codes[i], list(tests[i])) for i in runnable], cache)
+    passes = [i for i, row in zip(runnable, seen, strict=True) if all(r is True for r in row)]
+    hidden = run_cached(sandbox, [(codes[i], list(withheld[i])) for i in passes], cache)
+    caught = sum(any(r is False for r in row) for row in hidden)
+    return {
+        "false_positive_rate": caught / len(rows),
+        "false_positive_share_of_passes": caught / len(passes) if passes else 0.0,
+    }
+
+
 def score_answers(
     problems: Sequence[Any], texts: Sequence[str], sandbox: Any, cache: ResultCache | None = None
 ) -> list[rewards.AnswererCredit]:
@@ -549,7 +578,9 @@ class AnswererRewardFn:
     With a `coach` (sparring.coach.Coach), each reward is also counted for its row's `family`
     and `level` columns and the families' levels are logged (`coach_level/<family>`) with the
     step's metrics; with a `reserve` too, `reselect` swaps the groups of a family whose level
-    moved for rows at its new level (the trainer calls it before sampling a batch)."""
+    moved for rows at its new level (the trainer calls it before sampling a batch). A
+    `withheld_tests` column (data.given_tests) is never scored: it only measures false
+    positives (`false_positives`), logged with the step's metrics."""
 
     __name__ = "answerer_reward"
 
@@ -593,6 +624,11 @@ class AnswererRewardFn:
             getattr(self.cfg, "answerer", "honest"),
             signature,
         )
+        withheld = kwargs.get("withheld_tests")
+        if withheld is not None:  # measured beside the reward, never part of it
+            metrics.update(
+                false_positives(texts, tests, withheld, function_name, self.sandbox, self.cache)
+            )
         for pid, value in zip(problem_id or [], out, strict=False):
             if value is not None:
                 self.by_problem[pid].append(value)

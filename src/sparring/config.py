@@ -281,6 +281,12 @@ class DataConfig:
         0.1, "share of training problems held out for validation", ge=0, le=0.9
     )
     max_problems: int = _f(0, "cap on training problems (0 = all)", ge=0)
+    given_tests: int = _f(
+        0,
+        "tests of each training problem the reward sees, typical inputs first; the rest are "
+        "withheld and only measure false positives (0 = all, in their order; held-out: all)",
+        ge=0,
+    )
     humaneval_limit: int = _f(20, "HumanEval tasks evaluated (0 = all 164)", ge=0, le=164)
     eval_samples: int = _f(1, "samples per HumanEval task (pass@k needs k or more)", ge=1)
     pass_k: list[int] = _f([1], "k values of pass@k")

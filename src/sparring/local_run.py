@@ -271,7 +271,11 @@ def _pooled_lines(cfg, client, runs, parent_run_id: str) -> list[str]:
         if parent.data.tags.get("mlflow.parentRunId") or parent.info.run_id == parent_run_id:
             continue
         params = {k: v for k, v in parent.data.params.items() if not k.startswith("version.")}
-        if [k for k in control_differences(my_params, params) if k != "training_seed"]:
+        if [
+            k
+            for k in control_differences(my_params, params, _default_params())
+            if k != "training_seed"
+        ]:
             continue
         seed = int(params.get("training_seed", 0))
         same_reward = params.get("rewards.answerer") == cfg.rewards.answerer
@@ -288,6 +292,14 @@ def _pooled_lines(cfg, client, runs, parent_run_id: str) -> list[str]:
     except ValueError as exc:
         print(f"pooled over training seeds: {exc}", file=sys.stderr)
         return []
+
+
+def _default_params() -> dict[str, str]:
+    """Every config param at its default, flattened as a run logs them."""
+    from sparring import tracking
+    from sparring.config import from_dict, to_dict
+
+    return tracking.flatten(to_dict(from_dict({})))
 
 
 def _control_line(cfg, client, runs) -> str | None:
@@ -324,7 +336,7 @@ def _control_line(cfg, client, runs) -> str | None:
         if parent.data.tags.get("mlflow.parentRunId"):
             continue  # a phase's run, not a pipeline run
         their_params = {k: v for k, v in parent.data.params.items() if not k.startswith("version.")}
-        differences = control_differences(my_params, their_params)
+        differences = control_differences(my_params, their_params, _default_params())
         if differences:
             shown = ", ".join(
                 f"{k}={their_params.get(k, '(unset)')} there, {my_params.get(k, '(unset)')} here"

@@ -44,6 +44,9 @@ class Problem:
     # trivial solution name -> indices of `answer_tests(self)` it passes (only names passing
     # some test); filled at materialization by `compute_trivial_passes`. See sparring.trivial.
     trivial_passes: dict[str, list[int]] = field(default_factory=dict)
+    # tests a training problem has that its reward never sees (`data.given_tests`, see
+    # sparring.given_tests): only the false-positive measure runs them
+    withheld_tests: list[str] = field(default_factory=list)
 
     @property
     def function_name(self) -> str:
@@ -60,6 +63,8 @@ class Problem:
             data.pop("entry_point")
         if not self.trivial_passes:
             data.pop("trivial_passes")
+        if not self.withheld_tests:
+            data.pop("withheld_tests")
         return data
 
 
@@ -80,13 +85,17 @@ def problem_from_dict(data: Any, where: str) -> Problem:
     for key in required:
         if key not in data:
             raise ProblemError(f"{where}: missing field '{key}'")
-    known = {*required, "difficulty", "tags", "prompt", "entry_point", "trivial_passes"}
+    known = {*required, "difficulty", "tags", "prompt", "entry_point", "trivial_passes",
+             "withheld_tests"}  # fmt: skip
     unknown = sorted(set(data) - known)
     if unknown:
         raise ProblemError(f"{where}: unknown field '{unknown[0]}'; known: {', '.join(known)}")
     tests = data["baseline_tests"]
     if not isinstance(tests, list) or not all(isinstance(t, str) for t in tests):
         raise ProblemError(f"{where}.baseline_tests: expected a list of assert statements")
+    withheld = data.get("withheld_tests", [])
+    if not isinstance(withheld, list) or not all(isinstance(t, str) for t in withheld):
+        raise ProblemError(f"{where}.withheld_tests: expected a list of assert statements")
     difficulty = data.get("difficulty", "medium")
     if difficulty not in DIFFICULTIES:
         raise ProblemError(f"{where}.difficulty: {difficulty!r}; use one of {DIFFICULTIES}")
@@ -110,6 +119,7 @@ def problem_from_dict(data: Any, where: str) -> Problem:
         prompt=data.get("prompt", ""),
         entry_point=data.get("entry_point", ""),
         trivial_passes={k: list(v) for k, v in trivial.items()},
+        withheld_tests=list(withheld),
     )
 
 

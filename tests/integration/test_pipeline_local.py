@@ -114,7 +114,7 @@ def _check_learning(cfg, root, state, client):
     assert "## Learning on held-out problems" in report
     assert "| base to final | discriminating |" in report
     lines = local_run.learn_lines(cfg, state["parent_run_id"])
-    assert f"LEARN completions_trained {trained:.0f}" in lines
+    assert any(ln.startswith(f"LEARN completions_trained {trained:.0f} sampled=") for ln in lines)
     # a step or none per quarter: no interval worth the name, so none is printed as a number
     assert lines[1].startswith("LEARN train_reward first=") and "ci95_delta=n/a (n=" in lines[1]
     assert any(

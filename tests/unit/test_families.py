@@ -33,6 +33,7 @@ from sparring.families import (
 )
 from sparring.families.base import make
 from sparring.families.identity import task_key
+from sparring.given_tests import EDGE_TAG
 from sparring.problems import load_source, write_jsonl
 from sparring.trivial import trivial_family
 
@@ -88,12 +89,13 @@ def test_every_instance_passes_its_checks(seed):
     for p in problems:
         m = ID.fullmatch(p.id)
         assert m and m["seed"] == str(seed) and m["index"] == "0"
-        assert p.tags == [
+        assert p.tags[:4] == [
             f"family:{m['family']}",
             f"level:{m['level']}",
             FAMILIES[m["family"]].domain,
             TASK_TAG + task_key(p),
         ]
+        assert len(p.tags) == 5 and p.tags[4].startswith(EDGE_TAG)
         assert p.difficulty == {"0": "easy", "1": "easy", "2": "medium", "3": "hard"}[m["level"]]
         assert 8 <= len(p.baseline_tests) <= 10
         assert all(t.startswith(f"assert {p.function_name}(") for t in p.baseline_tests)

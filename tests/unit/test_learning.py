@@ -74,9 +74,12 @@ def test_from_phase_runs_reads_breaks_useful_share_and_completions():
     runs = [
         ("r2-validate-tests", {"break_rate": 0.3}),
         ("r1-validate-tests", {"break_rate": 0.6}),
-        ("r1-train-answerer", {"useful_group_share": 0.5, "completions_trained": 96.0}),
-        ("r1-train-generator", {"useful_group_share": 1.0, "completions_trained": 8.0}),
-        ("r2-train-answerer", {"useful_group_share": 0.75, "completions_trained": 64.0}),
+        ("r1-train-answerer", {"useful_group_share": 0.5, "completions_trained": 96.0,
+                               "completions_sampled": 128.0, "false_positive_rate": 0.2}),
+        ("r1-train-generator", {"useful_group_share": 1.0, "completions_trained": 8.0,
+                                "completions_sampled": 16.0}),
+        ("r2-train-answerer", {"useful_group_share": 0.75, "completions_trained": 64.0,
+                               "completions_sampled": 96.0, "false_positive_rate": 0.1}),
         ("r3-evaluate", {"learn.base_to_final.strict.delta": 0.1, "other": 1.0}),
         ("materialize", {"problems": 3.0}),
     ]
@@ -84,6 +87,8 @@ def test_from_phase_runs_reads_breaks_useful_share_and_completions():
     assert breaks == [0.6, 0.3]  # by round, not by listing order
     assert share == pytest.approx((0.5 + 1.0 + 0.75) / 3)
     assert trained == 160.0  # answerer phases only
+    assert summary["completions_sampled"] == 224.0
+    assert summary["false_positive_rate"] == pytest.approx(0.15)
     assert summary["gains"]["base_to_final"]["strict"]["delta"] == 0.1
     assert learning.from_phase_runs([])[3] is None
 
@@ -117,11 +122,13 @@ def test_learn_lines_in_the_issue_order_with_n_on_every_interval():
         },
         "base_zone_share": 0.625,
         "task_overlap": 0.0,
+        "completions_sampled": 2100.0,
+        "false_positive_rate": 0.125,
     }
     change = {"first": 0.12, "last": 0.21, "lo": 0.04, "hi": 0.14, "per_side": 16.0}
     lines = learning.learn_lines(summary, [0.5], 0.9, 2048.0, change)
     assert lines[:9] == [
-        "LEARN completions_trained 2048",
+        "LEARN completions_trained 2048 sampled=2100",
         "LEARN train_reward first=0.120 last=0.210 ci95_delta=0.040,0.140 n=16",
         "LEARN base_zone_share 0.625",
         "LEARN heldout_new_tasks base=0.300 final=0.450 ci95_delta=0.020,0.300 n=24",
@@ -133,6 +140,7 @@ def test_learn_lines_in_the_issue_order_with_n_on_every_interval():
         "LEARN definition_rate base=0.600 final=0.900",
     ]
     assert "LEARN validation_pass_rate base=0.100 final=0.200 ci95_delta=0.050,0.150 n=40" in lines
+    assert lines[-1] == "LEARN false_positive_rate 0.125"
     assert "LEARN strict_pass_rate base=n/a final=n/a ci95_delta=n/a (n=0)" in lines
     assert "LEARN generator_break_rate first=0.500 last=0.500" in lines
 

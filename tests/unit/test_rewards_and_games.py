@@ -105,7 +105,7 @@ def test_learn_lines_have_the_promised_format():
     }
     lines = learning.learn_lines(learning.learning_summary(report), [0.05, 0.2], 0.8)
     assert lines[:2] == [
-        "LEARN completions_trained n/a",
+        "LEARN completions_trained n/a sampled=n/a",
         "LEARN train_reward first=n/a last=n/a ci95_delta=n/a (n=0)",
     ]
     # two held-out problems: the gains are printed, their intervals are not (n < 5)

@@ -39,7 +39,7 @@ def _instance(family: str, level: int, op: str, **consts) -> Problem:
         id=task.label,
         description=draft.description,
         function_signature=draft.signature,
-        baseline_tests=_choose_tests(draft, rng),
+        baseline_tests=_choose_tests(draft, rng)[0],
         reference_solution=draft.source,
         difficulty="easy",
         tags=[f"family:{family}", f"level:{level}", spec.domain],

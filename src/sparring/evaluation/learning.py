@@ -429,10 +429,14 @@ def learn_lines(
     """The lines `make learn` ends with (format fixed by the learning issues). Every interval
     carries its n (a held-out set's: its tasks), and one resting on fewer than MIN_PER_SIDE
     values per side is n/a. `LEARN task_overlap K`: the held-out instances whose task is also a
-    training task (summary["task_overlap"]; n/a when unknown)."""
+    training task (summary["task_overlap"]; n/a when unknown). `sampled=` counts the answerer
+    completions sampled (summary["completions_sampled"]), `LEARN false_positive_rate` the
+    answerer phases' false-positive rate (n/a without withheld tests: data.given_tests)."""
     gains = summary.get("gains") or {}
     trained = "n/a" if completions_trained is None else f"{completions_trained:.0f}"
-    lines = [f"LEARN completions_trained {trained}"]
+    sampled = summary.get("completions_sampled")
+    sampled_text = "n/a" if sampled is None else f"{sampled:.0f}"
+    lines = [f"LEARN completions_trained {trained} sampled={sampled_text}"]
     if train_reward:
         lines.append(
             f"LEARN train_reward first={train_reward['first']:.3f} "
@@ -473,6 +477,8 @@ def learn_lines(
     he = summary.get("humaneval_pass_at_1") or {}
     lines.append(f"LEARN humaneval_pass_at_1 base={_f(he.get('base'))} final={_f(he.get('final'))}")
     lines.append(f"LEARN useful_group_share {_f(useful_group_share)}")
+    # answers passing every test the reward saw and failing a withheld one (data.given_tests)
+    lines.append(f"LEARN false_positive_rate {_f(summary.get('false_positive_rate'))}")
     return lines
 
 
@@ -497,19 +503,28 @@ def heldout_per_problem(
 CONTROL_MAY_DIFFER = ("name", "rewards.answerer", "tracking.", "storage.")
 
 
-def control_differences(mine: Mapping[str, str], theirs: Mapping[str, str]) -> list[str]:
+def control_differences(
+    mine: Mapping[str, str], theirs: Mapping[str, str], defaults: Mapping[str, str] | None = None
+) -> list[str]:
     """The config params (flattened, as the parent run logs them) in which a candidate control
-    run differs from this one, beyond what a control may differ in; [] for a fair pair.
+    run differs from this one, beyond what a control may differ in; [] for a fair pair. A param
+    one side did not log (a run of older code, before the field existed) counts as its value in
+    `defaults`.
 
     >>> a = {"name": "learn", "rewards.answerer": "honest", "lora.top_layers": "0"}
     >>> control_differences(a, {**a, "name": "learn-control", "rewards.answerer": "format_only"})
     []
     >>> control_differences(a, {**a, "lora.top_layers": "8"})
     ['lora.top_layers']
+    >>> control_differences({**a, "data.given_tests": "0"}, a, {"data.given_tests": "0"})
+    []
     """
+    d = defaults or {}
     keys = set(mine) | set(theirs)
     return sorted(
-        k for k in keys if not k.startswith(CONTROL_MAY_DIFFER) and mine.get(k) != theirs.get(k)
+        k
+        for k in keys
+        if not k.startswith(CONTROL_MAY_DIFFER) and mine.get(k, d.get(k)) != theirs.get(k, d.get(k))
     )
 
 
@@ -722,12 +737,15 @@ def from_phase_runs(
     completions trained) from the phases' MLflow runs, given as (run name `r{round}-{phase}`,
     latest metrics). The summary's `base_zone_share` is the first validation's share of
     problems whose frozen (base) samples differed in reward; its `task_overlap` the held-out
-    instances whose task is also a training task (materialize's `heldout_task_overlap`)."""
+    instances whose task is also a training task (materialize's `heldout_task_overlap`); its
+    `completions_sampled` the answerer phases' sum, `false_positive_rate` their mean."""
     import re
 
     breaks: list[tuple[int, float]] = []
     useful: list[float] = []
     trained: list[float] = []
+    sampled: list[float] = []
+    false_positive: list[float] = []
     zones: list[tuple[int, float]] = []
     flat: dict[str, float] = {}
     overlap: float | None = None
@@ -744,6 +762,10 @@ def from_phase_runs(
             useful.append(float(metrics["useful_group_share"]))
             if phase.startswith("train-answerer") and "completions_trained" in metrics:
                 trained.append(float(metrics["completions_trained"]))
+                if "completions_sampled" in metrics:
+                    sampled.append(float(metrics["completions_sampled"]))
+            if phase.startswith("train-answerer") and "false_positive_rate" in metrics:
+                false_positive.append(float(metrics["false_positive_rate"]))
         elif phase == "evaluate":
             flat.update({k: float(v) for k, v in metrics.items() if k.startswith("learn.")})
         elif phase == "materialize" and "heldout_task_overlap" in metrics:
@@ -754,4 +776,8 @@ def from_phase_runs(
     # the first round's frozen answerer is the base model (no warm start): its zone share
     summary["base_zone_share"] = min(zones)[1] if zones else None
     summary["task_overlap"] = overlap
+    summary["completions_sampled"] = sum(sampled) if sampled else None
+    summary["false_positive_rate"] = (
+        sum(false_positive) / len(false_positive) if false_positive else None
+    )
     return summary, [b for _, b in sorted(breaks)], share, total

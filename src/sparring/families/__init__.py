@@ -33,6 +33,7 @@ from sparring.families.level0 import LEVEL0, SUMMARY
 from sparring.families.numeric import FAMILIES_NUMERIC
 from sparring.families.spec import as_family, draw_task, render
 from sparring.families.text import FAMILIES_TEXT
+from sparring.given_tests import edge_tag
 from sparring.problems import Problem
 from sparring.trivial import argument_count, trivial_family
 
@@ -194,16 +195,17 @@ def _sub_seed(seed: int, family: str, level: int, index: int, attempt: int) -> s
 def _problem(
     draft: Draft, rng: random.Random, family: Family, level: int, problem_id: str
 ) -> Problem:
+    tests, edges = _choose_tests(draft, rng)
     problem = Problem(
         id=problem_id,
         description=draft.description,
         function_signature=draft.signature,
-        baseline_tests=_choose_tests(draft, rng),
+        baseline_tests=tests,
         reference_solution=draft.source,
         difficulty=DIFFICULTY[level],
         tags=[f"family:{family.name}", f"level:{level}", family.domain],
     )
-    return replace(problem, tags=[*problem.tags, TASK_TAG + task_key(problem)])
+    return replace(problem, tags=[*problem.tags, TASK_TAG + task_key(problem), edge_tag(edges)])
 
 
 def _instance(
@@ -252,15 +254,17 @@ def _call_repr(name: str, args: Args) -> str:
     return f"{name}({', '.join(repr(a) for a in args)})"
 
 
-def _choose_tests(draft: Draft, rng: random.Random) -> list[str]:
+def _choose_tests(draft: Draft, rng: random.Random) -> tuple[list[str], list[int]]:
     """The edge cases, then random inputs that no trivial solution gets right, up to 8-10
-    tests, shuffled; expected values from the trusted implementation."""
+    tests, shuffled; expected values from the trusted implementation. Also the indices of the
+    tests built from edge inputs (sparring.given_tests puts typical inputs first)."""
     target = rng.randint(MIN_TESTS, MAX_TESTS)
     trivials = _trivial_callables(len(draft.params))
     tests: list[str] = []
     calls: set[str] = set()
 
     trivially_passed = 0
+    edge_tests: set[str] = set()
 
     def add(args: Args, edge: bool) -> None:
         nonlocal trivially_passed
@@ -277,6 +281,8 @@ def _choose_tests(draft: Draft, rng: random.Random) -> list[str]:
         calls.add(call)
         tests.append(test)
         trivially_passed += trivial
+        if edge:
+            edge_tests.add(test)
 
     for args in draft.edge_inputs:
         add(args, edge=True)
@@ -288,7 +294,7 @@ def _choose_tests(draft: Draft, rng: random.Random) -> list[str]:
             break
         add(draft.random_input(rng), edge=False)
     rng.shuffle(tests)
-    return tests
+    return tests, [i for i, t in enumerate(tests) if t in edge_tests]
 
 
 def _same(fn: Callable[..., Any], args: Args, expected: Any) -> bool:

@@ -65,6 +65,9 @@ def answerer_rows(
                 "level": level,
             }
         )
+    if any(p.withheld_tests for p in problems):  # never scored: false positives only
+        for row, p in zip(rows, problems, strict=True):
+            row["withheld_tests"] = list(p.withheld_tests)
     return rows
 
 

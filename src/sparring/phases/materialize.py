@@ -1,7 +1,8 @@
 """The materialize phase: load, check, split and write the datasets and the carried-in bank.
 
 Covers: `materialize` (problems loaded from `data.train`, capped, reference solutions checked
-in the sandbox, split train/val, the eval set, what trivial code passes, a manifest) and
+in the sandbox, split train/val, the training problems' given tests (`data.given_tests`), the
+eval set, what trivial code passes, a manifest) and
 `load_bank` (the persisted adversarial bank at `storage.bank_uri`, carried into a new run).
 Does not cover: loading problem files (sparring.problems).
 """
@@ -20,6 +21,7 @@ from sparring import storage
 from sparring.bank import BANK_FILE, parse_rows, read_rows, write_rows
 from sparring.config import Config
 from sparring.errors import SparringError
+from sparring.given_tests import given_view
 from sparring.problems import (
     HELDOUT_TAG,
     Problem,
@@ -76,6 +78,9 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
     )
     train = [*train, *generated]  # family instances all train: their held-out sets are fresh ones
     val = [*val, *heldout]
+    if cfg.data.given_tests:  # the reward sees K tests of a training problem; held-out all
+        train = [given_view(p, cfg.data.given_tests) for p in train]
+    withheld = sum(len(p.withheld_tests) for p in train)
     try:
         if cfg.data.eval == "humaneval":
             eval_set = load_humaneval(cfg.data.humaneval_limit)
@@ -114,6 +119,9 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
         "heldout_sets": {k: len(v) for k, v in heldout_sets(val).items()},
         "heldout_dropped": sets.dropped,
         "heldout_task_overlap": sets.task_overlap,
+        "given_tests": cfg.data.given_tests,
+        "tests_given": sum(len(p.baseline_tests) for p in train),
+        "tests_withheld": withheld,
         "config_digest": cfg.digest(),
         "seed": cfg.seed,
         **honest,
@@ -129,6 +137,7 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
         **{f"problems_heldout_{k}": float(len(v)) for k, v in heldout_sets(val).items()},
         "problems_heldout_dropped": float(sum(sets.dropped.values())),
         "heldout_task_overlap": float(sets.task_overlap),
+        "tests_withheld": float(withheld),
         **{k: float(v) for k, v in honest.items()},
     }
 
