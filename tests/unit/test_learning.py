@@ -74,12 +74,28 @@ def test_from_phase_runs_reads_breaks_useful_share_and_completions():
     runs = [
         ("r2-validate-tests", {"break_rate": 0.3}),
         ("r1-validate-tests", {"break_rate": 0.6}),
-        ("r1-train-answerer", {"useful_group_share": 0.5, "completions_trained": 96.0,
-                               "completions_sampled": 128.0, "false_positive_rate": 0.2}),
-        ("r1-train-generator", {"useful_group_share": 1.0, "completions_trained": 8.0,
-                                "completions_sampled": 16.0}),
-        ("r2-train-answerer", {"useful_group_share": 0.75, "completions_trained": 64.0,
-                               "completions_sampled": 96.0, "false_positive_rate": 0.1}),
+        (
+            "r1-train-answerer",
+            {
+                "useful_group_share": 0.5,
+                "completions_trained": 96.0,
+                "completions_sampled": 128.0,
+                "false_positive_rate": 0.2,
+            },
+        ),
+        (
+            "r1-train-generator",
+            {"useful_group_share": 1.0, "completions_trained": 8.0, "completions_sampled": 16.0},
+        ),
+        (
+            "r2-train-answerer",
+            {
+                "useful_group_share": 0.75,
+                "completions_trained": 64.0,
+                "completions_sampled": 96.0,
+                "false_positive_rate": 0.1,
+            },
+        ),
         ("r3-evaluate", {"learn.base_to_final.strict.delta": 0.1, "other": 1.0}),
         ("materialize", {"problems": 3.0}),
     ]
