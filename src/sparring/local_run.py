@@ -222,9 +222,10 @@ def learn_lines(cfg, parent_run_id: str) -> list[str]:
     change = learning.train_reward_change(step_rewards, seed=cfg.seed)
     lines = learning.learn_lines(summary, breaks, useful, trained, change)
     client = mlflow.MlflowClient()
-    control = _control_line(cfg, client, runs)
-    if control:
-        lines.append(control)
+    for name, field in learning.ARMS:
+        line = _arm_line(cfg, client, runs, name, field)
+        if line:
+            lines.append(line)
     lines += _pooled_lines(cfg, client, runs, parent_run_id)
     client.log_text(parent_run_id, "\n".join(lines) + "\n", "learn.txt")
     return lines
@@ -303,59 +304,74 @@ def _default_params() -> dict[str, str]:
 
 
 def _control_line(cfg, client, runs) -> str | None:
-    """`LEARN reward_vs_control`: this run's gain on the held-out new tasks against the latest
-    finished run in the same MLflow experiment trained with the other answerer reward and
-    otherwise the same config (honest against format_only: `make learn` and `make learn-control`
-    find each other there), paired over tasks (`learning.heldout_pair`). None until both exist; a
-    run of the other reward whose config differs elsewhere (say lora.top_layers), or whose
-    heldout.json cannot be paired with this one's (other problems, other base scores, no reward
-    named), is skipped, and said so."""
+    """`LEARN reward_vs_control` (`_arm_line`): honest against format_only."""
+    return _arm_line(cfg, client, runs, "reward_vs_control", "rewards.answerer")
+
+
+def _arm_line(cfg, client, runs, name: str, field: str) -> str | None:
+    """`LEARN <name>` (sparring.evaluation.learning.ARMS): the treatment's gain on the held-out
+    new tasks against the other arm's, where the other arm is the latest finished run in the
+    same MLflow experiment whose config differs from this one's in `field` alone (honest against
+    format_only: `make learn` and `make learn-control` find each other there; self-play against
+    given tests alone: `make learn-given`; sparse against dense tests: `make learn-dense`),
+    paired over tasks (`learning.heldout_pair`). None until both exist; a run that differs in
+    `field` and elsewhere too (say lora.top_layers), or whose heldout.json cannot be paired with
+    this one's (other problems, other base scores, no reward named), is skipped, and said so."""
     from sparring import tracking
     from sparring.config import to_dict
     from sparring.evaluation.learning import (
         control_differences,
         heldout_pair,
+        is_treatment,
         reward_vs_control,
     )
 
     mine = _heldout_of(client, runs)
     if not (mine and (mine.get("sets") or {}).get("new_tasks")):
         return None
-    other = "format_only" if cfg.rewards.answerer == "honest" else "honest"
     experiment = runs[0].info.experiment_id if runs else None
     if experiment is None:
         return None
+    defaults = _default_params()
+    my_params = tracking.flatten(to_dict(cfg))
+    my_value = my_params[field]
     candidates = client.search_runs(
         [experiment],
-        filter_string=f"params.`rewards.answerer` = '{other}' and attributes.status = 'FINISHED'",
+        filter_string="attributes.status = 'FINISHED'",
         order_by=["attributes.start_time DESC"],
-        max_results=20,
+        max_results=200,
     )
-    my_params = tracking.flatten(to_dict(cfg))
     for parent in candidates:
         if parent.data.tags.get("mlflow.parentRunId"):
             continue  # a phase's run, not a pipeline run
         their_params = {k: v for k, v in parent.data.params.items() if not k.startswith("version.")}
-        differences = control_differences(my_params, their_params, _default_params())
+        their_value = their_params.get(field, defaults.get(field))
+        if their_value == my_value:
+            continue
+        differences = control_differences(my_params, their_params, defaults, field)
         if differences:
-            shown = ", ".join(
-                f"{k}={their_params.get(k, '(unset)')} there, {my_params.get(k, '(unset)')} here"
-                for k in differences[:3]
-            )
-            print(
-                f"reward_vs_control: run {parent.info.run_id} ({other}) is no control for this "
-                f"one: its config differs in {shown}; run the other reward with the same --set",
-                file=sys.stderr,
-            )
+            if len(differences) <= 3:  # a near miss is worth saying; another study is not
+                shown = ", ".join(
+                    f"{k}={their_params.get(k, '(unset)')} there, "
+                    f"{my_params.get(k, '(unset)')} here"
+                    for k in differences
+                )
+                print(
+                    f"{name}: run {parent.info.run_id} ({field}={their_value}) is not the "
+                    f"other arm of this one: its config differs in {shown}; run it with the "
+                    "same --set",
+                    file=sys.stderr,
+                )
             continue
         theirs = _heldout_of(client, tracking.child_runs(cfg, parent.info.run_id))
         if not theirs:
             continue
-        treatment, control = (mine, theirs) if other == "format_only" else (theirs, mine)
+        mine_first = is_treatment(field, my_value, their_value)
+        treatment, control = (mine, theirs) if mine_first else (theirs, mine)
         try:
-            pairs = heldout_pair(treatment, control, "new_tasks")
+            pairs = heldout_pair(treatment, control, "new_tasks", field)
         except ValueError as exc:
-            print(f"reward_vs_control: run {parent.info.run_id} ({other}): {exc}", file=sys.stderr)
+            print(f"{name}: run {parent.info.run_id}: {exc}", file=sys.stderr)
             continue
-        return reward_vs_control(*pairs, seed=cfg.seed)
+        return reward_vs_control(*pairs, seed=cfg.seed, name=name)
     return None

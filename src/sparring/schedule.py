@@ -67,6 +67,8 @@ def round_phases(cfg: Config) -> list[str]:
     """Kinds of the main phases of one round (validation follows each generator phase)."""
     if cfg.phase_schedule == "answerer_generator_answerer":
         order = ["answerer", "generator", "answerer"]
+    elif cfg.phase_schedule == "answerer":  # the given tests alone: no generator, no bank
+        order = ["answerer"]
     else:
         order = ["generator", "answerer"]
     out: list[str] = []

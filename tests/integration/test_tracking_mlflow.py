@@ -230,15 +230,19 @@ def _learning_run(cfg, reward, per_problem, tmp_path, extra=()):
     sparring.phases.evaluate does; returns the parent run id."""
     from mlflow import MlflowClient
 
-    from sparring.config import load_config
-    from sparring.evaluation.learning import HELDOUT_FILE
+    from sparring.config import load_config, to_dict
+    from sparring.evaluation.learning import ARM_FIELDS, HELDOUT_FILE
 
     run_cfg = load_config(None, [*_overrides(cfg), f"rewards.answerer={reward}", *extra])
     parent = tracking.start_parent_run(run_cfg, f"kfp-{reward}")
     with tracking.child_run(run_cfg, parent, "evaluate", 3):
         path = tmp_path / reward / HELDOUT_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"reward": reward, "sets": {"new_tasks": per_problem}}))
+        params = tracking.flatten(to_dict(run_cfg))
+        arm = {f: params[f] for f in ARM_FIELDS}
+        path.write_text(
+            json.dumps({"reward": reward, "sets": {"new_tasks": per_problem}, "arm": arm})
+        )
         tracking.log_artifacts([path], "learning")
     tracking.finish_parent_run(run_cfg, parent)
     MlflowClient().get_run(parent)  # exists
@@ -286,7 +290,28 @@ def test_a_control_with_another_config_is_not_paired(cfg, tmp_path, capsys):
     line = _control_line(treat_cfg, MlflowClient(), tracking.child_runs(treat_cfg, treat))
     assert line == "LEARN reward_vs_control delta=0.300 ci95_delta=0.300,0.300 n=6"
     err = capsys.readouterr().err
-    assert "is no control for this one" in err and "lora.top_layers=3 there" in err
+    assert "is not the other arm of this one" in err and "lora.top_layers=3 there" in err
+
+
+def test_self_play_finds_its_given_tests_arm(cfg, tmp_path):
+    """make learn and make learn-given (phase_schedule answerer, the same reward): whichever
+    ends second prints selfplay_vs_given; the format-only control in the same experiment is
+    not taken for it."""
+    from mlflow import MlflowClient
+
+    from sparring.local_run import _arm_line
+
+    ids = [f"p{i}" for i in range(6)]
+    selfplay_cfg, selfplay = _learning_run(cfg, "honest", {i: [0.2, 0.7] for i in ids}, tmp_path)
+    _learning_run(cfg, "format_only", {i: [0.2, 0.2] for i in ids}, tmp_path / "c")
+    given = ["phase_schedule=answerer"]
+    _learning_run(cfg, "honest", {i: [0.2, 0.5] for i in ids}, tmp_path / "g", given)
+    runs = tracking.child_runs(selfplay_cfg, selfplay)
+    line = _arm_line(selfplay_cfg, MlflowClient(), runs, "selfplay_vs_given", "phase_schedule")
+    assert line == "LEARN selfplay_vs_given delta=0.200 ci95_delta=0.200,0.200 n=6"
+    # no dense arm has run: no line rather than a wrong pair
+    assert _arm_line(selfplay_cfg, MlflowClient(), runs, "selfplay_vs_dense",
+                     "data.given_tests") is None  # fmt: skip
 
 
 def test_learn_seeds_pool_over_the_training_seeds_of_one_config(cfg, tmp_path):

@@ -302,6 +302,7 @@ def test_heldout_record_holds_what_pairing_and_pooling_check():
         "measure": "discriminating",
         "sets": {"new_tasks": {"a": [0.1, 0.5], "b": [0.2, 0.2]}},
         "tasks": {"a": "k1", "b": "b"},  # a problem without a task is its own
+        "arm": {"rewards.answerer": "honest"},
     }
     assert json.loads(json.dumps(record)) == record
 
@@ -332,6 +333,39 @@ def test_heldout_pair_refuses_what_is_no_fair_pair():
     other_task = _heldout("format_only", c["sets"]["new_tasks"], {"a": "k", "b": "z"})
     with pytest.raises(ValueError, match="give problem 'b' different tasks"):
         learning.heldout_pair(t, other_task)
+
+
+def test_an_arm_pair_differs_in_its_field_and_nowhere_else():
+    """selfplay_vs_given pairs a run with a generator phase against one without (one config
+    field apart, the same reward); two runs of one arm, or a file that does not say its arm,
+    are refused."""
+    sets = {"new_tasks": {str(i): [0.1, 0.5] for i in range(6)}}
+    given_sets = {"new_tasks": {str(i): [0.1, 0.3] for i in range(6)}}
+
+    def record(schedule, sets):
+        return learning.heldout_record(
+            sets, {}, reward="honest", seed=0, config_digest="d",
+            arm={"phase_schedule": schedule, "data.given_tests": "3"},
+        )  # fmt: skip
+
+    selfplay, given = record("generator_answerer", sets), record("answerer", given_sets)
+    t, c, tasks = learning.heldout_pair(selfplay, given, "new_tasks", "phase_schedule")
+    line = learning.reward_vs_control(t, c, tasks, name="selfplay_vs_given")
+    assert line == "LEARN selfplay_vs_given delta=0.200 ci95_delta=0.200,0.200 n=6"
+    with pytest.raises(ValueError, match="both runs have phase_schedule=answerer"):
+        learning.heldout_pair(given, given, "new_tasks", "phase_schedule")
+    old = {k: v for k, v in given.items() if k != "arm"}
+    with pytest.raises(ValueError, match="without phase_schedule in its 'arm'"):
+        learning.heldout_pair(selfplay, old, "new_tasks", "phase_schedule")
+    # the same reward is no refusal for an arm other than the control
+    assert (
+        learning.control_differences(
+            {"phase_schedule": "answerer", "lora.r": "16"},
+            {"phase_schedule": "generator_answerer", "lora.r": "16"},
+            arm_field="phase_schedule",
+        )
+        == []
+    )
 
 
 def _write(path, data):

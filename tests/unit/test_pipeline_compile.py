@@ -171,6 +171,7 @@ def test_shipped_self_play_configs_are_found():
         ["steps.alternating=2"],
         ["steps.alternating=2", "phase_schedule=answerer_generator_answerer"],
         ["steps.alternating=1", "warm_start.steps=3", "rounds=3"],
+        ["phase_schedule=answerer", "rounds=2"],  # the given tests alone: no generator phase
     ],
 )
 def test_compiled_dag_is_plan_phases_with_alternating_pairs(tmp_path, overrides):

@@ -39,6 +39,11 @@ def test_answerer_generator_answerer_order():
     assert round_phases(cfg) == ["answerer", "generator", "validate", "answerer"]
 
 
+def test_answerer_schedule_has_no_generator_and_no_validation():
+    cfg = from_dict({"rounds": 2, "phase_schedule": "answerer"})
+    assert kinds(cfg) == [(0, "materialize"), (1, "answerer"), (2, "answerer")]
+
+
 def test_staged_steps_and_alternating_pairs():
     cfg = from_dict({"rounds": 1, "steps": {"answerer": 3, "generator": 5, "alternating": 2}})
     phases = plan_phases(cfg)

@@ -500,16 +500,46 @@ def heldout_per_problem(
 # named, stored and tracked. Anything else (LoRA layers, learning rate, seeds, data) changes what
 # the model learns, so a gain difference would not be the reward's alone. Library versions
 # (`version.*` params) are the caller's to drop or keep.
-CONTROL_MAY_DIFFER = ("name", "rewards.answerer", "tracking.", "storage.")
+CONTROL_MAY_DIFFER = ("name", "tracking.", "storage.")
+# The arms a run is paired against, each one config field apart: (LEARN line, field). The
+# treatment of a pair: the honest reward, the run with a generator phase, the sparser tests.
+ARMS = (
+    ("reward_vs_control", "rewards.answerer"),
+    ("selfplay_vs_given", "phase_schedule"),
+    ("selfplay_vs_dense", "data.given_tests"),
+)
+ARM_FIELDS = tuple(field for _, field in ARMS)
+
+
+def is_treatment(field: str, mine: str, theirs: str) -> bool:
+    """Whether the run with `field` = `mine` is the treatment against one with `theirs`.
+
+    >>> is_treatment("rewards.answerer", "honest", "format_only")
+    True
+    >>> is_treatment("phase_schedule", "answerer", "generator_answerer")
+    False
+    >>> is_treatment("data.given_tests", "3", "100"), is_treatment("data.given_tests", "0", "3")
+    (True, False)
+    """
+    if field == "rewards.answerer":
+        return mine == "honest"
+    if field == "phase_schedule":
+        return mine != "answerer"  # the self-play arm: it has a generator phase
+    if field == "data.given_tests":  # 0 gives every test: the densest
+        return (int(mine) or 10**9) < (int(theirs) or 10**9)
+    raise ValueError(f"{field}: not an arm field ({', '.join(ARM_FIELDS)})")
 
 
 def control_differences(
-    mine: Mapping[str, str], theirs: Mapping[str, str], defaults: Mapping[str, str] | None = None
+    mine: Mapping[str, str],
+    theirs: Mapping[str, str],
+    defaults: Mapping[str, str] | None = None,
+    arm_field: str = "rewards.answerer",
 ) -> list[str]:
-    """The config params (flattened, as the parent run logs them) in which a candidate control
-    run differs from this one, beyond what a control may differ in; [] for a fair pair. A param
-    one side did not log (a run of older code, before the field existed) counts as its value in
-    `defaults`.
+    """The config params (flattened, as the parent run logs them) in which a candidate run of
+    the other arm differs from this one, beyond the arm's field and what no arm cares about
+    (name, tracking, storage); [] for a fair pair. A param one side did not log (a run of older
+    code, before the field existed) counts as its value in `defaults`.
 
     >>> a = {"name": "learn", "rewards.answerer": "honest", "lora.top_layers": "0"}
     >>> control_differences(a, {**a, "name": "learn-control", "rewards.answerer": "format_only"})
@@ -524,7 +554,9 @@ def control_differences(
     return sorted(
         k
         for k in keys
-        if not k.startswith(CONTROL_MAY_DIFFER) and mine.get(k, d.get(k)) != theirs.get(k, d.get(k))
+        if not k.startswith(CONTROL_MAY_DIFFER)
+        and k != arm_field
+        and mine.get(k, d.get(k)) != theirs.get(k, d.get(k))
     )
 
 
@@ -533,12 +565,12 @@ HELDOUT_FORMAT = 2  # 2: with config_digest, seed and tasks; 1 (no "format"): re
 
 def heldout_record(
     per_problem: Mapping[str, Pairs], tasks: Mapping[str, str], *, reward: str, seed: int,
-    config_digest: str, measure: str = "discriminating",
+    config_digest: str, measure: str = "discriminating", arm: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """What HELDOUT_FILE holds: per held-out set, per problem, [base, final] of `measure`
     (`heldout_per_problem`), each of those problems' task key (its own id when it has none),
     and what a reader must check before pairing or pooling two files: the answerer reward
-    trained, the seed and the config digest.
+    trained, the seed, the config digest and the run's `arm` ({field: value} of ARM_FIELDS).
 
     >>> r = heldout_record({"new_tasks": {"a": [0.1, 0.5]}}, {"a": "k1"}, reward="honest",
     ...                    seed=0, config_digest="abc")
@@ -557,6 +589,7 @@ def heldout_record(
             for name, pairs in per_problem.items()
         },
         "tasks": {pid: tasks.get(pid, pid) for pid in ids},
+        "arm": {"rewards.answerer": reward, **(arm or {})},
     }
 
 
@@ -602,12 +635,16 @@ def _merged_tasks(files: Sequence[tuple[str, Any]]) -> dict[str, str]:
 
 
 def heldout_pair(
-    treatment: Mapping[str, Any], control: Mapping[str, Any], set_name: str = "new_tasks"
+    treatment: Mapping[str, Any],
+    control: Mapping[str, Any],
+    set_name: str = "new_tasks",
+    arm_field: str = "rewards.answerer",
 ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, str]]:
     """The {problem id: [base, final]} of one held-out set in two runs' `heldout.json` files,
     and their {problem id: task key}, checked for a fair pair: each holds the set and names its
-    answerer reward, the rewards differ, and they measured the same problems with the same
-    base scores (one base model, sampled with one seed). ValueError names what is wrong.
+    answerer reward, the two differ in `arm_field` (both files name it), and they measured the
+    same problems with the same base scores (one base model, sampled with one seed).
+    ValueError names what is wrong.
 
     >>> t = {"reward": "honest", "sets": {"new_tasks": {"a": [0.1, 0.5]}}}
     >>> c = {"reward": "format_only", "sets": {"new_tasks": {"a": [0.1, 0.2]}}}
@@ -620,37 +657,50 @@ def heldout_pair(
     """
     files = [("treatment", treatment), ("control", control)]
     pairs = [_set_pairs(name, data, set_name) for name, data in files]
-    if treatment["reward"] == control["reward"]:
+    if arm_field == "rewards.answerer" and treatment["reward"] == control["reward"]:
         raise ValueError(
             f"both runs trained with the answerer reward {treatment['reward']!r}: "
             "a control trains with another"
         )
+    if arm_field != "rewards.answerer":
+        values = [(data.get("arm") or {}).get(arm_field) for _, data in files]
+        if None in values:
+            raise ValueError(
+                f"a heldout.json without {arm_field} in its 'arm': evaluate the run again"
+            )
+        if values[0] == values[1]:
+            raise ValueError(f"both runs have {arm_field}={values[0]}: not two arms")
     check_comparable([("treatment", pairs[0]), ("control", pairs[1])])
     return pairs[0], pairs[1], _merged_tasks(files)
 
 
-def _control_text(d: Mapping[str, float]) -> str:
+def _control_text(d: Mapping[str, float], name: str = "reward_vs_control") -> str:
     if not d.get("n"):
-        return f"LEARN reward_vs_control delta=n/a {interval_text(None)}"
+        return f"LEARN {name} delta=n/a {interval_text(None)}"
     controls = int(d.get("control_seeds", 1))
     more = f" control_seeds={controls}" if controls > 1 else ""
-    return f"LEARN reward_vs_control delta={d['delta']:.3f} {interval_text(d)}{more}"
+    return f"LEARN {name} delta={d['delta']:.3f} {interval_text(d)}{more}"
 
 
 def reward_vs_control(
-    treatment: Pairs, control: Pairs, tasks: Mapping[str, str] | None = None, seed: int = 0
+    treatment: Pairs,
+    control: Pairs,
+    tasks: Mapping[str, str] | None = None,
+    seed: int = 0,
+    name: str = "reward_vs_control",
 ) -> str:
     """`LEARN reward_vs_control delta=X ci95_delta=LO,HI n=N`: the treatment's held-out gain
     (final - base) minus the control's ({problem id: [base, final]} each, the same problems
     with the same base scores: ValueError otherwise), with a bootstrap interval over tasks
-    (`tasks`: {problem id: task key}); N counts tasks.
+    (`tasks`: {problem id: task key}); N counts tasks. `name` names another arm's line
+    (ARMS: selfplay_vs_given, selfplay_vs_dense).
 
     >>> t = {str(i): [0.1, 0.5] for i in range(6)}
     >>> c = {str(i): [0.1, 0.2] for i in range(6)}
     >>> reward_vs_control(t, c)
     'LEARN reward_vs_control delta=0.300 ci95_delta=0.300,0.300 n=6'
     """
-    return _control_text(control_gain([treatment], [control], tasks, seed=seed))
+    return _control_text(control_gain([treatment], [control], tasks, seed=seed), name)
 
 
 def pool_lines(

@@ -67,9 +67,12 @@ def evaluate(
         report["learning"]["per_problem"] = per_problem
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         heldout_file = Path(out_dir) / learning.HELDOUT_FILE
+        from sparring.config import to_dict
+
+        params = tracking.flatten(to_dict(cfg))
         record = learning.heldout_record(
             per_problem, tasks, reward=cfg.rewards.answerer, seed=cfg.seed,
-            config_digest=cfg.digest(),
+            config_digest=cfg.digest(), arm={f: params[f] for f in learning.ARM_FIELDS},
         )  # fmt: skip
         heldout_file.write_text(json.dumps(record, sort_keys=True))
         tracking.log_artifacts([heldout_file], "learning")  # where a control run finds it
