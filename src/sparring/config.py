@@ -108,6 +108,11 @@ class GrpoConfig:
     refill_flat_batches: int = _f(
         1, "when every group of a step is flat, sample up to this many fresh batches", ge=0
     )
+    skip_flat_problems: bool = _f(
+        False,
+        "within a phase, do not sample again a problem whose last group was flat (all passed or "
+        "none did): its group goes to a problem not seen flat (torch backend, one process)",
+    )
     temperature: float = _f(0.9, "sampling temperature during training", gt=0.0, le=5.0)
     top_p: float = _f(1.0, "nucleus sampling during training", gt=0.0, le=1.0)
     sampler: Literal["refill", "generate"] = _f(

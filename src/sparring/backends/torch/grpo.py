@@ -50,6 +50,11 @@ counts of dynamic sampling.
   scored in its place before the step is skipped. TRL's metrics of a replaced batch are taken back
   so that they describe the batch trained on; `sparring/refilled_batches` counts the replacements
   (each one a full generation: the price of a step that trains). Single process only.
+- dynamic sampling, "skip" (`skip_flat_problems`): a problem whose last group in this phase was
+  flat (every completion passed, or none did) is not sampled again while it stays so: before a
+  generation batch is sampled its groups are swapped for problems not seen flat
+  (`swap_flat_problems`), so fewer sampled completions leave the loss batch;
+  `groups_swapped` counts them. Single process only.
 - the curriculum coach's per-step re-selection (`coach.enabled`, sparring.coach): before a
   generation batch is sampled, the reward's `reselect` swaps each group of a family whose level
   the coach moved since the phase drew its problems for rows at the family's new level (prompts
@@ -223,6 +228,47 @@ def useful_groups(rewards_per_func: Any, weights: Any, num_generations: int) -> 
     return spread & ~torch.isclose(hi, lo, rtol=1e-5, atol=1e-6)
 
 
+def swap_flat_problems(
+    rows: list[dict[str, Any]],
+    group: int,
+    flat: set[Any],
+    pool: Any,
+    cursor: int,
+) -> tuple[list[dict[str, Any]], int, int]:
+    """`rows` (GRPO groups of `group` copies) with each group of a problem in `flat` (its last
+    group this phase had no reward spread) swapped for a pool row whose problem is neither flat
+    nor already in the batch, taken from `pool` from `cursor` on, round robin; a group stays when
+    the pool has no such row. Returns (rows, next cursor, groups swapped). Pure.
+
+    >>> pool = [{"problem_id": p} for p in "abcd"]
+    >>> rows = [{"problem_id": "a"}] * 2 + [{"problem_id": "b"}] * 2
+    >>> out, cursor, swapped = swap_flat_problems(rows, 2, {"a"}, pool, 0)
+    >>> [r["problem_id"] for r in out], swapped
+    (['c', 'c', 'b', 'b'], 1)
+    """
+    if not flat or not rows or len(rows) % group:
+        return rows, cursor, 0
+    in_batch = {rows[i]["problem_id"] for i in range(0, len(rows), group)}
+    out: list[dict[str, Any]] = []
+    swapped = 0
+    n = len(pool)
+    for start in range(0, len(rows), group):
+        chunk = rows[start : start + group]
+        pid = chunk[0].get("problem_id")
+        if pid in flat:
+            for _ in range(n):
+                row = pool[cursor % n]
+                cursor += 1
+                other = row.get("problem_id")
+                if other is not None and other not in flat and other not in in_batch:
+                    in_batch.add(other)
+                    chunk = [dict(row) for _ in range(group)]
+                    swapped += 1
+                    break
+        out.extend(chunk)
+    return out, cursor, swapped
+
+
 def rows_to_keep(keep: Any, most_kept: int, slices: int) -> tuple[Any, Any]:
     """(useful rows, filler rows) of one process's batch, `keep` marking its useful rows and
     `most_kept` the most any process keeps: every process keeps as many rows, that most in
@@ -271,6 +317,7 @@ def _trainer_class() -> type:
             stop_at_fence: bool = True,
             drop_flat_groups: bool = True,
             refill_flat_batches: int = 0,
+            skip_flat_problems: bool = False,
             sampler: str = "refill",
             rollout_batch_size: int = 16,
             share_prompt_forward: bool = True,
@@ -291,6 +338,10 @@ def _trainer_class() -> type:
             self.reward_seconds = 0.0
             self.drop_flat_groups = drop_flat_groups
             self.refill_flat_batches = refill_flat_batches
+            self.skip_flat_problems = skip_flat_problems
+            self._flat_problems: set[Any] = set()  # last group this phase had no spread
+            self._skip_cursor = 0
+            self.groups_swapped = 0
             self.batches_refilled = 0
             self._refill_cursor = 0
             self.groups_total = 0
@@ -484,6 +535,7 @@ def _trainer_class() -> type:
         def _score_batch(self, inputs):
             """TRL's generation and scoring, the fence EOS masked; (out, useful groups, stops)."""
             inputs = self._coached(inputs)
+            inputs = self._unflat(inputs)
             self._batch_inputs = inputs  # the rows' tests, for scoring during sampling
             try:
                 out = super()._generate_and_score_completions(inputs)
@@ -500,7 +552,26 @@ def _trainer_class() -> type:
                 out["completion_mask"] = mask
                 out["num_items_in_batch"] = self._loss_tokens(out)
             g = self.num_generations
-            return out, useful_groups(self._rewards_per_func, self.reward_weights, g), stopped
+            useful = useful_groups(self._rewards_per_func, self.reward_weights, g)
+            if self.skip_flat_problems and self.accelerator.num_processes == 1:
+                for i, spread in enumerate(useful.tolist()):
+                    pid = inputs[i * g].get("problem_id") if i * g < len(inputs) else None
+                    if pid is not None:
+                        (self._flat_problems.discard if spread else self._flat_problems.add)(pid)
+            return out, useful, stopped
+
+        def _unflat(self, inputs):
+            """`inputs` with the groups of problems whose last group this phase was flat
+            swapped for problems not seen flat (`swap_flat_problems`; one process only: the
+            processes would have to agree)."""
+            if not self.skip_flat_problems or self.accelerator.num_processes != 1:
+                return inputs
+            rows, self._skip_cursor, swapped = swap_flat_problems(
+                inputs, self.num_generations, self._flat_problems, self.train_dataset,
+                self._skip_cursor,
+            )  # fmt: skip
+            self.groups_swapped += swapped
+            return rows
 
         def _coached(self, inputs):
             """`inputs` with the groups of a family the coach has moved since the phase drew
@@ -709,6 +780,7 @@ def run_grpo(
         stop_at_fence=cfg.grpo.stop_at_fence,
         drop_flat_groups=cfg.grpo.drop_flat_groups,
         refill_flat_batches=cfg.grpo.refill_flat_batches,
+        skip_flat_problems=cfg.grpo.skip_flat_problems,
         sampler=cfg.grpo.sampler,
         rollout_batch_size=cfg.grpo.rollout_batch_size,
         share_prompt_forward=cfg.grpo.share_prompt_forward,
@@ -743,6 +815,7 @@ def run_grpo(
             "useful_group_share": useful / groups if groups else 0.0,
             "batches_skipped": float(trainer.batches_skipped),
             "batches_refilled": float(trainer.batches_refilled),
+            "groups_swapped": float(trainer.groups_swapped),
             "fence_stop_ratio": trainer.fence_stops / max(1, trainer.completions_total),
             "completions_sampled": float(trainer.completions_total),
             "completions_trained": float(trainer.completions_trained),
