@@ -176,3 +176,11 @@ def test_labelled_pool_keeps_parsed_judged_answers_with_their_label():
     pool = gh.labelled_pool([HALF] * 4, texts, credits)
     assert [a.right for a in pool["half"]] == [True, False]
     assert "return n / 2" in pool["half"][1].code
+
+
+def test_sample_tests_samples_a_real_model_through_the_generators_prompt():
+    """The one call into a model, on the built-in tiny random model: a completion per sample."""
+    cfg = from_dict({"grpo": {"max_completion_length": 8}})
+    texts = gh.sample_tests(cfg, cfg.model_for("generator").name, [HALF, HALF], 2, seed=0)
+    assert [len(per) for per in texts] == [2, 2]
+    assert all(isinstance(t, str) for per in texts for t in per)
