@@ -139,9 +139,16 @@ def _generators_heldout(
     if why_not:
         log.info("generators not measured held out: %s", why_not)
         return {}
-    log.info("measuring the base and final generators on %d held-out problems", len(problems))
+    from sparring import progress
+
     models = {"base": cfg.model_for("generator").name, "final": final}
-    return generator_heldout.heldout_generators(cfg, problems, pool, models, tasks)
+    out = generator_heldout.heldout_generators(cfg, problems, pool, models, tasks)
+    catch = out["generator_catch_heldout"]
+    progress.say(
+        f"generators held out on {len(problems)} problems ({catch['skipped']:.0f} without a wrong "
+        f"answer): catch rate base={catch['before']:.3g} final={catch['after']:.3g}"
+    )
+    return out
 
 
 def snapshot_metrics(report: dict, entries: list[dict]) -> dict[str, float]:
