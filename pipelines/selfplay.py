@@ -19,10 +19,10 @@ reference solutions; a training task like the GRPO phases) sits between init_mod
 round 1 starts from (and its generator attacks) the warm-started answerer. It also starts the
 snapshot manifest with that model (round 0, label "warm-start"); the baseline of evaluation stays
 the untrained base model, so the report reads base -> warm start -> rounds.
-After each round's last phase a tiny `snapshot` task appends the round's latest answerer and
-tests (artifact URIs) to a manifest; evaluate reads all snapshots from it (a compile-time list
-of artifacts cannot be passed to one task in KFP v2; dsl.Collected only gathers ParallelFor
-outputs).
+After each round's last phase a tiny `snapshot` task appends the round's latest answerer, tests
+and generator (artifact URIs) to a manifest; evaluate reads all snapshots from it (a
+compile-time list of artifacts cannot be passed to one task in KFP v2; dsl.Collected only
+gathers ParallelFor outputs).
 
 Cluster settings (resources, Secrets, placement, timeouts, the sandbox pod's label and
 annotation; ignored silently by kfp.local) are applied per kind of task by
@@ -174,14 +174,15 @@ def _build_pipeline(cfg: Config, local: bool):
 
         def snapshot(r: int):
             # a round with no generator phase (phase_schedule answerer) has no tests of its own:
-            # the materialized folder stands in (no tests file in it: an empty round)
+            # the materialized folder stands in (no tests file in it: an empty round); its
+            # generator stays the init model's (evaluation measures the final generator held
+            # out only when a generator phase ran)
             tests = s.get("tests", s["data"])
+            inputs = {"answerer": s["answerer"], "tests": tests, "generator": s["generator"]}
             if s["manifest"] is None:
-                snap = c.snapshot_first(round_index=r, answerer=s["answerer"], tests=tests)
+                snap = c.snapshot_first(round_index=r, **inputs)
             else:
-                snap = c.snapshot_next(
-                    round_index=r, previous=s["manifest"], answerer=s["answerer"], tests=tests
-                )
+                snap = c.snapshot_next(round_index=r, previous=s["manifest"], **inputs)
             t.light(snap, f"round {r} · snapshot", retry=True)
             s["manifest"] = snap.outputs["snapshots"]
 

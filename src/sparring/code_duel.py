@@ -172,6 +172,18 @@ def false_positives(
     }
 
 
+def answer_code(problem: Any, text: str) -> str | None:
+    """The code an answer (a completion or bare code) gives for `problem`, None when it did not
+    parse: a HumanEval answer completed into the whole function, any other's asked-for function
+    extracted."""
+    if not problem.entry_point:
+        return programs.extract_code(text, problem.function_name)
+    if not text.strip():
+        return None
+    # a whole function, or a body continuing the prompt (the official form)
+    return programs.complete_humaneval(problem.prompt, text, problem.entry_point)
+
+
 def score_answers(
     problems: Sequence[Any], texts: Sequence[str], sandbox: Any, cache: ResultCache | None = None
 ) -> list[rewards.AnswererCredit]:
@@ -179,14 +191,10 @@ def score_answers(
     problem's answer tests (HumanEval: its `check` split into asserts). The problems must carry
     `trivial_passes` (sparring.problems.compute_trivial_passes)."""
     from sparring.problems import answer_job
-    from sparring.programs import complete_humaneval
 
     jobs, where = [], []
     for p, text in zip(problems, texts, strict=True):
-        if p.entry_point:  # a whole function, or a body continuing the prompt (the official form)
-            code = complete_humaneval(p.prompt, text, p.entry_point) if text.strip() else None
-        else:
-            code = programs.extract_code(text, p.function_name)
+        code = answer_code(p, text)
         where.append(code is not None)
         if code is not None:
             jobs.append(answer_job(p, code))

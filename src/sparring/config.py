@@ -298,6 +298,13 @@ class DataConfig:
     val_samples: int = _f(
         0, "completions sampled per held-out problem for the learning measures (0 = off)", ge=0
     )
+    generator_samples: int = _f(
+        4,
+        "completions sampled per held-out new-tasks problem from the base and the final "
+        "generator, whose tests are judged on the base answerer's sampled answers (LEARN "
+        "generator_catch_heldout; needs val_samples; 0 = off)",
+        ge=0,
+    )
 
 
 @dataclass(frozen=True)

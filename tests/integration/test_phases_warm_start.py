@@ -198,7 +198,7 @@ def test_component_snapshot_and_report(data_dir, tmp_path, monkeypatch):
     tests = tmp_path / "tests1.jsonl"
     tests.write_text(json.dumps({"problem_id": train_id, "tests": [], "round": 1}) + "\n")
     snaps1 = Art(tmp_path / "snaps1")
-    c.snapshot_next.python_func(1, snaps, model, Art(tests), snaps1)
+    c.snapshot_next.python_func(1, snaps, model, Art(tests), gen, snaps1)
 
     out = tmp_path / "report"
     metrics = evaluate(cfg, str(data_dir), snaps1.path, str(data_dir / "bank.jsonl"), str(out))

@@ -98,14 +98,16 @@ def test_components_end_to_end_in_a_dry_run(env):
     # the answerer trained on the validated bank: every banked test is one of its problems'
     assert am.metadata["bank_tests_used"] == float(len(banked)) > 0
     snap = Art(t / "snap1")
-    c.snapshot_first.python_func(1, ans1, tests, snap)
+    c.snapshot_first.python_func(1, ans1, tests, gen, snap)
     # round 2's tests: round 1's, as a round-2 generator phase would label them
     tests2 = Art(t / "tests2")
     rows2 = [{**r, "round": 2} for r in written]
     Path(tests2.path).write_text("".join(json.dumps(r) + "\n" for r in rows2))
     snap2 = Art(t / "snap2")
-    c.snapshot_next.python_func(2, snap, ans1, tests2, snap2)
-    assert [e["round"] for e in json.loads(Path(snap2.path).read_text())] == [1, 2]
+    c.snapshot_next.python_func(2, snap, ans1, tests2, gen, snap2)
+    manifest = json.loads(Path(snap2.path).read_text())
+    assert [e["round"] for e in manifest] == [1, 2]
+    assert [e["generator"] for e in manifest] == [gen.uri, gen.uri]  # each round's latest
 
     report, em = Art(t / "report"), Art(t / "m5")
     c.evaluate.python_func(env.text, parent, data, snap2, bank, report, em)
@@ -185,6 +187,24 @@ def test_snapshot_missing_artifact_is_clear(tmp_path):
     snapshot.add_snapshot(None, 1, str(tmp_path / "gone"), str(tmp_path / "t"), str(manifest))
     with pytest.raises(SparringError, match="gone: snapshot artifact does not exist"):
         snapshot.resolve_snapshots(str(manifest), str(tmp_path / "cache"))
+
+
+def test_snapshot_manifest_carries_each_rounds_generator(tmp_path):
+    for name in ("warm", "a1", "a2", "t1", "t2", "g0", "g1"):
+        (tmp_path / name).mkdir()
+    art = {name: str(tmp_path / name) for name in ("warm", "a1", "a2", "t1", "t2", "g0", "g1")}
+    m0, m1, m2 = (str(tmp_path / f"m{i}.json") for i in range(3))
+    snapshot.add_snapshot(None, 0, art["warm"], "", m0, label=snapshot.WARM_START_LABEL)
+    snapshot.add_snapshot(m0, 1, art["a1"], art["t1"], m1, generator_uri=art["g0"])
+    entries = snapshot.add_snapshot(m1, 2, art["a2"], art["t2"], m2, generator_uri=art["g1"])
+    assert [e.get("generator") for e in entries] == [None, art["g0"], art["g1"]]
+    resolved = snapshot.resolve_snapshots(m2, str(tmp_path / "cache"))
+    # only the final generator is made local: it is the one evaluation measures
+    assert [e["generator_path"] for e in resolved] == ["", "", art["g1"]]
+    assert [e["answerer_path"] for e in resolved] == [art["warm"], art["a1"], art["a2"]]
+    # a manifest of older code names no generator: none to measure
+    older = snapshot.resolve_snapshots(m0, str(tmp_path / "cache"))
+    assert [e["generator_path"] for e in older] == [""]
 
 
 def test_select_nothing_promotable(env):

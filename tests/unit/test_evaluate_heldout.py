@@ -50,3 +50,76 @@ def test_heldout_json_carries_tasks_reward_seed_and_digest(tmp_path, monkeypatch
     gains = report["learning"]["gains"]
     assert gains["heldout_new_tasks"]["discriminating"]["n"] == 1  # six instances, one task
     assert gains["heldout_bundled"]["discriminating"]["n"] == 5
+
+
+def _half(pid: str) -> Problem:
+    return Problem(
+        pid, "Halve an integer, rounding down.", "def half(n):", ["assert half(4) == 2"],
+        "def half(n):\n    return n // 2\n", tags=["heldout:new_tasks", f"task:{pid}"],
+    )  # fmt: skip
+
+
+def _evaluate_with_generators(tmp_path, monkeypatch, overrides: dict) -> tuple[dict, dict, list]:
+    """evaluate() on five held-out new tasks, a manifest whose final round names the generator
+    `final-gen`, and a pool of one wrong and one right answer per problem; the base generator
+    writes tests on even inputs only (they cannot tell n / 2 from n // 2), the final one
+    half(5) == 2. The sandbox is real (bubblewrap); the models are the fake `sample_tests`."""
+    from sparring.evaluation import generator_heldout as gh
+
+    problems = [_half(f"h{i}") for i in range(5)]
+    write_jsonl(problems, tmp_path / "val.jsonl")
+    wrong = gh.PoolAnswer("def half(n):\n    return n / 2\n", False)
+    right = gh.PoolAnswer("def half(n):\n    return n >> 1\n", True)
+    per = {p.id: 0.5 for p in problems}
+    report = {
+        "baseline": {"val_sampled": {"discriminating": per}},
+        "snapshots": [{"round": 1, "val_sampled": {"discriminating": per}}],
+    }
+    entries = [{"round": 1, "answerer_path": "a1", "tests_path": "", "generator_path": "final-gen"}]
+
+    def fake_evaluate_snapshots(*args, base_pool=None, **kwargs):
+        base_pool.update({p.id: [wrong, right] for p in problems})
+        return report
+
+    sampled = []
+
+    def fake_sample_tests(cfg, model_name, problems, samples, seed):
+        sampled.append(model_name)
+        text = "assert half(5) == 2" if model_name == "final-gen" else "assert half(6) == 3"
+        return [[f"```python\n{text}\n```"] * samples for _ in problems]
+
+    monkeypatch.setattr("sparring.phases.sandboxed.require_isolation", lambda cfg: None)
+    monkeypatch.setattr(evaluate_mod, "resolve_snapshots", lambda path, cache: entries)
+    monkeypatch.setattr(evaluate_mod, "evaluate_snapshots", fake_evaluate_snapshots)
+    monkeypatch.setattr(gh, "sample_tests", fake_sample_tests)
+    monkeypatch.setattr(evaluate_mod.tracking, "log_artifacts", lambda *a, **k: None)
+    monkeypatch.setattr(evaluate_mod.report_mod, "write_report", lambda *a, **k: [])
+    monkeypatch.setattr(evaluate_mod.report_mod, "log_to_mlflow", lambda out: 0)
+    cfg = from_dict({"data": {"val_samples": 2, "generator_samples": 2}, **overrides})
+    metrics = evaluate_mod.evaluate(cfg, str(tmp_path), "manifest.json", "", str(tmp_path / "o"))
+    return metrics, report, sampled
+
+
+def test_evaluate_measures_the_base_and_final_generator_held_out(tmp_path, monkeypatch):
+    metrics, report, sampled = _evaluate_with_generators(tmp_path, monkeypatch, {})
+    base_generator = from_dict({}).model_for("generator").name
+    assert sampled == [base_generator, "final-gen"]
+    assert report["learning"]["generator_heldout"]["models"]["final"] == "final-gen"
+    # what MLflow keeps, read back into the LEARN lines
+    assert metrics["learn.generator_catch_heldout.before"] == 0.0
+    assert metrics["learn.generator_catch_heldout.after"] == 1.0
+    summary, *_ = learning.from_phase_runs([("r1-evaluate", metrics)])
+    lines = learning.learn_lines(summary, [], None)
+    line = "LEARN generator_catch_heldout base=0.000 final=1.000 ci95_delta=1.000,1.000 n=5"
+    assert f"{line} skipped=0" in lines
+    assert "LEARN generator_validity base=1.000 final=1.000" in lines
+
+
+def test_a_run_without_a_generator_phase_measures_no_generator(tmp_path, monkeypatch):
+    """phase_schedule answerer: the final generator is the base one, nothing to compare."""
+    metrics, report, sampled = _evaluate_with_generators(
+        tmp_path, monkeypatch, {"phase_schedule": "answerer"}
+    )
+    assert sampled == []
+    assert not any(k.startswith("learn.generator_") for k in metrics)
+    assert "generator_heldout" not in report["learning"]

@@ -119,6 +119,24 @@ def test_evaluate_snapshots_writes_report(data_dir, fake_models, tmp_path):
     assert reason.startswith("round 1 scores 1.0000") and "refused: round 2" in reason
 
 
+def test_the_base_models_sampled_answers_are_kept_labelled_out_of_the_report(
+    data_dir, fake_models, tmp_path
+):
+    cfg = from_dict({"data": {"humaneval_limit": 1, "val_samples": 1}})
+    pool: dict = {}
+    report = evaluate_snapshots(
+        cfg, str(data_dir), ["base", "round1"], [str(data_dir / "round1.jsonl")],
+        str(data_dir / "bank.jsonl"), str(tmp_path), base_pool=pool,
+    )  # fmt: skip
+    # the base model's one sampled answer to the held-out neg, right by neg's own tests
+    assert list(pool) == ["neg"]
+    assert [(a.code.strip(), a.right) for a in pool["neg"]] == [
+        (NEG.reference_solution.strip(), True)
+    ]
+    assert report["baseline"]["val_sampled"]["strict"] == {"neg": 1.0}
+    assert NEG.reference_solution.strip() not in (tmp_path / "report.json").read_text()
+
+
 def test_rounds_from_the_bank_when_no_round_files(data_dir, fake_models, tmp_path):
     cfg = from_dict({"data": {"humaneval_limit": 1}})
     report = evaluate_snapshots(

@@ -203,6 +203,23 @@ def test_round_count_matches_config(tmp_path, rounds, schedule):
     assert kinds.count("snapshot-next") == rounds - 1
 
 
+@pytest.mark.parametrize(
+    ("schedule", "producers"),
+    [
+        ("generator_answerer", ["train-generator", "train-generator-2"]),
+        ("answerer", ["init-models", "init-models"]),  # no generator phase: the init model
+    ],
+)
+def test_each_snapshot_carries_its_rounds_latest_generator(tmp_path, schedule, producers):
+    _, _, ir, _ = _compile(tmp_path, "configs/smoke.yaml", [f"phase_schedule={schedule}"])
+    tasks = _tasks(ir)
+    snaps = sorted(k for k in tasks if _kind(k).startswith("snapshot-"))  # first, next
+    sources = [tasks[k]["inputs"]["artifacts"]["generator"]["taskOutputArtifact"] for k in snaps]
+    assert [s["producerTask"] for s in sources] == producers
+    keys = {"train-generator": "model", "init-models": "generator"}
+    assert all(s["outputArtifactKey"] == keys[_kind(s["producerTask"])] for s in sources)
+
+
 def test_images_per_task(cluster):
     cfg, _, ir, _ = cluster
     execs = ir["deploymentSpec"]["executors"]

@@ -9,10 +9,12 @@ Covers: paired bootstrap confidence intervals over problems (`paired_delta`) and
 several training runs (seeds) resampled too; `control_gain`: a treatment's gain over its
 control's, the same way), the learning section of a run report (`learning_summary`: base ->
 warm start -> after self-play, on the held-out validation problems, sampled several times each),
-the lines `make learn` prints (`learn_lines`), assembled from the report and the phases'
-metrics, and the per-problem file the evaluate phase writes (`heldout_record`, HELDOUT_FILE):
-what `sparring eval control` pairs (`heldout_pair`, `reward_vs_control`) and `sparring eval pool`
-pools over seeds (`pool_lines`), refusing files that did not evaluate alike.
+the lines `make learn` prints (`learn_lines`, the generators' held-out lines among them: their
+numbers come from sparring.evaluation.generator_heldout), assembled from the report and the
+phases' metrics, and the per-problem file the evaluate phase writes (`heldout_record`,
+HELDOUT_FILE): what `sparring eval control` pairs (`heldout_pair`, `reward_vs_control`) and
+`sparring eval pool` pools over seeds (`pool_lines`), refusing files that did not evaluate
+alike.
 
 Measures, all on problems the run never trained on: the *discriminating* fraction (share of the
 tests no trivial solution passes that an answer passes: the honest reward's measure), the strict
@@ -389,6 +391,11 @@ def learning_summary(
     }
 
 
+# the generators measured held out (sparring.evaluation.generator_heldout): the catch rate
+# paired over tasks, then validity and false alarms ({base, final})
+GENERATOR_GROUPS = ("generator_catch_heldout", "generator_validity", "generator_false_alarms")
+
+
 def flat_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
     """`learn.<stage>.<measure>.<field>` numbers for MLflow."""
     out: dict[str, float] = {}
@@ -396,7 +403,7 @@ def flat_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
         for measure, d in per.items():
             for key, value in (d or {}).items():
                 out[f"learn.{stage}.{measure}.{key}"] = float(value)
-    for group in ("bank_pass_rate", "humaneval_pass_at_1", "trivial_share"):
+    for group in ("bank_pass_rate", "humaneval_pass_at_1", "trivial_share", *GENERATOR_GROUPS):
         for key, value in (summary.get(group) or {}).items():
             if isinstance(value, (int, float)):
                 out[f"learn.{group}.{key}"] = float(value)
@@ -405,6 +412,21 @@ def flat_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
 
 def _f(value: Any) -> str:
     return "n/a" if value is None else f"{float(value):.3f}"
+
+
+def _generator_lines(summary: Mapping[str, Any]) -> list[str]:
+    """`LEARN generator_catch_heldout base=X final=Y ci95_delta=LO,HI n=TASKS skipped=K` (K:
+    held-out problems without a wrong answer in the pool), `LEARN generator_validity base=X
+    final=Y` and `LEARN generator_false_alarms base=X final=Y`; n/a where not measured."""
+    catch = summary.get("generator_catch_heldout") or {}
+    line = _gain_line("generator_catch_heldout", catch if catch.get("n") else None)
+    if "skipped" in catch:
+        line += f" skipped={catch['skipped']:.0f}"
+    lines = [line]
+    for name in GENERATOR_GROUPS[1:]:
+        d = summary.get(name) or {}
+        lines.append(f"LEARN {name} base={_f(d.get('base'))} final={_f(d.get('final'))}")
+    return lines
 
 
 HELDOUT_FILE = "heldout.json"  # per set, per problem, base and final: logged by evaluate
@@ -431,7 +453,9 @@ def learn_lines(
     values per side is n/a. `LEARN task_overlap K`: the held-out instances whose task is also a
     training task (summary["task_overlap"]; n/a when unknown). `sampled=` counts the answerer
     completions sampled (summary["completions_sampled"]), `LEARN false_positive_rate` the
-    answerer phases' false-positive rate (n/a without withheld tests: data.given_tests)."""
+    answerer phases' false-positive rate (n/a without withheld tests: data.given_tests). The
+    generator lines (`_generator_lines`): the base and final generators' tests on the held-out
+    new tasks, n counting tasks."""
     gains = summary.get("gains") or {}
     trained = "n/a" if completions_trained is None else f"{completions_trained:.0f}"
     sampled = summary.get("completions_sampled")
@@ -470,6 +494,7 @@ def learn_lines(
     first = break_rates[0] if break_rates else None
     last = break_rates[-1] if break_rates else None
     lines.append(f"LEARN generator_break_rate first={_f(first)} last={_f(last)}")
+    lines += _generator_lines(summary)
     bank = summary.get("bank_pass_rate") or {}
     lines.append(
         f"LEARN bank_pass_rate before={_f(bank.get('before'))} after={_f(bank.get('after'))}"

@@ -2,8 +2,10 @@
 
 Covers: `evaluate_snapshots` (per model: HumanEval pass@1, bank pass rate, held-out answerer
 reward and its honest measures, greedy and sampled; the cross-play matrix and Elo; hacking
-signals per snapshot; report.json and the Markdown report), `report_credit` and `choose_best`
-(the promotable snapshot with the best checkpoint score). Does not cover: the measures' parts
+signals per snapshot; report.json and the Markdown report; on request, the base model's sampled
+held-out answers, labelled: the pool the generators' held-out tests are judged on),
+`report_credit` and `choose_best` (the promotable snapshot with the best checkpoint score).
+Does not cover: the measures' parts
 (humaneval, crossplay, hacking, rounds modules beside this one) or the labelled warm-start
 snapshot and the MLflow side (sparring.phases.evaluate).
 """
@@ -67,6 +69,7 @@ def model_metrics(
     countdown: progress.Countdown | None = None,
     name: str = "",
     cache: bool = False,
+    pool: dict[str, list[Any]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """HumanEval pass@1, bank pass rate, answerer reward and special-case share of one model,
     and its code per problem (one greedy completion each). With `sampled` and
@@ -75,7 +78,8 @@ def model_metrics(
     A progress line per part (answers, HumanEval, held-out + bank), on `countdown` (counted in
     answers generated: `answer_units`) or on one of its own, each line naming `name`. With
     `cache` (the config's base model: the same in every run), its answers to the HumanEval and
-    held-out problems come from, or go to, the completion cache."""
+    held-out problems come from, or go to, the completion cache. Given a `pool` (a dict), its
+    sampled held-out answers are kept there, labelled (generator_heldout.labelled_pool)."""
     from sparring.evaluation import completion_cache
 
     name = name or Path(model_name).name
@@ -109,8 +113,9 @@ def model_metrics(
     val_sampled = None
     if samples and val_problems:
         val_sampled = _sampled_measures(
-            cfg, model_name, val_problems, samples, loaded, limits, countdown, name, cache_model
-        )
+            cfg, model_name, val_problems, samples, loaded, limits, countdown, name, cache_model,
+            pool,
+        )  # fmt: skip
     del loaded
     first = [c[0] if c else "" for c in completions]
     he_samples = [
@@ -262,9 +267,12 @@ def _sampled_measures(
     countdown: progress.Countdown | None = None,
     name: str = "",
     cache_model: str | None = None,
+    pool: dict[str, list[Any]] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Per measure, per problem: the mean over `samples` sampled completions (`defines`: the
-    share that define the asked-for function with its parameters)."""
+    share that define the asked-for function with its parameters). Given a `pool`, the answers
+    themselves go there too, labelled right or wrong (generator_heldout.labelled_pool): what the
+    generators' held-out tests are judged on."""
     from sparring import code_duel
     from sparring.sandbox import Sandbox
 
@@ -286,6 +294,10 @@ def _sampled_measures(
     flat_texts = [c for outs in completions for c in outs]
     with Sandbox(limits) as sb:
         credits = code_duel.score_answers(flat_problems, flat_texts, sb)
+    if pool is not None:
+        from sparring.evaluation.generator_heldout import labelled_pool
+
+        pool.update(labelled_pool(flat_problems, flat_texts, credits))
     out: dict[str, dict[str, list[float]]] = {
         "discriminating": {}, "strict": {}, "raw": {}, "defines": {},
     }  # fmt: skip
@@ -327,8 +339,11 @@ def evaluate_snapshots(
     round_tests: list[str],
     bank_path: str,
     out_dir: str,
+    base_pool: dict[str, list[Any]] | None = None,
 ) -> dict:
     """Evaluate the answerer snapshots of a run; write out_dir/report.json, PNGs and report.md.
+    Given `base_pool` (a dict), the base model's sampled held-out answers are kept there,
+    labelled (`model_metrics`'s `pool`), out of the report.
 
     Inputs: `round_tests[j]` is round j's tests file, either validated rows (bank format, an
     optional sidecar FILE.metrics.json with `validity`, `duplicate_rate`, `flat_group_share`) or
@@ -410,7 +425,7 @@ def evaluate_snapshots(
 
     baseline, base_codes = model_metrics(
         cfg, base_name, eval_problems, val_problems, solve, bank, limits,
-        countdown=countdown, name="base", cache=True,
+        countdown=countdown, name="base", cache=True, pool=base_pool,
     )  # fmt: skip
     announce(1, "base", baseline)
     baseline.update(round=0, base=True)

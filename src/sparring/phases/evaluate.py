@@ -4,8 +4,10 @@ Covers: `evaluate` (the rounds' snapshots through sparring.evaluation.snapshots,
 warm-start snapshot judged like a round, held-out gains with intervals over tasks (the
 `task:<key>` tags of val.jsonl), heldout.json (per set, per problem, base and final, with task
 keys, reward, seed and config digest: what `sparring eval control` and `sparring eval pool`
-read), every phase's per-step curves from MLflow, report.json and the report's files logged to
-the run) and its flat metrics.
+read), the generators measured held out when the run has a generator phase (the base generator
+and the manifest's final one, on the held-out new tasks, against the base answerer's sampled
+answers: sparring.evaluation.generator_heldout), every phase's per-step curves from MLflow,
+report.json and the report's files logged to the run) and its flat metrics.
 Does not cover: the measures (sparring.evaluation).
 """
 
@@ -20,12 +22,12 @@ from typing import Any
 from sparring import tracking
 from sparring.bank import BANK_FILE, bank_tests
 from sparring.config import Config
-from sparring.evaluation import learning
+from sparring.evaluation import generator_heldout, learning
 from sparring.evaluation import report as report_mod
 from sparring.evaluation.hacking import hacking_signals
 from sparring.evaluation.snapshots import choose_best, evaluate_snapshots, model_metrics
 from sparring.phases.snapshot import resolve_snapshots
-from sparring.problems import heldout_sets, read_jsonl
+from sparring.problems import Problem, heldout_sets, read_jsonl
 from sparring.sandbox.limits import trusted_limits
 
 log = logging.getLogger(__name__)
@@ -44,6 +46,12 @@ def evaluate(
     from sparring.phases.sandboxed import require_isolation
 
     require_isolation(cfg)  # before six minutes of sampling, not after
+    val_file = Path(data_dir) / "val.jsonl"
+    val = read_jsonl(val_file) if val_file.is_file() else []
+    sets = heldout_sets(val)
+    tasks = learning.task_keys({p.id: p.tags for p in val})  # instances of a task: one unit
+    base_pool: dict[str, list] = {}  # the base answerer's sampled held-out answers, labelled
+    generators: dict = {}
     with tempfile.TemporaryDirectory() as cache:
         entries = resolve_snapshots(manifest_path, cache)
         rounds = [e for e in entries if not e.get("label")]
@@ -54,15 +62,15 @@ def evaluate(
             [e["tests_path"] for e in rounds],
             bank_path,
             out_dir,
+            base_pool=base_pool,
         )
         if len(rounds) < len(entries):
             report = _add_labelled(cfg, report, entries, data_dir, bank_path, out_dir)
-    val_file = Path(data_dir) / "val.jsonl"
-    val = read_jsonl(val_file) if val_file.is_file() else []
-    sets = heldout_sets(val)
-    tasks = learning.task_keys({p.id: p.tags for p in val})  # instances of a task: one unit
+        if cfg.data.val_samples:  # the final generator is read from the download cache
+            generators = _generators_heldout(cfg, entries, val, sets, tasks, base_pool)
     if cfg.data.val_samples:  # held-out gains per stage and per set, with bootstrap intervals
         report["learning"] = learning.learning_summary(report, cfg.seed, sets, tasks)
+        report["learning"].update(generators)
         per_problem = learning.heldout_per_problem(report, sets)
         report["learning"]["per_problem"] = per_problem
         Path(out_dir).mkdir(parents=True, exist_ok=True)
@@ -94,6 +102,53 @@ def evaluate(
         report_mod.log_to_mlflow(out_dir)
     )  # PNGs + report.md, this child run
     return metrics
+
+
+def has_generator_phase(cfg: Config) -> bool:
+    """Whether the run trains its generator (phase_schedule answerer does not: its final
+    generator is the base one)."""
+    from sparring.schedule import plan_phases
+
+    return any(p.kind == "generator" for p in plan_phases(cfg))
+
+
+def _generators_heldout(
+    cfg: Config,
+    entries: list[dict],
+    val: list[Problem],
+    sets: dict[str, list[str]],
+    tasks: dict[str, str],
+    pool: dict[str, list],
+) -> dict:
+    """The base and the final generator measured on the held-out new tasks against the base
+    answerer's sampled answers (generator_heldout.heldout_generators); {} when there is nothing
+    to compare: no generator samples asked, a run without a generator phase or that proposes
+    problems, a manifest without a generator (older code), no held-out new task."""
+    final = next((e["generator_path"] for e in reversed(entries) if e.get("generator_path")), "")
+    ids = set(sets.get(generator_heldout.HELDOUT_SET, []))
+    problems = [p for p in val if p.id in ids]
+    why_not = (
+        "data.generator_samples is 0" if not cfg.data.generator_samples
+        else "the generator proposes problems" if cfg.generator_mode != "tests"
+        else "no generator phase: the final generator is the base one"
+        if not has_generator_phase(cfg)
+        else "the snapshot manifest names no generator" if not final
+        else f"no held-out {generator_heldout.HELDOUT_SET} problem" if not problems
+        else ""
+    )  # fmt: skip
+    if why_not:
+        log.info("generators not measured held out: %s", why_not)
+        return {}
+    from sparring import progress
+
+    models = {"base": cfg.model_for("generator").name, "final": final}
+    out = generator_heldout.heldout_generators(cfg, problems, pool, models, tasks)
+    catch = out["generator_catch_heldout"]
+    progress.say(
+        f"generators held out on {len(problems)} problems ({catch['skipped']:.0f} without a wrong "
+        f"answer): catch rate base={catch['before']:.3g} final={catch['after']:.3g}"
+    )
+    return out
 
 
 def snapshot_metrics(report: dict, entries: list[dict]) -> dict[str, float]:
