@@ -21,6 +21,8 @@ from sparring.errors import SparringError
 from sparring.families import (
     FAMILIES,
     LEVELS,
+    OP_TAG,
+    SPECS,
     TASK_TAG,
     Draft,
     Family,
@@ -95,7 +97,11 @@ def test_every_instance_passes_its_checks(seed):
             FAMILIES[m["family"]].domain,
             TASK_TAG + task_key(p),
         ]
-        assert len(p.tags) == 5 and p.tags[4].startswith(EDGE_TAG)
+        assert p.tags[4].startswith(EDGE_TAG)
+        if m["family"] in SPECS:  # the operation drawn, constants aside
+            assert p.tags[5:] == [OP_TAG + f"{m['family']}/" + p.tags[5].split("/", 1)[1]]
+        else:
+            assert p.tags[5:] == []
         assert p.difficulty == {"0": "easy", "1": "easy", "2": "medium", "3": "hard"}[m["level"]]
         assert 8 <= len(p.baseline_tests) <= 10
         assert all(t.startswith(f"assert {p.function_name}(") for t in p.baseline_tests)

@@ -68,6 +68,20 @@ def test_heldout_sets_are_split_by_task():
     assert len(by_set["bundled"]) == len(bundled_val) - sets.dropped["bundled"]
 
 
+def test_new_ops_are_the_new_tasks_whose_operation_no_training_instance_uses():
+    sets = problem_sets(_cfg())
+    by_set = heldout_sets(sets.heldout)
+    held = {p.id: p for p in sets.heldout}
+    train_ops = {family_sets_mod.op_of(p) for p in sets.train}
+    assert "" not in train_ops  # every training instance names its operation
+    new_ops = set(by_set["new_ops"])
+    assert new_ops and new_ops < set(by_set["new_tasks"])  # a strict subset
+    for pid in by_set["new_tasks"]:
+        op = family_sets_mod.op_of(held[pid])
+        assert op and (op not in train_ops) == (pid in new_ops), (pid, op)
+    assert len(sets.heldout) == len(held)  # in both sets, written once
+
+
 def test_the_same_config_gives_the_same_problems():
     a, b = problem_sets(_cfg()), problem_sets(_cfg())
     assert [p.to_dict() for p in a.heldout] == [p.to_dict() for p in b.heldout]

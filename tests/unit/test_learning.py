@@ -143,11 +143,12 @@ def test_learn_lines_in_the_issue_order_with_n_on_every_interval():
     }
     change = {"first": 0.12, "last": 0.21, "lo": 0.04, "hi": 0.14, "per_side": 16.0}
     lines = learning.learn_lines(summary, [0.5], 0.9, 2048.0, change)
-    assert lines[:9] == [
+    assert lines[:10] == [
         "LEARN completions_trained 2048 sampled=2100",
         "LEARN train_reward first=0.120 last=0.210 ci95_delta=0.040,0.140 n=16",
         "LEARN base_zone_share 0.625",
         "LEARN heldout_new_tasks base=0.300 final=0.450 ci95_delta=0.020,0.300 n=24",
+        "LEARN heldout_new_ops base=n/a final=n/a ci95_delta=n/a (n=0)",
         # four tasks: the interval is not printed as a number
         "LEARN heldout_new_families base=0.200 final=0.200 ci95_delta=n/a (n=4)",
         "LEARN heldout_trained_tasks base=n/a final=n/a ci95_delta=n/a (n=0)",
@@ -433,6 +434,7 @@ def test_pool_lines_pool_seeds_and_tasks(tmp_path):
     runs = _loaded(_pool_files(tmp_path, [0.2, 0.6]))
     assert learning.pool_lines(runs) == [
         "LEARN heldout_new_tasks base=0.200 final=0.600 ci95_delta=0.200,0.600 n=6 seeds=2",
+        "LEARN heldout_new_ops base=n/a final=n/a ci95_delta=n/a (n=0)",
         "LEARN heldout_new_families base=n/a final=n/a ci95_delta=n/a (n=0)",
         "LEARN heldout_trained_tasks base=n/a final=n/a ci95_delta=n/a (n=0)",
         "LEARN heldout_bundled base=0.500 final=0.500 ci95_delta=n/a (n=1) seeds=2",

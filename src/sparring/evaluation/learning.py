@@ -430,9 +430,10 @@ def _generator_lines(summary: Mapping[str, Any]) -> list[str]:
 
 
 HELDOUT_FILE = "heldout.json"  # per set, per problem, base and final: logged by evaluate
-# the held-out sets, in order: fresh tasks of the trained families, families never trained,
-# new instances of trained tasks, the bundled problems' held-out part
-HELDOUT_LINES = ("new_tasks", "new_families", "trained_tasks", "bundled")
+# the held-out sets, in order: fresh tasks of the trained families, those of them whose
+# operation no training instance uses, families never trained, new instances of trained tasks,
+# the bundled problems' held-out part
+HELDOUT_LINES = ("new_tasks", "new_ops", "new_families", "trained_tasks", "bundled")
 
 
 def _gain_line(name: str, d: Mapping[str, float] | None) -> str:

@@ -41,6 +41,7 @@ __all__ = [
     "FAMILIES",
     "LEVELS",
     "NEW_FAMILIES",
+    "OP_TAG",
     "SPECS",
     "TASK_TAG",
     "Draft",
@@ -64,6 +65,7 @@ FAMILIES: dict[str, Family] = {
 }
 LEVELS = (0, 1, 2, 3)
 TASK_TAG = "task:"  # + the instance's task key (sparring.families.identity)
+OP_TAG = "op:"  # + `family/op` of a spec family's instance: the operation, constants aside
 DEFAULT_LEVELS = (1, 2, 3)  # level 0 (one built-in step) is asked for by name
 DIFFICULTY = {0: "easy", 1: "easy", 2: "medium", 3: "hard"}
 MIN_TESTS, MAX_TESTS = 8, 10
@@ -205,7 +207,10 @@ def _problem(
         difficulty=DIFFICULTY[level],
         tags=[f"family:{family.name}", f"level:{level}", family.domain],
     )
-    return replace(problem, tags=[*problem.tags, TASK_TAG + task_key(problem), edge_tag(edges)])
+    tags = [*problem.tags, TASK_TAG + task_key(problem), edge_tag(edges)]
+    if draft.op:  # which operation: held-out sets tell a new op from new constants of a trained one
+        tags.append(OP_TAG + draft.op)
+    return replace(problem, tags=tags)
 
 
 def _instance(

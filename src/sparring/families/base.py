@@ -41,6 +41,7 @@ class Draft:
     impl: Callable[..., Any]
     edge_inputs: tuple[Args, ...]
     random_input: Callable[[random.Random], Args]
+    op: str = ""  # a spec family's `family/op` (sparring.families.spec): the operation drawn
 
     @property
     def signature(self) -> str:

@@ -11,6 +11,11 @@
 - `new_families`: instances of the held-out families whose function no task of any trained
   family computes (every task the trained spec families can draw, not only the drawn ones).
 
+And one subset: `new_ops`, the `new_tasks` instances whose operation (`op:` tag, constants
+aside) no training instance of their family uses; the rest of `new_tasks` are trained
+operations with new constants. Its instances carry both tags (`heldout:new_tasks` and
+`heldout:new_ops`), so they are measured in both sets and written once.
+
 Every drop is counted (`dropped`), and `overlap` recounts, after the drops, the held-out
 instances outside `trained_tasks` whose task key is a training key: it must be 0.
 
@@ -26,12 +31,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from sparring.families import SPECS, generate, renamed, task_tag
+from sparring.families import OP_TAG, SPECS, generate, renamed, task_tag
 from sparring.families.identity import prompt_key, source_key
 from sparring.families.spec import Task, render
 from sparring.problems import HELDOUT_TAG, Problem
 
 NEW_TASKS, TRAINED_TASKS, NEW_FAMILIES = "new_tasks", "trained_tasks", "new_families"
+NEW_OPS = "new_ops"  # the subset of new_tasks whose operation no training instance uses
+
+
+def op_of(problem: Problem) -> str:
+    """The `family/op` a spec family's instance computes ("" for any other problem)."""
+    return next((t[len(OP_TAG) :] for t in problem.tags if t.startswith(OP_TAG)), "")
 
 
 @dataclass
@@ -97,6 +108,13 @@ def family_sets(
 
     fresh = generate(heldout_seed, heldout_per_family, families, levels)
     keep(fresh, train_tasks, NEW_TASKS)
+    train_ops = {op_of(p) for p in train}
+    sets.heldout[NEW_TASKS] = [
+        replace(p, tags=[*p.tags, HELDOUT_TAG + NEW_OPS])
+        if op_of(p) and op_of(p) not in train_ops
+        else p
+        for p in sets.heldout[NEW_TASKS]
+    ]
 
     # the renamed set is kept for comparison with earlier runs: half as large is enough
     renamed_per_pair = max(1, heldout_per_family // 2)

@@ -131,6 +131,7 @@ def render(spec: FamilySpec, task: Task, rng: random.Random) -> Draft:
         impl=_unset,
         edge_inputs=(*spec.edges, *op.edges),
         random_input=spec.draw,
+        op=f"{spec.name}/{op.key}",
     )
     # the reference is this package's own code, so it is also the trusted implementation
     namespace: dict[str, Any] = {}
