@@ -18,7 +18,8 @@ from sparring.evaluation.crossplay import elo_ratings
 from sparring.evaluation.hacking import hacking_signals, special_case_share, special_cased_inputs
 from sparring.evaluation.humaneval import pass_at_k, read_samples
 from sparring.evaluation.rounds import round_summary
-from sparring.evaluation.snapshots import _training_metrics, choose_best
+from sparring.evaluation.selection import choose_best
+from sparring.evaluation.snapshots import _training_metrics
 from sparring.problems import Problem
 from sparring.programs import (
     CHECK_NAME,

@@ -21,7 +21,7 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,3 +98,24 @@ class CompletionCache:
             write_file(self._path(key), json.dumps({"note": note, "texts": texts}).encode())
         except Exception as exc:  # a cache that cannot be written is no reason to fail a run
             log.warning("completion cache not written (%s): %s", self._path(key), exc)
+
+
+def through_cache(
+    model: str,
+    messages: Sequence[Any],
+    settings: dict[str, Any],
+    samples: int,
+    sample: Callable[[], list[list[str]]],
+    note: str = "",
+) -> list[list[str]]:
+    """The completions of one sampling call (`samples` per prompt) from the cache, or from
+    `sample()`, stored for the next run that asks the same."""
+    key = call_key(model, messages, settings)
+    store = CompletionCache()
+    texts = store.get(key, len(messages), samples)
+    if texts is None:
+        texts = sample()
+        store.put(key, texts, note=note)
+    else:
+        log.info("%s: %d x %d answers from the completion cache", note, len(messages), samples)
+    return texts

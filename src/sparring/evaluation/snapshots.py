@@ -1,13 +1,14 @@
-"""Evaluating a run's answerer snapshots and choosing the best: the body of the evaluate phase.
+"""Evaluating a run's answerer snapshots: the body of the evaluate phase.
 
 Covers: `evaluate_snapshots` (per model: HumanEval pass@1, bank pass rate, held-out answerer
-reward and its honest measures, greedy and sampled; the cross-play matrix and Elo; hacking
-signals per snapshot; report.json and the Markdown report; on request, the base model's sampled
-held-out answers, labelled: the pool the generators' held-out tests are judged on),
-`report_credit` and `choose_best` (the promotable snapshot with the best checkpoint score).
-Does not cover: the measures' parts
-(humaneval, crossplay, hacking, rounds modules beside this one) or the labelled warm-start
-snapshot and the MLflow side (sparring.phases.evaluate).
+reward and its honest measures, greedy and sampled, the base model's through the completion
+cache; the cross-play matrix and Elo; hacking signals per snapshot; the choice of the best
+(sparring.evaluation.selection); report.json and the Markdown report; on request, the base
+model's sampled held-out answers, labelled: the pool the generators' held-out tests are judged
+on) and `report_credit`.
+Does not cover: the measures' parts (humaneval, crossplay, hacking, rounds, selection modules
+beside this one) or the labelled warm-start snapshot and the MLflow side
+(sparring.phases.evaluate).
 """
 
 from __future__ import annotations
@@ -42,12 +43,9 @@ log = logging.getLogger(__name__)
 def _training_metrics(model_name: str) -> dict[str, Any]:
     """Training metrics recorded in a model artifact's sparring_model.json (`metrics`, or
     top-level `flat_group_share`); {} for anything else."""
-    meta = Path(model_name) / "sparring_model.json"
-    if not meta.is_file():
-        return {}
     try:
-        data = json.loads(meta.read_text())
-    except (json.JSONDecodeError, OSError):
+        data = json.loads((Path(model_name) / "sparring_model.json").read_text())
+    except (json.JSONDecodeError, OSError):  # no such file, or not JSON
         return {}
     if not isinstance(data, dict):
         return {}
@@ -214,23 +212,17 @@ def _generate_sized(
     per = kwargs.get("num_samples", 1)
 
     def sample(chunk: list[Problem], n: int) -> list[list[str]]:
-        if not cache_model:
+        def fresh() -> list[list[str]]:
             return sample_answers(loaded, chunk, max_new_tokens=n, **kwargs).texts
-        from sparring.evaluation import completion_cache
+
+        if not cache_model:
+            return fresh()
+        from sparring.evaluation.completion_cache import through_cache
         from sparring.prompts import answerer_messages
 
         settings = {"max_new_tokens": n, "rows": getattr(loaded, "rows", None), **kwargs}
-        stages = settings.pop("stages", ("code",))
-        messages = [answerer_messages(p, stages) for p in chunk]
-        key = completion_cache.call_key(cache_model, messages, settings)
-        store = completion_cache.CompletionCache()
-        texts = store.get(key, len(chunk), per)
-        if texts is None:
-            texts = sample_answers(loaded, chunk, max_new_tokens=n, **kwargs).texts
-            store.put(key, texts, note=f"{model_name}: {what}")
-        else:
-            log.info("%s: %d x %d answers from the completion cache", what, len(chunk), per)
-        return texts
+        messages = [answerer_messages(p, settings.pop("stages", ("code",))) for p in chunk]
+        return through_cache(cache_model, messages, settings, per, fresh, f"{model_name}: {what}")
 
     def say(done: int) -> None:
         if countdown is not None:
@@ -473,6 +465,8 @@ def evaluate_snapshots(
         "cross_play_columns": [f"round {n}" for n, _, _ in rounds],
         "elo": {"answerer": answerer_elo, "generator": generator_elo},
     }
+    from sparring.evaluation.selection import choose_best
+
     best, score, reason = choose_best(cfg, report)
     report["selection"] = {"index": best, "score": score, "reason": reason}
     from sparring.evaluation import report as report_mod
@@ -480,40 +474,3 @@ def evaluate_snapshots(
     report_mod.write_json(report, out)
     report_mod.write_report(report, out)
     return report
-
-
-def choose_best(cfg: Any, report: Mapping[str, Any]) -> tuple[int | None, float, str]:
-    """(index of the best promotable snapshot, its score, why) by rewards.checkpoint_score with
-    cfg.selection weights; (None, 0.0, reason) when no snapshot is promotable. A missing test
-    validity counts as 0."""
-    weights = {
-        "answerer_reward": cfg.selection.answerer_reward,
-        "test_validity": cfg.selection.test_validity,
-    }
-    snapshots = list(report.get("snapshots", []))
-    if not snapshots:
-        return None, 0.0, "no snapshots were evaluated"
-    best: tuple[int, float] | None = None
-    refused = []
-    for i, snap in enumerate(snapshots):
-        if not snap.get("promotable"):
-            why = "; ".join(snap.get("hacking", {}).get("reasons", [])) or "no answerer reward"
-            refused.append(f"round {snap.get('round', i)} ({why})")
-            continue
-        score = rewards.checkpoint_score(
-            float(snap.get("answerer_reward") or 0.0),
-            float(snap.get("test_validity") or 0.0),
-            weights,
-        )
-        if best is None or score > best[1]:
-            best = (i, score)
-    if best is None:
-        return None, 0.0, "no promotable snapshot: " + ", ".join(refused)
-    i, score = best
-    reason = (
-        f"round {snapshots[i].get('round', i)} scores {score:.4f} = "
-        f"{weights['answerer_reward']} * answerer reward + {weights['test_validity']} * validity"
-    )
-    if refused:
-        reason += "; refused: " + ", ".join(refused)
-    return i, score, reason

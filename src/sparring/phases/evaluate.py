@@ -25,7 +25,8 @@ from sparring.config import Config
 from sparring.evaluation import generator_heldout, learning
 from sparring.evaluation import report as report_mod
 from sparring.evaluation.hacking import hacking_signals
-from sparring.evaluation.snapshots import choose_best, evaluate_snapshots, model_metrics
+from sparring.evaluation.selection import choose_best
+from sparring.evaluation.snapshots import evaluate_snapshots, model_metrics
 from sparring.phases.snapshot import resolve_snapshots
 from sparring.problems import Problem, heldout_sets, read_jsonl
 from sparring.sandbox.limits import trusted_limits

@@ -1,6 +1,6 @@
 """The select phase: promote the best snapshot to the registry and persist the bank.
 
-Covers: `select_and_register` (choose by sparring.evaluation.snapshots.choose_best, copy the
+Covers: `select_and_register` (choose by sparring.evaluation.selection.choose_best, copy the
 champion, register it under the alias, and with `serving.deploy_champion` create or update its
 KServe InferenceService), `save_bank` and `headline` (the report's base-vs-champion numbers for
 the parent run). Does not cover: the selection rule, the headline's names (sparring.headline).
@@ -30,7 +30,7 @@ def select_and_register(
 ) -> dict[str, Any]:
     """Choose the best snapshot, copy it to out_champion, register it under the alias, save the
     bank. Returns what was decided (for metrics and logs)."""
-    from sparring.evaluation.snapshots import choose_best
+    from sparring.evaluation.selection import choose_best
 
     report = json.loads((Path(report_dir) / "report.json").read_text())
     index, score, reason = choose_best(cfg, report)
