@@ -440,9 +440,10 @@ def test_pool_lines_pool_seeds_and_tasks(tmp_path):
         "LEARN heldout_bundled base=0.500 final=0.500 ci95_delta=n/a (n=1) seeds=2",
     ]
     controls = _loaded(_pool_files(tmp_path, [0.1, 0.1, 0.1], "format_only", "control"))
-    assert learning.pool_lines(runs, controls)[-1] == (
-        "LEARN reward_vs_control delta=0.300 ci95_delta=0.100,0.500 n=6 seeds=2 control_seeds=3"
-    )
+    line = "LEARN reward_vs_control delta=0.300 ci95_delta=0.100,0.500 n=6 seeds=2 control_seeds=3"
+    assert learning.pool_lines(runs, controls)[-1] == line
+    # asked by a control run (its own runs first), the line is still honest minus control
+    assert learning.pool_lines(controls, runs)[-1] == line
 
 
 def test_pool_lines_refuse_runs_of_another_config(tmp_path):
