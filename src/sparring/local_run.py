@@ -261,6 +261,7 @@ def _pooled_lines(cfg, client, runs, parent_run_id: str) -> list[str]:
     if not mine or experiment is None:
         return []
     my_params = tracking.flatten(to_dict(cfg))
+    defaults = _default_params()  # once: the loop below reads up to 200 runs
     treated = {cfg.training_seed: (f"training_seed={cfg.training_seed}", mine)}
     controls: dict[int, tuple[str, dict]] = {}
     for parent in client.search_runs(
@@ -272,11 +273,7 @@ def _pooled_lines(cfg, client, runs, parent_run_id: str) -> list[str]:
         if parent.data.tags.get("mlflow.parentRunId") or parent.info.run_id == parent_run_id:
             continue
         params = {k: v for k, v in parent.data.params.items() if not k.startswith("version.")}
-        if [
-            k
-            for k in control_differences(my_params, params, _default_params())
-            if k != "training_seed"
-        ]:
+        if [k for k in control_differences(my_params, params, defaults) if k != "training_seed"]:
             continue
         seed = int(params.get("training_seed", 0))
         same_reward = params.get("rewards.answerer") == cfg.rewards.answerer

@@ -236,43 +236,32 @@ def test_flat_batch_is_refilled_with_untried_problems(tmp_path, loss_batches):
     assert any(v.abs().sum() > 0 for v in lora_b(trained))
 
 
+def _four_steps_over_two_flat_problems(tmp_path, *sets):
+    """Four steps of two groups over two flat and two varied problems: (groups drawn, in
+    order, one problem id each; run_grpo's metrics)."""
+    cfg = cfg_for("grpo.refill_flat_batches=0", *sets)
+    model, tok = models.load_model("tiny-random")
+    reward = SplitReward()
+    _, metrics = grpo.run_grpo(
+        model, tok, dataset("flat", "flat2", "varied", "varied2"), reward, cfg, 4,
+        str(tmp_path), 0, models.peft_lora_config(cfg.lora),
+    )  # fmt: skip
+    return [pid for call in reward.calls for pid in call[::2]], metrics
+
+
 def test_a_problem_seen_flat_is_not_sampled_again_in_the_phase(tmp_path, loss_batches):
     """skip_flat_problems: four steps of two groups over four problems are two epochs, so each
     problem comes up twice; a problem whose group was flat goes to one that was not, so the
     flat problems are sampled once each and every later step trains both of its groups."""
-    cfg = cfg_for("grpo.skip_flat_problems=true", "grpo.refill_flat_batches=0")
-    model, tok = models.load_model("tiny-random")
-    reward = SplitReward()
-    _, metrics = grpo.run_grpo(
-        model,
-        tok,
-        dataset("flat", "flat2", "varied", "varied2"),
-        reward,
-        cfg,
-        4,
-        str(tmp_path),
-        0,
-        models.peft_lora_config(cfg.lora),
-    )
-    drawn = [pid for call in reward.calls for pid in call[::2]]  # one id per group
+    drawn, metrics = _four_steps_over_two_flat_problems(tmp_path, "grpo.skip_flat_problems=true")
     assert len(drawn) == 8
     assert drawn.count("flat") == drawn.count("flat2") == 1, drawn
     assert metrics["groups_swapped"] == 2
     assert metrics["completions_trained"] == 8 * 2 - 2 * 2  # only the two flat groups dropped
 
 
-def test_without_skip_the_flat_problems_come_back():
+def test_without_skip_the_flat_problems_come_back(tmp_path):
     """The control of the test above: the same phase without skip_flat_problems samples each
     problem twice (the test above fails for its stated reason when the swap is off)."""
-    cfg = cfg_for("grpo.refill_flat_batches=0")
-    model, tok = models.load_model("tiny-random")
-    reward = SplitReward()
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        grpo.run_grpo(
-            model, tok, dataset("flat", "flat2", "varied", "varied2"), reward, cfg, 4, tmp, 0,
-            models.peft_lora_config(cfg.lora),
-        )  # fmt: skip
-    drawn = [pid for call in reward.calls for pid in call[::2]]
+    drawn, _ = _four_steps_over_two_flat_problems(tmp_path)
     assert drawn.count("flat") == drawn.count("flat2") == 2, drawn

@@ -556,8 +556,12 @@ def _trainer_class() -> type:
             if self.skip_flat_problems and self.accelerator.num_processes == 1:
                 for i, spread in enumerate(useful.tolist()):
                     pid = inputs[i * g].get("problem_id") if i * g < len(inputs) else None
-                    if pid is not None:
-                        (self._flat_problems.discard if spread else self._flat_problems.add)(pid)
+                    if pid is None:
+                        continue
+                    if spread:
+                        self._flat_problems.discard(pid)
+                    else:
+                        self._flat_problems.add(pid)
             return out, useful, stopped
 
         def _unflat(self, inputs):
