@@ -249,12 +249,20 @@ def _heldout_of(client, runs) -> dict | None:
 def _pooled_lines(cfg, client, runs, parent_run_id: str) -> list[str]:
     """The held-out lines pooled over training seeds (`seeds=K`): this run and, per other
     `training_seed`, the latest finished run in the same MLflow experiment whose config differs
-    from this one's in training_seed alone (and name, tracking, storage); with runs of the other
-    answerer reward of those seeds, `reward_vs_control` pooled too. [] until a second seed
-    exists (`make learn SEEDS=3` runs three)."""
+    from this one's in training_seed alone (and name, tracking, storage); [] for them until a
+    second seed exists (`make learn SEEDS=3` runs three). Beside them each arm's line
+    (learning.ARMS: reward_vs_control, selfplay_vs_given, selfplay_vs_dense) pooled over both
+    arms' seeds, the other arm being the runs that differ in the arm's field (one value of it,
+    the latest run's) and training_seed alone, once more than one pair of runs is there."""
     from sparring import tracking
     from sparring.config import to_dict
-    from sparring.evaluation.learning import control_differences, pool_lines
+    from sparring.evaluation.learning import (
+        ARM_FIELDS,
+        ARMS,
+        control_differences,
+        pool_lines,
+        pooled_arm_line,
+    )
 
     mine = _heldout_of(client, runs)
     experiment = runs[0].info.experiment_id if runs else None
@@ -263,7 +271,7 @@ def _pooled_lines(cfg, client, runs, parent_run_id: str) -> list[str]:
     my_params = tracking.flatten(to_dict(cfg))
     defaults = _default_params()  # once: the loop below reads up to 200 runs
     treated = {cfg.training_seed: (f"training_seed={cfg.training_seed}", mine)}
-    controls: dict[int, tuple[str, dict]] = {}
+    others: dict[str, tuple[str, dict[int, tuple[str, dict]]]] = {}  # field: (value, seeds)
     for parent in client.search_runs(
         [experiment],
         filter_string="attributes.status = 'FINISHED'",
@@ -273,23 +281,49 @@ def _pooled_lines(cfg, client, runs, parent_run_id: str) -> list[str]:
         if parent.data.tags.get("mlflow.parentRunId") or parent.info.run_id == parent_run_id:
             continue
         params = {k: v for k, v in parent.data.params.items() if not k.startswith("version.")}
-        if [k for k in control_differences(my_params, params, defaults) if k != "training_seed"]:
+        differences = [
+            k
+            for k in control_differences(my_params, params, defaults, arm_field="")
+            if k != "training_seed"
+        ]
+        if len(differences) > 1:
             continue
         seed = int(params.get("training_seed", 0))
-        same_reward = params.get("rewards.answerer") == cfg.rewards.answerer
-        chosen = treated if same_reward else controls
+        if differences:
+            field = differences[0]
+            value = params.get(field, defaults.get(field))
+            if field not in ARM_FIELDS:
+                continue
+            arm_value, chosen = others.setdefault(field, (value, {}))
+            if value != arm_value:
+                continue  # another value of the field: not this arm
+        else:
+            chosen = treated
         if seed in chosen:
             continue  # a later run of that seed is already in
         data = _heldout_of(client, tracking.child_runs(cfg, parent.info.run_id))
         if data:
             chosen[seed] = (f"training_seed={seed} ({parent.info.run_id[:8]})", data)
-    if len(treated) < 2:
-        return []
-    try:
-        return pool_lines(list(treated.values()), list(controls.values()), seed=cfg.seed)
-    except ValueError as exc:
-        print(f"pooled over training seeds: {exc}", file=sys.stderr)
-        return []
+    lines = []
+    if len(treated) >= 2:
+        try:
+            lines += pool_lines(list(treated.values()), seed=cfg.seed)
+        except ValueError as exc:
+            print(f"pooled over training seeds: {exc}", file=sys.stderr)
+    for name, field in ARMS:
+        value, arm = others.get(field, (None, {}))
+        if not arm or len(treated) + len(arm) <= 2:
+            continue  # a single pair: _arm_line's line says it
+        try:
+            lines.append(
+                pooled_arm_line(
+                    name, field, list(treated.values()), my_params[field],
+                    list(arm.values()), value, seed=cfg.seed,
+                )
+            )  # fmt: skip
+        except ValueError as exc:
+            print(f"{name} pooled over training seeds: {exc}", file=sys.stderr)
+    return lines
 
 
 def _default_params() -> dict[str, str]:

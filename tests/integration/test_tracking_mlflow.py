@@ -339,3 +339,39 @@ def test_learn_seeds_pool_over_the_training_seeds_of_one_config(cfg, tmp_path):
     first_cfg, first = runs[0]
     alone = _pooled_lines(first_cfg, MlflowClient(), tracking.child_runs(first_cfg, first), first)
     assert any(x.endswith("seeds=3") for x in alone)  # any seed's run finds the others
+
+
+def test_arms_pool_over_the_training_seeds_of_both_arms(cfg, tmp_path):
+    """make learn SEEDS=3 and make learn-given SEEDS=2: selfplay_vs_given pools the three
+    self-play seeds against the two given-tests seeds (seeds=3 control_seeds=2), whichever arm
+    asks; the format-only control pools too; a run that differs in the arm's field and in
+    another one (here the given tests too) is neither arm's."""
+    from mlflow import MlflowClient
+
+    from sparring.local_run import _pooled_lines
+
+    ids = [f"p{i}" for i in range(6)]
+    pool = [f"tracking.experiment={cfg.tracking.experiment}-arms"]
+    given = ["phase_schedule=answerer"]
+
+    def seeded(reward, final, seed, extra=()):
+        return _learning_run(cfg, reward, {i: [0.2, final] for i in ids},
+                             tmp_path / f"{reward}{seed}{len(extra)}",
+                             [*pool, f"training_seed={seed}", *extra])  # fmt: skip
+
+    selfplay = [seeded("honest", final, seed) for seed, final in ((1, 0.6), (2, 0.4), (3, 0.5))]
+    given_runs = [seeded("honest", final, seed, given) for seed, final in ((1, 0.25), (2, 0.35))]
+    seeded("honest", 0.9, 4, [*given, "data.given_tests=5"])  # two fields off: neither arm
+    seeded("format_only", 0.2, 1)
+    for run_cfg, run in (selfplay[-1], given_runs[-1]):
+        lines = _pooled_lines(run_cfg, MlflowClient(), tracking.child_runs(run_cfg, run), run)
+        line = next(x for x in lines if x.startswith("LEARN selfplay_vs_given "))
+        # the seeds are resampled too: self-play gains 0.2-0.4 per seed, given tests 0.05-0.15
+        assert line.startswith("LEARN selfplay_vs_given delta=0.200 ci95_delta=")
+        assert line.endswith(" n=6 seeds=3 control_seeds=2")
+        lo, hi = map(float, line.split("ci95_delta=")[1].split()[0].split(","))
+        assert 0.05 <= lo < 0.2 < hi <= 0.35
+    first_cfg, first = selfplay[0]
+    lines = _pooled_lines(first_cfg, MlflowClient(), tracking.child_runs(first_cfg, first), first)
+    control = next(x for x in lines if x.startswith("LEARN reward_vs_control "))
+    assert control == "LEARN reward_vs_control delta=0.300 ci95_delta=0.200,0.400 n=6 seeds=3"

@@ -790,6 +790,41 @@ def pool_lines(
     return lines
 
 
+def pooled_arm_line(
+    name: str,
+    field: str,
+    mine: Sequence[tuple[str, Mapping[str, Any]]],
+    mine_value: str,
+    others: Sequence[tuple[str, Mapping[str, Any]]],
+    other_value: str,
+    set_name: str = "new_tasks",
+    seed: int = 0,
+) -> str:
+    """`LEARN <name>` (ARMS) pooled over training seeds: the treatment arm's mean gain on
+    `set_name` minus the other arm's, the interval resampling tasks and each arm's runs
+    (`seeds=` treatment runs, `control_seeds=` the other arm's). `mine` and `others` are
+    (name, parsed heldout.json) of the two arms, one config field (`field`: `mine_value`
+    against `other_value`) apart; which one is the treatment is `is_treatment`'s call.
+    ValueError (naming the files) when they did not measure the same problems alike.
+
+    >>> def run(final): return {"reward": "honest", "sets": {"new_tasks": {"p": [0.2, final]}}}
+    >>> selfplay, given = [("s1", run(0.6)), ("s2", run(0.4))], [("g1", run(0.3))]
+    >>> pooled_arm_line("selfplay_vs_given", "phase_schedule", given, "answerer",
+    ...                 selfplay, "generator_answerer")
+    'LEARN selfplay_vs_given delta=0.200 ci95_delta=n/a (n=1) seeds=2'
+    """
+    mine_first = is_treatment(field, mine_value, other_value)
+    treated, control = (mine, others) if mine_first else (others, mine)
+    tasks = _merged_tasks([*treated, *control])
+    gain = control_gain(
+        [_set_pairs(n, d, set_name) for n, d in treated],
+        [_set_pairs(n, d, set_name) for n, d in control],
+        tasks,
+        seed=seed,
+    )
+    return _control_text(gain, name)
+
+
 def summary_from_metrics(flat: Mapping[str, float]) -> dict[str, Any]:
     """The inverse of `flat_metrics` (what an MLflow run holds back to a summary).
 
