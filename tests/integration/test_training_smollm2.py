@@ -41,6 +41,9 @@ def test_smollm2_conversion_and_one_lora_step(tmp_path, monkeypatch):
             "steps.answerer=1",
             "steps.problems_per_phase=1",
             "grpo.max_completion_length=32",
+            "grpo.num_generations=4",
+            "grpo.per_device_batch_size=4",
+            "grpo.rollout_batch_size=4",
         ],
     )
     data = tmp_path / "data"
