@@ -291,9 +291,9 @@ def _pooled_lines(cfg, client, runs, parent_run_id: str) -> list[str]:
         seed = int(params.get("training_seed", 0))
         if differences:
             field = differences[0]
-            value = params.get(field, defaults.get(field))
             if field not in ARM_FIELDS:
                 continue
+            value = params.get(field, defaults.get(field))
             arm_value, chosen = others.setdefault(field, (value, {}))
             if value != arm_value:
                 continue  # another value of the field: not this arm

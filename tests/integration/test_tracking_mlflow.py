@@ -345,7 +345,7 @@ def test_arms_pool_over_the_training_seeds_of_both_arms(cfg, tmp_path):
     """make learn SEEDS=3 and make learn-given SEEDS=2: selfplay_vs_given pools the three
     self-play seeds against the two given-tests seeds (seeds=3 control_seeds=2), whichever arm
     asks; the format-only control pools too; a run that differs in the arm's field and in
-    another one (here the given tests too) is neither arm's."""
+    another one (here the reward too) is neither arm's."""
     from mlflow import MlflowClient
 
     from sparring.local_run import _pooled_lines
@@ -361,7 +361,7 @@ def test_arms_pool_over_the_training_seeds_of_both_arms(cfg, tmp_path):
 
     selfplay = [seeded("honest", final, seed) for seed, final in ((1, 0.6), (2, 0.4), (3, 0.5))]
     given_runs = [seeded("honest", final, seed, given) for seed, final in ((1, 0.25), (2, 0.35))]
-    seeded("honest", 0.9, 4, [*given, "data.given_tests=5"])  # two fields off: neither arm
+    seeded("format_only", 0.9, 4, given)  # the arm's field and the reward off: neither arm
     seeded("format_only", 0.2, 1)
     for run_cfg, run in (selfplay[-1], given_runs[-1]):
         lines = _pooled_lines(run_cfg, MlflowClient(), tracking.child_runs(run_cfg, run), run)

@@ -777,16 +777,12 @@ def pool_lines(
         gain = task_gain([p for _, p in pairs], tasks, seed=seed)
         lines.append(_gain_line(f"heldout_{set_name}", gain))
     if controls:
-        # reward_vs_control is the honest reward's gain minus the other's, whichever side
-        # asked: a format-only run pooling with honest ones puts them first
-        first, second = runs, controls
-        if runs[0][1]["reward"] != "honest" and controls[0][1]["reward"] == "honest":
-            first, second = controls, runs
-        treated = [(name, _set_pairs(name, data, control_set)) for name, data in first]
-        control = [(name, _set_pairs(name, data, control_set)) for name, data in second]
-        check_comparable([*treated, *control])
-        gain = control_gain([p for _, p in treated], [p for _, p in control], tasks, seed=seed)
-        lines.append(_control_text(gain))
+        lines.append(
+            pooled_arm_line(
+                "reward_vs_control", "rewards.answerer", runs, runs[0][1]["reward"],
+                controls, controls[0][1]["reward"], control_set, seed,
+            )
+        )  # fmt: skip
     return lines
 
 
