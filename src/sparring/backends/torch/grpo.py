@@ -28,6 +28,9 @@ counts of dynamic sampling.
   mask_truncated_completions), so the EOS makes a fenced answer a finished one; that EOS was not
   sampled, so it is masked out of the loss. Plain HF generation only (not vLLM, not continuous
   batching: their completions are left as TRL makes them).
+- sampling from the LoRA adapter merged into the base (`lora_merged`; refill decoder, unsharded
+  weights): one matmul per adapted linear in each decode step, the base weights restored bit for
+  bit before the update.
 - scoring overlapped with sampling (`overlap_scoring`; Sparring's decoders only): a finished
   row's tests run in the sandbox, into the answerer reward's result cache, while the other rows
   still decode (sparring.scoring_overlap); TRL's reward call then reads the cache, so rewards
@@ -305,7 +308,9 @@ def _trainer_class() -> type:
         _as_stopping_criteria,
         _refill_supported,
         decode,
+        decoder_for,
     )
+    from sparring.backends.torch.models import lora_merged
 
     class SparringGRPOTrainer(GRPOTrainer):
         """GRPOTrainer + stop at the closing code fence + DAPO-style dropping of flat groups
@@ -413,8 +418,12 @@ def _trainer_class() -> type:
                 finished[i] = list(ids)
                 prefetcher.submit(i)
 
+            # the slot decoder's CUDA graphs hold the unmerged kernels; shards cannot be merged
+            sharded = self.is_fsdp_enabled or self.is_deepspeed_enabled
+            mergeable = not sharded and decoder_for(model) == "refill"
+            merge = lora_merged(model) if mergeable else contextlib.nullcontext(False)
             try:
-                with torch.inference_mode():
+                with merge, torch.inference_mode():
                     rows = decode(
                         model,
                         [list(p) for p in prompt_ids],

@@ -10,6 +10,8 @@ Covers:
 - `save_model`: weights or adapter + tokenizer + `sparring_model.json`, written atomically.
 - Shared topology: `shared_peft_model` keeps ONE base per process with one named LoRA adapter per
   role (`answerer`, `generator`), switched with `set_adapter(role)`.
+- `lora_merged(model)`: while sampling from a model in training, its active LoRA adapter folded
+  into the base weights, which are restored bit for bit afterwards.
 
 Does not cover: generation (sparring.backends.torch.generation) or training
 (sparring.backends.torch.grpo).
@@ -18,10 +20,12 @@ The cache lives in `$SPARRING_CACHE` (default `~/.cache/sparring`) under `models
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import shutil
+from collections.abc import Iterator
 from typing import Any
 
 from sparring.backends.base import META_FILE, read_meta
@@ -265,3 +269,38 @@ def save_model(model: Any, tokenizer: Any, out_dir: str, meta: dict[str, Any]) -
         record.setdefault("base", "")
         record.setdefault("role", "")
         (tmp / META_FILE).write_text(json.dumps(record, indent=1, sort_keys=True))
+
+
+@contextlib.contextmanager
+def lora_merged(model: Any) -> Iterator[bool]:
+    """Within the block, `model`'s active LoRA adapter is merged into its base weights (yields
+    True; False, and nothing changed, when `model` has no unmerged LoRA layer). A decode step
+    then runs one matmul per adapted linear instead of three: on 2 CPU cores, SmolLM2-135M with
+    LoRA on every linear sampled 32 rows about 15% faster merged (docs/benchmarks.md).
+
+    The base weights are copied before the merge and copied back after the unmerge, so training
+    resumes on exactly the weights it left: merge-then-unmerge alone leaves rounding drift that
+    would add up over a run's steps. The copy costs one more set of the adapted weights in memory.
+    For unsharded weights only (the caller skips FSDP and ZeRO-3, whose parameters are shards),
+    and not under a CUDA-graph decoder, which records the kernels of the unmerged model.
+    """
+    from peft import PeftModel
+    from peft.tuners.lora import LoraLayer
+
+    layers = [m for m in model.modules() if isinstance(m, LoraLayer)]
+    if not isinstance(model, PeftModel) or not layers or any(layer.merged for layer in layers):
+        yield False
+        return
+    import torch
+
+    weights = [layer.get_base_layer().weight for layer in layers]
+    with torch.no_grad():
+        saved = [w.detach().clone() for w in weights]
+        model.merge_adapter()
+    try:
+        yield True
+    finally:
+        with torch.no_grad():
+            model.unmerge_adapter()
+            for weight, original in zip(weights, saved, strict=True):
+                weight.copy_(original)
