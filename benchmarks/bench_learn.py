@@ -23,7 +23,9 @@ instead of during it, adds
 
   BENCH overlap_speedup median=X min=Y max=Z n=N
 
-(fast-serial's seconds per trained completion over fast's, paired per repetition).
+(fast-serial's seconds per trained completion over fast's, paired per repetition); likewise
+`fast-unmerged` (sampling through the unmerged LoRA adapter, grpo.merge_lora_sampling=false)
+adds `BENCH merged_sampling_speedup`.
 
 Both arms train every sampled completion (no dropping or refilling of flat groups), so the
 ratio is throughput, not luck in drawing problems. Model: smollm2-135m (converted once from the
@@ -48,6 +50,8 @@ ROOT = Path(__file__).resolve().parents[1]
 COMMON = [
     "grpo.drop_flat_groups=false",
     "grpo.refill_flat_batches=0",
+    "grpo.skip_flat_problems=false",  # configs/learn.yaml's since 2026-11-29; not the arms' own
+    "data.given_tests=0",  # every test scored, as when the arms were first measured
     "steps.problems_per_phase=4",  # both arms sample the same four problems
     "steps.easy_first=true",
 ]
@@ -73,6 +77,8 @@ ARMS = {
 }
 # the fast arm with the sandbox scoring after sampling, not during it (grpo.overlap_scoring)
 ARMS["fast-serial"] = [*ARMS["fast"], "grpo.overlap_scoring=false"]
+# the fast arm sampling through the unmerged adapter (three matmuls per adapted linear)
+ARMS["fast-unmerged"] = [*ARMS["fast"], "grpo.merge_lora_sampling=false"]
 DEFAULT_ARMS = ("baseline", "fast")
 
 
@@ -149,6 +155,7 @@ def main() -> None:
     for line, slow, fast in (
         ("trained_completion_speedup", "baseline", "fast"),
         ("overlap_speedup", "fast-serial", "fast"),
+        ("merged_sampling_speedup", "fast-unmerged", "fast"),
     ):
         if slow in per and fast in per:
             print(benchstats.bench_line(line, benchstats.paired_ratios(per[slow], per[fast])))

@@ -129,6 +129,11 @@ class GrpoConfig:
         "with the refill sampler, run the sandbox on finished completions while the rest of "
         "the batch still samples (rewards unchanged; a step costs about max(sampling, scoring))",
     )
+    merge_lora_sampling: bool = _f(
+        True,
+        "sample training completions from the LoRA adapter merged into the base weights, which "
+        "are restored exactly before the update (refill sampler, unsharded weights)",
+    )
     share_prompt_forward: bool = _f(
         True,
         "in the loss, run each distinct prompt once per batch and share its KV cache with "

@@ -310,3 +310,38 @@ def test_scoring_overlaps_sampling(tmp_path, overlap):
     # some scoring ran while later waves still sampled; how much depends on the machine's speed
     # (a fast one finishes sampling within the first 0.1 s call), so no more than > 0 is asked
     assert metrics["scoring_overlapped_seconds"] > 0, "no scoring happened during sampling"
+
+
+@pytest.mark.parametrize("merge", [True, False])
+def test_sampling_runs_on_the_merged_adapter_when_asked(tmp_path, monkeypatch, merge):
+    """grpo.merge_lora_sampling: the refill decoder sees the adapter folded into the base (every
+    LoRA layer merged) in each step, or never; either way the update trains the adapter and the
+    base weights end bit for bit as they began (the second step samples with a non-zero B)."""
+    from peft.tuners.lora import LoraLayer
+
+    from sparring.backends.torch import generation
+    from sparring.backends.torch.grpo import run_grpo
+
+    seen: list[bool] = []
+    refill = generation._generate_refill
+
+    def watched(model, *args, **kwargs):
+        layers = [m for m in model.modules() if isinstance(m, LoraLayer)]
+        seen.append(bool(layers) and all(layer.merged for layer in layers))
+        return refill(model, *args, **kwargs)
+
+    monkeypatch.setattr(generation, "_generate_refill", watched)
+    cfg = cfg_for(**{"grpo.learning_rate": 0.05, "grpo.merge_lora_sampling": str(merge).lower()})
+    model, tok = models.load_model("tiny-random")
+    before = snapshot(model)
+    trained, _ = run_grpo(
+        model, tok, dataset(), LengthReward(), cfg, 2, str(tmp_path), 0,
+        models.peft_lora_config(cfg.lora),
+    )  # fmt: skip
+    assert seen == [merge, merge]
+    base = trained.get_base_model().state_dict()
+    for key, value in before.items():
+        key = next(k for k in base if k.replace(".base_layer", "") == key)
+        assert torch.equal(base[key], value), f"base weight {key} changed"
+    lora_b = [v for k, v in trained.state_dict().items() if "lora_B" in k]
+    assert any(v.abs().sum() > 0 for v in lora_b), "adapter did not learn"

@@ -28,9 +28,9 @@ counts of dynamic sampling.
   mask_truncated_completions), so the EOS makes a fenced answer a finished one; that EOS was not
   sampled, so it is masked out of the loss. Plain HF generation only (not vLLM, not continuous
   batching: their completions are left as TRL makes them).
-- sampling from the LoRA adapter merged into the base (`lora_merged`; refill decoder, unsharded
-  weights): one matmul per adapted linear in each decode step, the base weights restored bit for
-  bit before the update.
+- sampling from the LoRA adapter merged into the base (`merge_lora_sampling`, `lora_merged`;
+  refill decoder, unsharded weights): one matmul per adapted linear in each decode step, the
+  base weights restored bit for bit before the update.
 - scoring overlapped with sampling (`overlap_scoring`; Sparring's decoders only): a finished
   row's tests run in the sandbox, into the answerer reward's result cache, while the other rows
   still decode (sparring.scoring_overlap); TRL's reward call then reads the cache, so rewards
@@ -327,12 +327,14 @@ def _trainer_class() -> type:
             rollout_batch_size: int = 16,
             share_prompt_forward: bool = True,
             overlap_scoring: bool = True,
+            merge_lora_sampling: bool = True,
             prompt_fits: Callable[[dict[str, Any]], bool] | None = None,
             **kw: Any,
         ) -> None:
             self.prompt_fits = prompt_fits
             self.share_prompt_forward = share_prompt_forward
             self.overlap_scoring = overlap_scoring
+            self.merge_lora_sampling = merge_lora_sampling
             self.scoring_overlapped_seconds = 0.0  # sandbox seconds spent while still sampling
             self._batch_inputs: list[dict[str, Any]] | None = None
             self._prefetch_wait = 0.0
@@ -420,7 +422,7 @@ def _trainer_class() -> type:
 
             # the slot decoder's CUDA graphs hold the unmerged kernels; shards cannot be merged
             sharded = self.is_fsdp_enabled or self.is_deepspeed_enabled
-            mergeable = not sharded and decoder_for(model) == "refill"
+            mergeable = self.merge_lora_sampling and not sharded and decoder_for(model) == "refill"
             merge = lora_merged(model) if mergeable else contextlib.nullcontext(False)
             try:
                 with merge, torch.inference_mode():
@@ -798,6 +800,7 @@ def run_grpo(
         rollout_batch_size=cfg.grpo.rollout_batch_size,
         share_prompt_forward=cfg.grpo.share_prompt_forward,
         overlap_scoring=cfg.grpo.overlap_scoring,
+        merge_lora_sampling=cfg.grpo.merge_lora_sampling,
         prompt_fits=prompt_fits(tokenizer, cfg.grpo.max_prompt_length),
         callbacks=[progress.step_callback(steps), *tracking.trainer_callbacks()],
     )
