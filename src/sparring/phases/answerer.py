@@ -139,7 +139,7 @@ def train_answerer(
     moves_before = coach.moves if coach else 0
     pool = [p for p in everything if at_coach_level(p, coach)]
     problems = draw_in_zone(cfg, pool, zone, round_index, phase)
-    bank = bank_tests(bank_path)
+    bank = bank_tests(bank_path) if cfg.rewards.answerer_bank else {}
     stages = reasoning_stages(cfg, round_index)
     base = backends.base_name(cfg, "answerer", init_model)
     meta: dict[str, Any] = {"round": round_index, "phase": phase, "stages": stages,
