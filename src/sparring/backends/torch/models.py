@@ -275,8 +275,9 @@ def save_model(model: Any, tokenizer: Any, out_dir: str, meta: dict[str, Any]) -
 def lora_merged(model: Any) -> Iterator[bool]:
     """Within the block, `model`'s active LoRA adapter is merged into its base weights (yields
     True; False, and nothing changed, when `model` has no unmerged LoRA layer). A decode step
-    then runs one matmul per adapted linear instead of three: on 2 CPU cores, SmolLM2-135M with
-    LoRA on every linear sampled 32 rows about 15% faster merged (docs/benchmarks.md).
+    then runs one matmul per adapted linear instead of three. On 2 CPU cores, SmolLM2-135M:
+    1.03x (`BENCH merged_sampling_speedup`, LoRA on the top 8 layers; docs/benchmarks.md), and
+    about 15% faster sampling of 32 rows with LoRA on every linear (two runs, not a benchmark).
 
     The base weights are copied before the merge and copied back after the unmerge, so training
     resumes on exactly the weights it left: merge-then-unmerge alone leaves rounding drift that
