@@ -163,6 +163,13 @@ class StepsConfig:
     easy_first: bool = _f(
         False, "draw problems with no pass-rate estimate yet easy, then medium, then hard"
     )
+    screen_pool: bool = _f(
+        False,
+        "sample the frozen answerer on every training problem, not only the generator's draw: "
+        "both phases then draw the problems whose samples differed first, and the answerer "
+        "does not sample a problem screened flat while others remain (costs frozen_samples "
+        "completions per training problem)",
+    )
 
 
 @dataclass(frozen=True)

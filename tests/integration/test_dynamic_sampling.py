@@ -265,3 +265,27 @@ def test_without_skip_the_flat_problems_come_back(tmp_path):
     problem twice (the test above fails for its stated reason when the swap is off)."""
     drawn, _ = _four_steps_over_two_flat_problems(tmp_path)
     assert drawn.count("flat") == drawn.count("flat2") == 2, drawn
+
+
+def test_problems_the_screen_saw_flat_are_never_sampled_while_others_remain(tmp_path):
+    """steps.screen_pool: rows marked `screened_flat` (the frozen answerer's samples all earned
+    the same reward) start in the skip set, so the four steps sample only the varied problems
+    and every sampled group trains (break check: without the seeding, the flat ones are drawn
+    in the first epoch and their groups are dropped)."""
+    from datasets import Dataset
+
+    cfg = cfg_for("grpo.refill_flat_batches=0", "grpo.skip_flat_problems=true")
+    model, tok = models.load_model("tiny-random")
+    reward = SplitReward()
+    rows = [
+        {"prompt": [{"role": "user", "content": f"Solve {p}."}], "problem_id": p,
+         "screened_flat": p.startswith("flat")}
+        for p in ("flat", "flat2", "varied", "varied2")
+    ]  # fmt: skip
+    _, metrics = grpo.run_grpo(
+        model, tok, Dataset.from_list(rows), reward, cfg, 4, str(tmp_path), 0,
+        models.peft_lora_config(cfg.lora),
+    )  # fmt: skip
+    drawn = [pid for call in reward.calls for pid in call[::2]]
+    assert len(drawn) == 8 and not any(pid.startswith("flat") for pid in drawn), drawn
+    assert metrics["completions_trained"] == metrics["completions_sampled"] == 16

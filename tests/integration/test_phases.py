@@ -121,6 +121,29 @@ def test_frozen_snapshot_stays_frozen(data_dir, tmp_path):
     assert (tmp_path / "bank.jsonl").read_text() == bank_in
 
 
+def test_screen_pool_samples_the_frozen_answerer_on_every_training_problem(data_dir, tmp_path):
+    """steps.screen_pool: the frozen answerer is sampled on the whole training pool, not only
+    the generator's draw of problems_per_phase (2 here), and the zone of every problem is known
+    to the phases after it (break check: sampling the draw only writes 2 rows)."""
+    from sparring.problems import read_jsonl
+
+    cfg = cfg_for("steps.screen_pool=true")
+    pool = read_jsonl(data_dir / "train.jsonl")
+    assert len(pool) > cfg.steps.problems_per_phase
+    g = train_generator(
+        cfg, 1, str(data_dir), "", None, str(tmp_path / "gen"), str(tmp_path / "tests.jsonl"),
+        str(tmp_path / "frozen.jsonl"),
+    )  # fmt: skip
+    rows = [json.loads(x) for x in (tmp_path / "frozen.jsonl").read_text().splitlines()]
+    assert sorted(r["problem_id"] for r in rows) == sorted(p.id for p in pool)
+    assert g["problems"] == cfg.steps.problems_per_phase and "pool_in_zone" in g
+    v = validate_tests(
+        cfg, 1, str(data_dir), str(tmp_path / "tests.jsonl"), str(tmp_path / "frozen.jsonl"),
+        str(data_dir / "bank.jsonl"), str(tmp_path / "bank.jsonl"),
+    )  # fmt: skip
+    assert v["zone_estimated"] == len(pool)
+
+
 def test_shared_topology_phases(data_dir, tmp_path):
     models.clear_shared()
     cfg = cfg_for("topology=shared", "shared_model=tiny-random")

@@ -49,3 +49,18 @@ def test_easy_first_orders_the_untried_by_difficulty():
     zone = {"p2": zone_stats([0.0, 1.0])}  # a hard problem in the zone still leads
     drawn = draw_in_zone(_cfg(2, easy_first=True), PROBLEMS, zone, 1, "answerer")
     assert drawn[0].id == "p2" and drawn[1].difficulty == "easy"
+
+
+def test_screened_flat_rows_are_marked_for_the_trainer():
+    """The answerer's rows say which problems the frozen screen saw flat (the trainer's skip
+    starts from those); a problem in the zone or never screened is not marked."""
+    from sparring.phases.answerer import answerer_rows
+    from sparring.phases.zone import screened_flat
+
+    ps = [_problem(i, "easy") for i in ("flat", "zone", "untried")]
+    zone = {"flat": zone_stats([1.0, 1.0]), "zone": zone_stats([0.0, 1.0])}
+    flat = screened_flat(ps, zone)
+    assert flat == {"flat"}
+    rows = answerer_rows(ps, {}, ["code"], flat)
+    assert [r["screened_flat"] for r in rows] == [True, False, False]
+    assert not any(r["screened_flat"] for r in answerer_rows(ps, {}, ["code"]))

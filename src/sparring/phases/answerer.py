@@ -35,16 +35,21 @@ from sparring.phases.common import (
     train_problems,
     trained_record,
 )
-from sparring.phases.zone import draw_in_zone, in_zone, read_zone
+from sparring.phases.zone import draw_in_zone, in_zone, read_zone, screened_flat
 from sparring.problems import Problem
 from sparring.sandbox.limits import untrusted_limits
 
 
 def answerer_rows(
-    problems: list[Problem], bank: dict[str, list[str]], stages: list[str]
+    problems: list[Problem],
+    bank: dict[str, list[str]],
+    stages: list[str],
+    screened_flat: set[str] = frozenset(),
 ) -> list[dict[str, Any]]:
     """One row per problem: the prompt and what the answerer's reward needs (tests = baseline
-    + banked, which tests discriminate, and the trivial solutions' results on them)."""
+    + banked, which tests discriminate, and the trivial solutions' results on them), and
+    whether the frozen answerer's screen saw the problem flat (the trainer's skip starts from
+    those)."""
     rows = []
     for p in problems:
         banked = bank.get(p.id, [])
@@ -63,6 +68,7 @@ def answerer_rows(
                 "reference_solution": p.reference_solution,
                 "family": family,
                 "level": level,
+                "screened_flat": p.id in screened_flat,
             }
         )
     if any(p.withheld_tests for p in problems):  # never scored: false positives only
@@ -71,10 +77,15 @@ def answerer_rows(
     return rows
 
 
-def answerer_dataset(problems: list[Problem], bank: dict[str, list[str]], stages: list[str]):
+def answerer_dataset(
+    problems: list[Problem],
+    bank: dict[str, list[str]],
+    stages: list[str],
+    screened_flat: set[str] = frozenset(),
+):
     from datasets import Dataset
 
-    return Dataset.from_list(answerer_rows(problems, bank, stages))
+    return Dataset.from_list(answerer_rows(problems, bank, stages, screened_flat))
 
 
 def coach_for(cfg: Config, problems: list[Problem], init_model: str | None) -> Coach | None:
@@ -169,7 +180,9 @@ def train_answerer(
 
     backend = backends.get(cfg.backend)
     model, tok, peft_config = backend.load_trainable(cfg, "answerer", init_model)
-    dataset = answerer_dataset(problems, bank, stages)
+    flat = screened_flat(problems, zone) if cfg.steps.screen_pool else set()
+    metrics["problems_screened_flat"] = float(len(flat))
+    dataset = answerer_dataset(problems, bank, stages, flat)
     seed = derived_seed(cfg, round_index, phase)
     reserve = None
     if coach is not None:  # every coached instance, in a seeded order

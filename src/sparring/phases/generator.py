@@ -29,7 +29,7 @@ from sparring.phases.common import (
     trained_record,
     write_lines,
 )
-from sparring.phases.zone import draw_in_zone
+from sparring.phases.zone import draw_in_zone, frozen_zone, in_zone
 from sparring.problems import Problem
 from sparring.sandbox.limits import untrusted_limits
 
@@ -119,7 +119,8 @@ def train_generator(
     # each planned phase samples its frozen answerer with its own seed; the default label keeps
     # the seed it always had (pipelines compiled before labels were phase names pass none)
     frozen_label = "frozen" if phase == "generator" else f"{phase}-frozen"
-    problems = draw_in_zone(cfg, train_problems(data_dir), {}, round_index, phase)
+    pool = train_problems(data_dir)
+    problems = draw_in_zone(cfg, pool, {}, round_index, phase)
     base = backends.base_name(cfg, "generator", init_model)
     meta = {"round": round_index, "phase": phase, "mode": cfg.generator_mode,
             "problems_drawn": drawn_digest(problems)}  # fmt: skip
@@ -162,7 +163,9 @@ def train_generator(
         return rows
 
     # Sampled once: with several training processes each samples a share, all get every row.
-    frozen_rows = ranks.shard_and_gather(problems, sample_share)
+    # With steps.screen_pool on every training problem: the zone of the whole pool.
+    screened = pool if cfg.steps.screen_pool else problems
+    frozen_rows = ranks.shard_and_gather(screened, sample_share)
     metrics["frozen_sampling_s"] = time.perf_counter() - start
     metrics["frozen_tokens_per_s"] = stats[0].tokens_per_s if stats else 0.0
     if ranks.world().main:
@@ -170,14 +173,21 @@ def train_generator(
 
         lines.say(
             f"{lines.LABEL or 'train-generator'} frozen answerer: "
-            f"{len(problems) * cfg.steps.frozen_samples} solutions sampled in "
+            f"{len(screened) * cfg.steps.frozen_samples} solutions sampled in "
             f"{lines.fmt_seconds(metrics['frozen_sampling_s'])}"
         )
     write_lines(out_frozen_solutions, frozen_rows)
     solutions = {r["problem_id"]: [s for s in r["solutions"] if s] for r in frozen_rows}
     metrics["frozen_parse_rate"] = sum(len(v) for v in solutions.values()) / max(
-        1, len(problems) * cfg.steps.frozen_samples
+        1, len(screened) * cfg.steps.frozen_samples
     )
+    if cfg.steps.screen_pool:  # the generator writes tests where the answers differ, first
+        with Sandbox(untrusted_limits(cfg)) as sb:
+            zone = frozen_zone(cfg, {p.id: p for p in pool}, solutions, sb)
+        problems = draw_in_zone(cfg, pool, zone, round_index, phase)
+        meta["problems_drawn"] = drawn_digest(problems)
+        metrics["problems_in_zone"] = float(sum(in_zone(zone.get(p.id)) for p in problems))
+        metrics["pool_in_zone"] = float(sum(in_zone(z) for z in zone.values()))
     proposer = cfg.generator_mode == "problems"
     if not proposer:
         del frozen  # the cached solutions are all the phase needs (a shared base stays cached)

@@ -14,11 +14,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sparring import rewards
 from sparring.bank import BANK_FILE, BankMerge, beside_bank, read_rows, trivially_passed, write_rows
 from sparring.config import Config
 from sparring.phases.common import read_lines, train_problems
-from sparring.phases.zone import ZONE_FILE, in_zone, zone_stats
+from sparring.phases.zone import ZONE_FILE, frozen_zone, in_zone
 from sparring.problems import Problem
 from sparring.sandbox.limits import untrusted_limits
 
@@ -55,7 +54,7 @@ def validate_tests(
     total = valid = honest = discriminating = duplicates = 0
     infra = 0
     with Sandbox(untrusted_limits(cfg)) as sb:
-        zone = _frozen_zone(cfg, problems, solutions, sb)
+        zone = frozen_zone(cfg, problems, solutions, sb)
         for row in generated:
             p = problems.get(row["problem_id"])
             tests = [t for t in row.get("tests", []) if isinstance(t, str)]
@@ -106,27 +105,6 @@ def _trivially_passed(problem: Problem, tests: list[str], sandbox: Any) -> set[s
 
     family = problem_info(problem, []).trivial_solutions
     return trivially_passed(tests, run_cached(sandbox, [(code, tests) for code in family], None))
-
-
-def _frozen_zone(
-    cfg: Config, problems: dict[str, Problem], solutions: dict[str, list[str]], sandbox: Any
-) -> dict[str, dict[str, float]]:
-    """Per problem the frozen answerer was sampled on: the honest rewards of its solutions
-    (unparseable ones earn 0), summarised by `zone_stats` for the next answerer phase."""
-    from sparring.code_duel import run_cached
-
-    zone: dict[str, dict[str, float]] = {}
-    for pid, codes in solutions.items():
-        p = problems.get(pid)
-        if p is None:
-            continue
-        mask, trivial = rewards.credit_view(len(p.baseline_tests), p.trivial_passes)
-        rows = run_cached(sandbox, [(c, p.baseline_tests) for c in codes], None) if codes else []
-        values = [rewards.answerer_credit(row, mask, trivial, p.difficulty).reward for row in rows]
-        kept = [v for v in values if v is not None]
-        kept += [0.0] * (cfg.steps.frozen_samples - len(codes))  # unparseable samples
-        zone[pid] = zone_stats(kept)
-    return zone
 
 
 def validate_into(

@@ -1,15 +1,20 @@
 """The answerer's zone: problems whose rollouts differed in reward (DAPO dynamic sampling).
 
 Covers: the per-problem rollout statistics that validation writes next to the bank
-(`zone.json`), and `draw_in_zone`: problems in the zone first, then untried ones (easy first),
-flat ones last. Does not cover: the batch-level refill (sparring.backends.torch.grpo). Pure.
+(`zone.json`), `frozen_zone` (those statistics from the frozen answerer's samples, run in a
+sandbox it is given), `draw_in_zone`: problems in the zone first, then untried ones (easy
+first), flat ones last, and `screened_flat`: the drawn problems the screen saw flat.
+Does not cover: the batch-level refill and skip (sparring.backends.torch.grpo). Pure but for
+`frozen_zone`'s sandbox.
 """
 
 from __future__ import annotations
 
 import json
 import random
+from typing import Any
 
+from sparring import rewards
 from sparring.bank import beside_bank
 from sparring.config import Config
 from sparring.phases.common import derived_seed, draw_problems
@@ -39,6 +44,39 @@ def zone_stats(values: list[float]) -> dict[str, float]:
         "mean": sum(values) / len(values) if values else 0.0,
         "spread": (max(values) - min(values)) if values else 0.0,
     }
+
+
+def frozen_zone(
+    cfg: Config, problems: dict[str, Problem], solutions: dict[str, list[str]], sandbox: Any
+) -> dict[str, dict[str, float]]:
+    """Per problem the frozen answerer was sampled on: the honest rewards of its solutions on
+    the tests the reward sees (unparseable samples earn 0), summarised by `zone_stats`."""
+    from sparring.code_duel import run_cached
+
+    zone: dict[str, dict[str, float]] = {}
+    for pid, codes in solutions.items():
+        p = problems.get(pid)
+        if p is None:
+            continue
+        mask, trivial = rewards.credit_view(len(p.baseline_tests), p.trivial_passes)
+        rows = run_cached(sandbox, [(c, p.baseline_tests) for c in codes], None) if codes else []
+        values = [rewards.answerer_credit(row, mask, trivial, p.difficulty).reward for row in rows]
+        kept = [v for v in values if v is not None]
+        kept += [0.0] * (cfg.steps.frozen_samples - len(codes))  # unparseable samples
+        zone[pid] = zone_stats(kept)
+    return zone
+
+
+def screened_flat(problems: list[Problem], zone: dict[str, dict[str, float]]) -> set[str]:
+    """The ids among `problems` whose screen saw every sample earn the same reward: under
+    `grpo.skip_flat_problems` the answerer samples them only when no other problem is left.
+
+    >>> from sparring.problems import Problem
+    >>> ps = [Problem(i, "", "def f(x):", [], "") for i in "abc"]
+    >>> sorted(screened_flat(ps, {"a": {"n": 4, "spread": 0.0}, "b": {"n": 4, "spread": 0.5}}))
+    ['a']
+    """
+    return {p.id for p in problems if zone.get(p.id) and not in_zone(zone[p.id])}
 
 
 _DIFFICULTY_ORDER = {"easy": 0, "medium": 1, "hard": 2}

@@ -54,7 +54,9 @@ counts of dynamic sampling.
   so that they describe the batch trained on; `sparring/refilled_batches` counts the replacements
   (each one a full generation: the price of a step that trains). Single process only.
 - dynamic sampling, "skip" (`skip_flat_problems`): a problem whose last group in this phase was
-  flat (every completion passed, or none did) is not sampled again while it stays so: before a
+  flat (every completion passed, or none did), or that the frozen answerer's screen saw flat
+  (a dataset column `screened_flat`, `steps.screen_pool`), is not sampled while it stays so and
+  other problems remain: before a
   generation batch is sampled its groups are swapped for problems not seen flat
   (`swap_flat_problems`), so fewer sampled completions leave the loss batch;
   `groups_swapped` counts them. Single process only.
@@ -231,6 +233,16 @@ def useful_groups(rewards_per_func: Any, weights: Any, num_generations: int) -> 
     return spread & ~torch.isclose(hi, lo, rtol=1e-5, atol=1e-6)
 
 
+def screened_flat_ids(dataset: Any) -> set[Any]:
+    """The problem ids of the rows of `dataset` (a datasets.Dataset, or None) whose
+    `screened_flat` column is true: the frozen answerer's screen saw every sample earn the
+    same reward (sparring.phases.zone.screened_flat); empty without that column."""
+    if dataset is None or "screened_flat" not in getattr(dataset, "column_names", ()):
+        return set()
+    ids, flags = dataset["problem_id"], dataset["screened_flat"]
+    return {pid for pid, flat in zip(ids, flags, strict=True) if flat}
+
+
 def swap_flat_problems(
     rows: list[dict[str, Any]],
     group: int,
@@ -346,7 +358,10 @@ def _trainer_class() -> type:
             self.drop_flat_groups = drop_flat_groups
             self.refill_flat_batches = refill_flat_batches
             self.skip_flat_problems = skip_flat_problems
-            self._flat_problems: set[Any] = set()  # last group this phase had no spread
+            # last group this phase (or, before it, the frozen answerer's screen) had no spread
+            self._flat_problems: set[Any] = screened_flat_ids(kw.get("train_dataset"))
+            if not skip_flat_problems:
+                self._flat_problems = set()
             self._skip_cursor = 0
             self.groups_swapped = 0
             self.batches_refilled = 0
