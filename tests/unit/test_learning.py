@@ -101,7 +101,7 @@ def test_from_phase_runs_reads_breaks_useful_share_and_completions():
     ]
     summary, breaks, share, trained = learning.from_phase_runs(runs)
     assert breaks == [0.6, 0.3]  # by round, not by listing order
-    assert share == pytest.approx((0.5 + 1.0 + 0.75) / 3)
+    assert share == pytest.approx((0.5 + 0.75) / 2)  # the answerer's phases, not the generator's
     assert trained == 160.0  # answerer phases only
     assert summary["completions_sampled"] == 224.0
     assert summary["false_positive_rate"] == pytest.approx(0.15)

@@ -851,12 +851,13 @@ def summary_from_metrics(flat: Mapping[str, float]) -> dict[str, Any]:
 def from_phase_runs(
     runs: Sequence[tuple[str, Mapping[str, float]]],
 ) -> tuple[dict[str, Any], list[float], float | None, float | None]:
-    """(learning summary, generator break rate per round, useful group share, answerer
-    completions trained) from the phases' MLflow runs, given as (run name `r{round}-{phase}`,
-    latest metrics). The summary's `base_zone_share` is the first validation's share of
-    problems whose frozen (base) samples differed in reward; its `task_overlap` the held-out
-    instances whose task is also a training task (materialize's `heldout_task_overlap`); its
-    `completions_sampled` the answerer phases' sum, `false_positive_rate` their mean."""
+    """(learning summary, generator break rate per round, useful group share of the answerer's
+    phases, answerer completions trained) from the phases' MLflow runs, given as (run name
+    `r{round}-{phase}`, latest metrics). The summary's `base_zone_share` is the first
+    validation's share of problems whose frozen (base) samples differed in reward; its
+    `task_overlap` the held-out instances whose task is also a training task (materialize's
+    `heldout_task_overlap`); its `completions_sampled` the answerer phases' sum,
+    `false_positive_rate` their mean."""
     import re
 
     breaks: list[tuple[int, float]] = []
@@ -876,9 +877,11 @@ def from_phase_runs(
             breaks.append((round_index, float(metrics["break_rate"])))
         if phase == "validate-tests" and metrics.get("zone_estimated"):
             zones.append((round_index, metrics["zone_problems"] / metrics["zone_estimated"]))
-        elif phase.startswith("train-") and "useful_group_share" in metrics:
+        elif phase.startswith("train-answerer") and "useful_group_share" in metrics:
+            # the answerer's phases only: a generator step of a few groups is nearly always
+            # useful and would hide how much of the answerer's sampling trained
             useful.append(float(metrics["useful_group_share"]))
-            if phase.startswith("train-answerer") and "completions_trained" in metrics:
+            if "completions_trained" in metrics:
                 trained.append(float(metrics["completions_trained"]))
                 if "completions_sampled" in metrics:
                     sampled.append(float(metrics["completions_sampled"]))
