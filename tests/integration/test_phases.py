@@ -144,6 +144,36 @@ def test_screen_pool_samples_the_frozen_answerer_on_every_training_problem(data_
     assert v["zone_estimated"] == len(pool)
 
 
+def test_the_generator_phase_samples_as_many_rows_as_a_training_rollout(
+    data_dir, tmp_path, monkeypatch
+):
+    """The frozen answerer's samples and the trained generator's tests decode
+    grpo.rollout_batch_size rows at once, not the sampler's default 32 (break check: the
+    default leaves 32 in both lists)."""
+    import sparring.sampler
+    from sparring.backends.torch import TorchBackend
+
+    rows, batch_sizes = [], []
+    real_sample_answers, real_sample = sparring.sampler.sample_answers, TorchBackend.sample
+
+    def sample_answers(answerer, *args, **kwargs):
+        rows.append(answerer.rows)
+        return real_sample_answers(answerer, *args, **kwargs)
+
+    def sample(self, *args, **kwargs):
+        batch_sizes.append(kwargs.get("batch_size"))
+        return real_sample(self, *args, **kwargs)
+
+    monkeypatch.setattr(sparring.sampler, "sample_answers", sample_answers)
+    monkeypatch.setattr(TorchBackend, "sample", sample)
+    cfg = cfg_for("grpo.rollout_batch_size=7")
+    train_generator(
+        cfg, 1, str(data_dir), "", None, str(tmp_path / "gen"), str(tmp_path / "tests.jsonl"),
+        str(tmp_path / "frozen.jsonl"),
+    )  # fmt: skip
+    assert rows == [7] and batch_sizes and set(batch_sizes) == {7}, (rows, batch_sizes)
+
+
 def test_shared_topology_phases(data_dir, tmp_path):
     models.clear_shared()
     cfg = cfg_for("topology=shared", "shared_model=tiny-random")

@@ -148,7 +148,9 @@ def train_generator(
     start = time.perf_counter()
     backend = backends.get(cfg.backend)
     frozen, ftok = backend.load_frozen(cfg, frozen_answerer)
-    answerer: Any = LoadedAnswerer(backend, frozen, ftok)
+    # as many rows as a training rollout: on a CPU a decode step costs nearly the same at 64
+    # rows as at 32 (docs/training.md), and the frozen samples are most of this phase's time
+    answerer: Any = LoadedAnswerer(backend, frozen, ftok, cfg.grpo.rollout_batch_size)
     if cfg.serving.mode == "server":
         from sparring.serving.duel import ServedAnswerer
 
@@ -244,6 +246,7 @@ def train_generator(
             top_p=cfg.grpo.top_p,
             num_samples=1,
             seed=seed,
+            batch_size=cfg.grpo.rollout_batch_size,
         ).texts
     if proposer:
         out_rows = [
