@@ -472,3 +472,27 @@ def test_a_torn_cache_entry_is_a_miss(tmp_path):
     (tmp_path / f"{key}.json").write_text('{"texts": [["a"')
     assert store.get(key, 1, 2) is None
     assert call_key("m", [], {"seed": 0}) != call_key("m", [], {"seed": 1})
+
+
+def test_sampled_means_score_correctness_among_the_answers_that_define_the_function():
+    """`defining` averages the discriminating share over the answers that define the asked-for
+    function only: an answer with the wrong name counts in `defines` (0) and in
+    `discriminating`, not in `defining`; a problem with no defining answer has no `defining`
+    value (break check: counting every answer gives 0.5 for p, not 1.0)."""
+    from sparring.evaluation.snapshots import sampled_means
+    from sparring.problems import Problem
+    from sparring.rewards import AnswererCredit
+
+    p = Problem("p", "d", "def add(a, b):", ["assert add(1, 2) == 3"], "def add(a, b): return a+b")
+    q = Problem("q", "d", "def neg(x):", ["assert neg(1) == -1"], "def neg(x): return -x")
+    right = AnswererCredit(1.0, 1, 1, 1, 1, False, True)
+    wrong = AnswererCredit(0.0, 0, 1, 0, 1, False, False)
+    means = sampled_means(
+        [p, p, q],
+        ["def add(a, b):\n    return a + b\n", "def plus(a, b):\n    return 0\n", "x = 1\n"],
+        [right, wrong, wrong],
+    )
+    assert means["defines"] == {"p": 0.5, "q": 0.0}
+    assert means["discriminating"] == {"p": 0.5, "q": 0.0}
+    assert means["defining"] == {"p": 1.0}
+    assert means["pass_at_n"] == {"p": 1.0, "q": 0.0}

@@ -239,7 +239,7 @@ def control_gain(
     }
 
 
-MEASURES = ("discriminating", "strict", "raw", "pass_at_n", "defines")
+MEASURES = ("discriminating", "strict", "raw", "pass_at_n", "defines", "defining")
 MIN_PER_SIDE = 5  # an interval resting on fewer values per side is printed as n/a, not a number
 
 
@@ -482,6 +482,10 @@ def learn_lines(
         + (f"base={defines['before']:.3f} final={defines['after']:.3f}" if defines
            else "base=n/a final=n/a")
     )  # fmt: skip
+    # the new tasks scored over the answers that define the asked-for function only: a gain
+    # here is not the format-only reward's `def` line (a task with no such answer is left out)
+    d = (gains.get("heldout_new_tasks") or {}).get("defining")
+    lines.append(_gain_line("heldout_new_tasks_defining", d))
     for name, measure in (
         ("validation_pass_rate", "discriminating"),
         ("strict_pass_rate", "strict"),

@@ -261,10 +261,9 @@ def _sampled_measures(
     cache_model: str | None = None,
     pool: dict[str, list[Any]] | None = None,
 ) -> dict[str, dict[str, float]]:
-    """Per measure, per problem: the mean over `samples` sampled completions (`defines`: the
-    share that define the asked-for function with its parameters). Given a `pool`, the answers
-    themselves go there too, labelled right or wrong (generator_heldout.labelled_pool): what the
-    generators' held-out tests are judged on."""
+    """Per measure, per problem: the mean over `samples` sampled completions (`sampled_means`).
+    Given a `pool`, the answers themselves go there too, labelled right or wrong
+    (generator_heldout.labelled_pool): what the generators' held-out tests are judged on."""
     from sparring import code_duel
     from sparring.sandbox import Sandbox
 
@@ -290,16 +289,30 @@ def _sampled_measures(
         from sparring.evaluation.generator_heldout import labelled_pool
 
         pool.update(labelled_pool(flat_problems, flat_texts, credits))
+    return sampled_means(flat_problems, flat_texts, credits)
+
+
+def sampled_means(
+    problems: Sequence[Problem], texts: Sequence[str], credits: Sequence[Any]
+) -> dict[str, dict[str, float]]:
+    """Per measure, per problem, the mean over its sampled answers (`problems[i]` answered by
+    `texts[i]`, scored `credits[i]`, a rewards.AnswererCredit): discriminating, strict, raw;
+    `defines` (the share defining the asked-for function with its parameters: what the
+    format-only control pays); `defining` (discriminating over the answers that define it:
+    what a clean `def` does not explain; absent where none does); `pass_at_n` (some answer
+    passes every test). An answer the sandbox could not judge counts only in `defines`. Pure."""
     out: dict[str, dict[str, list[float]]] = {
-        "discriminating": {}, "strict": {}, "raw": {}, "defines": {},
+        "discriminating": {}, "strict": {}, "raw": {}, "defines": {}, "defining": {},
     }  # fmt: skip
-    for p, c, text in zip(flat_problems, credits, flat_texts, strict=True):
+    for p, c, text in zip(problems, credits, texts, strict=True):
+        defines = None
         if p.function_signature and not p.entry_point:  # what the format-only control pays
-            out["defines"].setdefault(p.id, []).append(
-                float(defines_asked_function(text, p.function_signature))
-            )
+            defines = defines_asked_function(text, p.function_signature)
+            out["defines"].setdefault(p.id, []).append(float(defines))
         if c.reward is None:
             continue  # sandbox failure: no signal
+        if defines:  # what a clean `def` does not explain: correctness among defining answers
+            out["defining"].setdefault(p.id, []).append(c.discriminating_fraction)
         out["discriminating"].setdefault(p.id, []).append(c.discriminating_fraction)
         out["strict"].setdefault(p.id, []).append(float(c.strict))
         out["raw"].setdefault(p.id, []).append(c.raw_fraction)
