@@ -165,10 +165,11 @@ class StepsConfig:
     )
     screen_pool: bool = _f(
         False,
-        "sample the frozen answerer on every training problem, not only the generator's draw: "
-        "both phases then draw the problems whose samples differed first, and the answerer "
-        "does not sample a problem screened flat while others remain (costs frozen_samples "
-        "completions per training problem)",
+        "in the generator phase, sample the frozen answerer on every training problem, not "
+        "only the generator's draw: both phases then draw the problems whose samples differed "
+        "first, and with grpo.skip_flat_problems the answerer does not sample a problem "
+        "screened flat while others remain (costs frozen_samples completions per training "
+        "problem; no effect without a generator phase)",
     )
 
 

@@ -17,6 +17,7 @@ import os
 import random
 import tempfile
 from collections import defaultdict
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from sparring import backends, prompts, rewards
@@ -44,7 +45,7 @@ def answerer_rows(
     problems: list[Problem],
     bank: dict[str, list[str]],
     stages: list[str],
-    screened_flat: set[str] = frozenset(),
+    flat_ids: AbstractSet[str] = frozenset(),
 ) -> list[dict[str, Any]]:
     """One row per problem: the prompt and what the answerer's reward needs (tests = baseline
     + banked, which tests discriminate, and the trivial solutions' results on them), and
@@ -68,7 +69,7 @@ def answerer_rows(
                 "reference_solution": p.reference_solution,
                 "family": family,
                 "level": level,
-                "screened_flat": p.id in screened_flat,
+                "screened_flat": p.id in flat_ids,
             }
         )
     if any(p.withheld_tests for p in problems):  # never scored: false positives only
@@ -81,11 +82,11 @@ def answerer_dataset(
     problems: list[Problem],
     bank: dict[str, list[str]],
     stages: list[str],
-    screened_flat: set[str] = frozenset(),
+    flat_ids: AbstractSet[str] = frozenset(),
 ):
     from datasets import Dataset
 
-    return Dataset.from_list(answerer_rows(problems, bank, stages, screened_flat))
+    return Dataset.from_list(answerer_rows(problems, bank, stages, flat_ids))
 
 
 def coach_for(cfg: Config, problems: list[Problem], init_model: str | None) -> Coach | None:

@@ -183,6 +183,8 @@ def train_generator(
     metrics["frozen_parse_rate"] = sum(len(v) for v in solutions.values()) / max(
         1, len(screened) * cfg.steps.frozen_samples
     )
+    # validation recomputes this zone for zone.json in its own task (seconds of sandbox time);
+    # here it only orders the generator's draw
     if cfg.steps.screen_pool:  # the generator writes tests where the answers differ, first
         with Sandbox(untrusted_limits(cfg)) as sb:
             zone = frozen_zone(cfg, {p.id: p for p in pool}, solutions, sb)

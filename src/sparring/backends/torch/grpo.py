@@ -359,9 +359,9 @@ def _trainer_class() -> type:
             self.refill_flat_batches = refill_flat_batches
             self.skip_flat_problems = skip_flat_problems
             # last group this phase (or, before it, the frozen answerer's screen) had no spread
-            self._flat_problems: set[Any] = screened_flat_ids(kw.get("train_dataset"))
-            if not skip_flat_problems:
-                self._flat_problems = set()
+            self._flat_problems: set[Any] = (
+                screened_flat_ids(kw.get("train_dataset")) if skip_flat_problems else set()
+            )
             self._skip_cursor = 0
             self.groups_swapped = 0
             self.batches_refilled = 0
