@@ -2,10 +2,13 @@
 
 Covers: `calibrate` (instances of the families under a seed of their own, the answerer model
 sampled k times on each at the training temperature and budget, each answer scored with the
-honest credit in the sandbox), `summarize` (per family and level: mean reward, whole-problem
-pass rate, share of instances whose samples differ in reward, i.e. where GRPO has an advantage
-to follow), `zone_levels` (the levels whose mean reward lies in a band, 0.2-0.8 by default) and
-`format_table`. A learning config trains on the levels calibration puts in the zone.
+honest credit in the sandbox and, with K given tests, checked for a false positive: passing the
+K typical tests a sparse reward sees and failing one it withholds), `summarize` (per family and
+level: mean reward, whole-problem pass rate, share of instances whose samples differ in reward,
+i.e. where GRPO has an advantage to follow, and the false-positive rate: the answers on which
+tests a generator adds could change a sparse reward), `zone_levels` (the levels whose mean
+reward lies in a band, 0.2-0.8 by default) and `format_table`. A learning config trains on
+the levels calibration puts in the zone.
 
 Does not cover: generating instances (sparring.families) or training.
 """
@@ -33,8 +36,9 @@ def family_and_level(tags: Sequence[str]) -> tuple[str, int]:
 def summarize(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per (family, level): instances, samples, mean reward (discriminating share), whole-problem
     pass rate, and zone share (instances whose samples earned differing rewards). `rows`: one
-    per instance, with `family`, `level`, `rewards` (per sample; None = sandbox failure) and
-    `strict` (per sample).
+    per instance, with `family`, `level`, `rewards` (per sample; None = sandbox failure),
+    `strict` (per sample) and, when measured, `false_positive` (per sample, 0/1):
+    `false_positive_rate` is then the share of samples flagged.
 
     >>> rows = [{"family": "f", "level": 1, "rewards": [0.0, 1.0], "strict": [0, 1]},
     ...         {"family": "f", "level": 1, "rewards": [0.0, 0.0], "strict": [0, 0]}]
@@ -51,17 +55,19 @@ def summarize(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         strict = [float(s) for m in members for s in m["strict"]]
         judged = [[r for r in m["rewards"] if r is not None] for m in members]
         in_zone = [bool(v) and max(v) > min(v) for v in judged]
-        out.append(
-            {
-                "family": family,
-                "level": level,
-                "instances": len(members),
-                "samples": len(strict),
-                "mean_reward": sum(rewards) / len(rewards) if rewards else 0.0,
-                "pass_rate": sum(strict) / len(strict) if strict else 0.0,
-                "zone_share": sum(in_zone) / len(in_zone) if in_zone else 0.0,
-            }
-        )
+        summary = {
+            "family": family,
+            "level": level,
+            "instances": len(members),
+            "samples": len(strict),
+            "mean_reward": sum(rewards) / len(rewards) if rewards else 0.0,
+            "pass_rate": sum(strict) / len(strict) if strict else 0.0,
+            "zone_share": sum(in_zone) / len(in_zone) if in_zone else 0.0,
+        }
+        flagged = [f for m in members for f in m.get("false_positive", [])]
+        if flagged:
+            summary["false_positive_rate"] = sum(flagged) / len(flagged)
+        out.append(summary)
     return out
 
 
@@ -82,6 +88,10 @@ def by_level(summary: Sequence[Mapping[str, Any]]) -> dict[int, dict[str, float]
             "pass_rate": sum(s["pass_rate"] * s["samples"] for s in rows) / n,
             "zone_share": sum(s["zone_share"] * s["instances"] for s in rows) / k,
         }
+        if all("false_positive_rate" in s for s in rows):
+            out[level]["false_positive_rate"] = (
+                sum(s["false_positive_rate"] * s["samples"] for s in rows) / n
+            )
     return out
 
 
@@ -103,17 +113,24 @@ def zone_levels(
 def format_table(
     summary: Sequence[Mapping[str, Any]], band: tuple[float, float] = ZONE_BAND
 ) -> str:
-    """A fixed-width table per family and level, then one line per level and the zone."""
-    lines = [f"{'family':24s} {'level':>5s} {'inst':>5s} {'reward':>7s} {'pass':>6s} {'zone':>6s}"]
+    """A fixed-width table per family and level, then one line per level and the zone; a
+    false-positive column (`fp`) when it was measured."""
+    fp = bool(summary) and all("false_positive_rate" in s for s in summary)
+    lines = [
+        f"{'family':24s} {'level':>5s} {'inst':>5s} {'reward':>7s} {'pass':>6s} {'zone':>6s}"
+        + (f" {'fp':>6s}" if fp else "")
+    ]
     for s in summary:
         lines.append(
             f"{s['family']:24s} {s['level']:5d} {s['instances']:5d} {s['mean_reward']:7.3f} "
             f"{s['pass_rate']:6.3f} {s['zone_share']:6.3f}"
+            + (f" {s['false_positive_rate']:6.3f}" if fp else "")
         )
     for level, m in by_level(summary).items():
         lines.append(
             f"CALIBRATE level={level} mean_reward={m['mean_reward']:.3f} "
             f"pass_rate={m['pass_rate']:.3f} zone_share={m['zone_share']:.3f}"
+            + (f" false_positive_rate={m['false_positive_rate']:.3f}" if fp else "")
         )
     levels = zone_levels(summary, band)
     lines.append(
@@ -131,12 +148,17 @@ def calibrate(
     families: Sequence[str] | None = None,
     levels: Sequence[int] = (1, 2, 3),
     model: str = "",
+    given_tests: int = 0,
 ) -> list[dict[str, Any]]:
     """Sample `model` (default: the config's answerer) `samples` times on `per_family`
     instances of each family and level under `seed`, at the training temperature and
-    completion budget; one row per instance (`summarize` reads them)."""
+    completion budget; one row per instance (`summarize` reads them). With `given_tests` K
+    (sparring.given_tests), each answer is also checked against the K typical tests a sparse
+    reward would see and the tests it would withhold (`false_positive`: 1 when it passes the
+    first and fails the second)."""
     from sparring import code_duel
     from sparring.families import generate
+    from sparring.given_tests import given_view
     from sparring.problems import compute_trivial_passes
     from sparring.sampler import load_answerer, sample_answers
     from sparring.sandbox import Sandbox
@@ -162,19 +184,29 @@ def calibrate(
     flat = [(p, t) for p, outs in zip(problems, texts, strict=True) for t in outs]
     with Sandbox(untrusted_limits(cfg)) as sb:
         credits = code_duel.score_answers([p for p, _ in flat], [t for _, t in flat], sb)
+        views = [given_view(p, given_tests) for p, _ in flat] if given_tests else []
+        flags = code_duel.false_positive_flags(
+            [t for _, t in flat],
+            [v.baseline_tests for v in views],
+            [v.withheld_tests for v in views],
+            [v.function_name for v in views],
+            sb,
+        ) if views else []  # fmt: skip
     rows = []
     it = iter(credits)
+    flagged = iter(flags)
     for p, outs in zip(problems, texts, strict=True):
         mine = [next(it) for _ in outs]
         family, level = family_and_level(p.tags)
-        rows.append(
-            {
-                "id": p.id,
-                "family": family,
-                "level": level,
-                "rewards": [c.reward if c.reward is None else c.discriminating_fraction
-                            for c in mine],
-                "strict": [int(c.strict) for c in mine],
-            }
-        )  # fmt: skip
+        row = {
+            "id": p.id,
+            "family": family,
+            "level": level,
+            "rewards": [c.reward if c.reward is None else c.discriminating_fraction
+                        for c in mine],
+            "strict": [int(c.strict) for c in mine],
+        }  # fmt: skip
+        if given_tests:  # a problem with no test beyond the K counts its answers as clean
+            row["false_positive"] = [int(bool(f and f[1])) for f in (next(flagged) for _ in outs)]
+        rows.append(row)
     return rows

@@ -143,6 +143,31 @@ def answerer_credits(
     return out
 
 
+def false_positive_flags(
+    completions: Sequence[str],
+    tests: Sequence[Sequence[str]],
+    withheld: Sequence[Sequence[str]],
+    function_names: Sequence[str],
+    sandbox: Any,
+    cache: ResultCache | None = None,
+) -> list[tuple[bool, bool] | None]:
+    """Per answer, (passes every test the reward saw in `tests[i]`, fails a withheld test in
+    `withheld[i]` as well): the second is a false positive. None where the problem withholds
+    nothing. Withheld tests run only for the answers that pass every seen test."""
+    rows = [i for i, w in enumerate(withheld) if w]
+    codes = {i: programs.extract_code(completions[i], function_names[i]) for i in rows}
+    runnable = [i for i in rows if codes[i] is not None and tests[i]]
+    seen = run_cached(sandbox, [(codes[i], list(tests[i])) for i in runnable], cache)
+    passes = [i for i, row in zip(runnable, seen, strict=True) if all(r is True for r in row)]
+    hidden = run_cached(sandbox, [(codes[i], list(withheld[i])) for i in passes], cache)
+    caught = {i for i, row in zip(passes, hidden, strict=True) if any(r is False for r in row)}
+    passed = set(passes)
+    out: list[tuple[bool, bool] | None] = [None] * len(completions)
+    for i in rows:
+        out[i] = (i in passed, i in caught)
+    return out
+
+
 def false_positives(
     completions: Sequence[str],
     tests: Sequence[Sequence[str]],
@@ -151,24 +176,23 @@ def false_positives(
     sandbox: Any,
     cache: ResultCache | None = None,
 ) -> dict[str, float]:
-    """How often the tests a reward saw (`tests[i]`) pass an answer its withheld tests
-    (`withheld[i]`, sparring.given_tests) fail, over the answers to problems with withheld
-    tests: `false_positive_rate` (share of those answers passing every seen test and failing a
+    """How often the tests a reward saw pass an answer its withheld tests fail
+    (`false_positive_flags`), over the answers to problems with withheld tests:
+    `false_positive_rate` (share of those answers passing every seen test and failing a
     withheld one) and `false_positive_share_of_passes` (the same over the answers that pass
-    every seen test). {} when no problem has withheld tests. Withheld tests run only for the
-    answers that pass every seen test, and never change a reward."""
-    rows = [i for i, w in enumerate(withheld) if w]
-    if not rows:
+    every seen test). {} when no problem has withheld tests. Never changes a reward."""
+    flags = [
+        f
+        for f in false_positive_flags(completions, tests, withheld, function_names, sandbox, cache)
+        if f is not None
+    ]
+    if not flags:
         return {}
-    codes = {i: programs.extract_code(completions[i], function_names[i]) for i in rows}
-    runnable = [i for i in rows if codes[i] is not None and tests[i]]
-    seen = run_cached(sandbox, [(codes[i], list(tests[i])) for i in runnable], cache)
-    passes = [i for i, row in zip(runnable, seen, strict=True) if all(r is True for r in row)]
-    hidden = run_cached(sandbox, [(codes[i], list(withheld[i])) for i in passes], cache)
-    caught = sum(any(r is False for r in row) for row in hidden)
+    passes = sum(p for p, _ in flags)
+    caught = sum(c for _, c in flags)
     return {
-        "false_positive_rate": caught / len(rows),
-        "false_positive_share_of_passes": caught / len(passes) if passes else 0.0,
+        "false_positive_rate": caught / len(flags),
+        "false_positive_share_of_passes": caught / passes if passes else 0.0,
     }
 
 

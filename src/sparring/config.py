@@ -307,8 +307,9 @@ class DataConfig:
     max_problems: int = _f(0, "cap on training problems (0 = all)", ge=0)
     given_tests: int = _f(
         0,
-        "tests of each training problem the reward sees, typical inputs first; the rest are "
-        "withheld and only measure false positives (0 = all, in their order; held-out: all)",
+        "tests of each training problem the reward sees, typical inputs first; the rest that "
+        "no trivial solution passes are withheld and only measure false positives (0 = all, "
+        "in their order; held-out: all)",
         ge=0,
     )
     humaneval_limit: int = _f(20, "HumanEval tasks evaluated (0 = all 164)", ge=0, le=164)

@@ -6,9 +6,13 @@ reward on them lets an answer that misses the empty list or a tie earn full cred
 inputs first (a family instance marks the tests it built from edge inputs with the
 `edge_tests:` tag; a problem file's tests count as typical in file order), and the rest as
 `withheld_tests`, which no reward reads: only the false-positive measure runs them (the share
-of training answers that pass every test the reward saw and fail a withheld one). A K at least
-as large as a problem's tests keeps them all, typical first, so a dense arm shows the prompt a
-sparse arm shows (the prompt's examples are the first tests). Held-out problems keep all tests.
+of training answers that pass every test the reward saw and fail a withheld one). Only tests no
+trivial solution passes are withheld, when the problem's trivial record is known: a test that
+`return None` or an echo passes carries no credit in any honest reward (sparring.trivial), so
+failing it overpays nothing, and counting it would report false positives no test could fix.
+A K at least as large as a problem's tests keeps them all, typical first, so a dense arm shows
+the prompt a sparse arm shows (the prompt's examples are the first tests). Held-out problems
+keep all tests.
 
 Does not cover: running tests (sparring.code_duel), choosing a family's tests
 (sparring.families). Pure.
@@ -45,12 +49,17 @@ def typical_first(problem: Problem) -> list[str]:
 
 def given_view(problem: Problem, k: int) -> Problem:
     """`problem` as a training reward sees it with K given tests: the first K of its tests,
-    typical first, as `baseline_tests`; the others withheld. The edge tag is re-indexed to the
+    typical first, as `baseline_tests`; the others withheld, except those some trivial solution
+    passes (per `problem.trivial_passes`, when computed). The edge tag is re-indexed to the
     given tests; `trivial_passes` is dropped (it indexes the old list: compute it again)."""
     if k < 1:
         raise ValueError(f"given tests: k must be >= 1, got {k}")
     ordered = typical_first(problem)
-    given, withheld = ordered[:k], ordered[k:]
+    passed_trivially = {
+        problem.baseline_tests[i] for hits in problem.trivial_passes.values() for i in hits
+    }
+    given = ordered[:k]
+    withheld = [t for t in ordered[k:] if t not in passed_trivially]
     edge_tests = {problem.baseline_tests[i] for i in edge_indices(problem)}
     tags = [t for t in problem.tags if not t.startswith(EDGE_TAG)]
     if any(t.startswith(EDGE_TAG) for t in problem.tags):

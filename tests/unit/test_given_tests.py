@@ -10,7 +10,7 @@ from sparring.config import from_dict
 from sparring.families import SPECS, generate
 from sparring.given_tests import EDGE_TAG, edge_indices, given_view, typical_first
 from sparring.phases.answerer import answerer_rows
-from sparring.problems import Problem, problem_from_dict
+from sparring.problems import Problem, compute_trivial_passes, problem_from_dict
 from sparring.sandbox import Sandbox
 from sparring.sandbox.limits import SandboxLimits
 
@@ -106,7 +106,7 @@ def test_materialize_gives_training_problems_k_tests_and_held_out_problems_all(t
 
     cfg = from_dict({
         "data": {"train": ["families"], "given_tests": 3, "humaneval_limit": 1,
-                 "families": {"families": ["list_stat", "int_arith"], "levels": [0],
+                 "families": {"families": ["list_stat", "int_arith", "list_index"], "levels": [0],
                               "per_family": 2, "heldout_per_family": 2}},
     })  # fmt: skip
     metrics = materialize(cfg, str(tmp_path))
@@ -118,3 +118,40 @@ def test_materialize_gives_training_problems_k_tests_and_held_out_problems_all(t
     assert metrics["tests_withheld"] == sum(len(p.withheld_tests) for p in train)
     for p in train:  # the trivial solutions were judged on the given tests, not the old list
         assert all(i < 3 for idx in p.trivial_passes.values() for i in idx), p.id
+    # a list_index edge case expects None for a short list: `return None` passes it, so it
+    # earns no credit anywhere and is not withheld
+    assert any("list_index" in p.id for p in train)
+    assert not [t for p in train for t in p.withheld_tests if t.endswith("== None")]
+
+
+def test_each_answer_is_flagged_when_it_passes_the_given_tests_and_fails_a_withheld_one(box):
+    """The per-answer flags calibration reads: (passes what the reward saw, false positive);
+    None where nothing is withheld."""
+    sparse = given_view(SUM, 1)
+    texts = [FIRST_PLUS_LAST, RIGHT, WRONG, FIRST_PLUS_LAST]
+    flags = code_duel.false_positive_flags(
+        texts,
+        [sparse.baseline_tests] * 3 + [SUM.baseline_tests],
+        [sparse.withheld_tests] * 3 + [[]],
+        ["total"] * 4,
+        box,
+    )
+    assert flags == [(True, True), (True, False), (False, False), None]
+
+
+def test_only_tests_that_could_earn_credit_are_withheld(box):
+    """A withheld test that trivial code passes (`total([]) == 0`: `return 0` passes it) carries
+    no credit in any honest reward, so it is not withheld and counts no false positive; an edge
+    case no trivial solution passes (`-5` for the empty list) is."""
+    largest = Problem(
+        id="largest",
+        description="Return the largest element of xs, or -5 if xs is empty.",
+        function_signature="def largest(xs):",
+        baseline_tests=["assert largest([3, 1]) == 3", "assert largest([]) == -5"],
+        reference_solution="def largest(xs):\n    return max(xs) if xs else -5\n",
+    )
+    known = compute_trivial_passes([SUM, largest], box)
+    assert given_view(known[0], 1).withheld_tests == []
+    assert given_view(known[1], 1).withheld_tests == ["assert largest([]) == -5"]
+    # without a trivial record every test beyond the K is withheld
+    assert given_view(SUM, 1).withheld_tests == ["assert total([]) == 0"]

@@ -32,9 +32,12 @@ def add_commands(sub) -> None:
             "that neither training nor the held-out sets use), at the training temperature and "
             "completion budget, and prints per family and level the mean reward (share of the "
             "tests no trivial code passes), the whole-problem pass rate and the zone share "
-            "(instances whose samples earned differing rewards: where GRPO has a signal). The "
-            "last line names the levels whose mean reward lies within --band: the levels a "
-            "learning config should train on."
+            "(instances whose samples earned differing rewards: where GRPO has a signal). With "
+            "--given-tests K (default: the config's data.given_tests) it adds the false-positive "
+            "rate (fp): the share of answers that pass the K typical tests a sparse reward sees "
+            "and fail a test it withholds, the answers on which a generator's tests can change "
+            "the reward. The last line names the levels whose mean reward lies within --band: "
+            "the levels a learning config should train on."
         ),
     )
     add_config_args(p)
@@ -44,6 +47,13 @@ def add_commands(sub) -> None:
     p.add_argument("--families", default="", help="comma-separated families (default: all)")
     p.add_argument("--levels", default="1,2,3", help="comma-separated levels (default 1,2,3)")
     p.add_argument("--model", default="", help="model to sample (default: the config's answerer)")
+    p.add_argument(
+        "--given-tests",
+        type=int,
+        default=None,
+        metavar="K",
+        help="measure false positives at K given tests (default: data.given_tests; 0: off)",
+    )
     p.add_argument("--band", default="0.2,0.8", help="zone band of mean reward (default 0.2,0.8)")
     p.add_argument("--out", default="", metavar="FILE", help="also write per-instance rows (JSON)")
     p.set_defaults(func=_calibrate)
@@ -69,9 +79,12 @@ def _calibrate(args: argparse.Namespace) -> int:
     band = [float(x) for x in args.band.split(",")] if args.band else []
     if len(band) != 2 or not 0 <= band[0] < band[1] <= 1:
         raise SparringError(f"--band {args.band!r}: two numbers LO,HI with 0 <= LO < HI <= 1")
+    if args.given_tests is not None and args.given_tests < 0:
+        raise SparringError(f"--given-tests {args.given_tests}: use 0 (off) or K >= 1")
     cfg = config_from_args(args)
+    given = cfg.data.given_tests if args.given_tests is None else args.given_tests
     rows = calibration.calibrate(
-        cfg, args.seed, args.per_family, args.samples, families, levels, args.model
+        cfg, args.seed, args.per_family, args.samples, families, levels, args.model, given
     )
     summary = calibration.summarize(rows)
     if args.out:
