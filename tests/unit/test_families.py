@@ -352,3 +352,39 @@ def test_cli_refuses_each_bad_argument_in_one_line(tmp_path, capsys, args, messa
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and message in err, err
     assert not (tmp_path / "ok.json").exists()
+
+
+def _first_argument(test: str) -> object:
+    import ast
+
+    call = ast.parse(test).body[0].test.left  # assert f(...) == expected
+    return ast.literal_eval(call.args[0])
+
+
+def test_level_2_states_a_credited_value_for_the_empty_input_that_typical_tests_never_reach():
+    """Level 2 of a spec family is level 0 with "..., or V if xs is empty" (0 for an integer):
+    the test of that clause earns credit (no trivial solution passes it) and three typical
+    given tests never show it, so an answer without the clause is a false positive there."""
+    from sparring.families import _define, _passes, _same, _trivial_callables
+    from sparring.given_tests import given_view
+
+    problems = generate(0, 3, families=list(SPECS), levels=[2])
+    assert {p.tags[0] for p in problems} == {f"family:{f}" for f in SPECS}
+    for p in problems:
+        assert re.search(r", or .+ if \w+ is (empty|0)\b", p.description), p.description
+        fn = _define(p.reference_solution, p.function_name)
+        clause = [t for t in p.baseline_tests if _first_argument(t) in ([], "", 0, {})]
+        assert clause, p.id
+        for test in clause:
+            call = test.split(" == ")[0].removeprefix("assert ")
+            args = eval("(" + call[call.index("(") + 1 : -1] + ",)")
+            expected = fn(*copy.deepcopy(args))
+            assert not any(_same(t, args, expected) for t in _trivial_callables(len(args))), test
+        given = given_view(p, 3).baseline_tests
+        assert not set(clause) & set(given), p.id
+    # an answer that ignores the clause passes what the reward sees and fails a withheld test
+    p = next(p for p in problems if "return 99 if not" in p.reference_solution)
+    ignores = _define(p.reference_solution.replace("99 if not", "0 if not"), p.function_name)
+    view = given_view(p, 3)
+    assert all(_passes(t, p.function_name, ignores) for t in view.baseline_tests)
+    assert not all(_passes(t, p.function_name, ignores) for t in view.withheld_tests)

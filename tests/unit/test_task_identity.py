@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 
 from sparring.families import (
+    DIFFICULTY,
     FAMILIES,
     NEW_FAMILIES,
     REDRAWABLE,
@@ -41,7 +42,7 @@ def _instance(family: str, level: int, op: str, **consts) -> Problem:
         function_signature=draft.signature,
         baseline_tests=_choose_tests(draft, rng)[0],
         reference_solution=draft.source,
-        difficulty="easy",
+        difficulty=DIFFICULTY[level],
         tags=[f"family:{family}", f"level:{level}", spec.domain],
     )
 
@@ -151,4 +152,4 @@ def test_each_spec_family_offers_dozens_of_tasks_at_level_0(family):
     from sparring.families.sets import family_task_keys
 
     assert len(family_task_keys(family, 0)) >= 25, family
-    assert FAMILIES[family].levels.keys() == {0, 1}
+    assert FAMILIES[family].levels.keys() == {0, 1, 2}  # 2: level 0 with a stated edge

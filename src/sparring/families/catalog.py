@@ -2,9 +2,10 @@
 
 Level 0 is one step with drawn constants (a count above k, every element plus k, the first k
 characters), the kind of step SmolLM2-135M-Instruct gets right part of the time; level 1 is two
-steps (filter then aggregate, transform then filter). Two families use operations that no other
-family uses (digits of an integer, keys of a mapping): `NEW_FAMILIES`, the held-out new-family
-set of configs/learn.yaml.
+steps (filter then aggregate, transform then filter); level 2 is level 0 with a stated value for
+the empty input, derived (sparring.families.spec.with_stated_empty). Two families use
+operations that no other family uses (digits of an integer, keys of a mapping):
+`NEW_FAMILIES`, the held-out new-family set of configs/learn.yaml.
 
 Why one module: it is one table, read top to bottom; a family's ops sit next to the frames and
 inputs they use, and splitting the table by domain would only scatter that.
@@ -24,7 +25,7 @@ from sparring.families.base import SENTENCE_PARAMS as SENTENCES
 from sparring.families.base import SHORT_WORDS, int_list, mixed_text, sentence
 from sparring.families.base import STR_PARAMS as TEXTS
 from sparring.families.base import WORD_LIST_PARAMS as WORD_LISTS
-from sparring.families.spec import FamilySpec, Op
+from sparring.families.spec import FamilySpec, Op, with_stated_empty
 
 LIST = "list[int]"
 K_SMALL = tuple(range(2, 11))
@@ -914,7 +915,7 @@ DICT_KEYS = FamilySpec(
 # fmt: on
 
 SPECS: dict[str, FamilySpec] = {
-    s.name: s
+    s.name: with_stated_empty(s)
     for s in (
         LIST_STAT,
         LIST_COUNT,

@@ -11,8 +11,15 @@ Drawing is split in two streams: `draw_task` picks (op, constants) from one rand
 `render` picks the function and parameter names and the phrasing from another, so the same task
 can be shown under other names (a renamed instance: sparring.families.sets' `trained_tasks`).
 
-Covers: the spec records, drawing and rendering. The reference is the op's own Python
-(trusted: this package's code) and the Draft's implementation is that reference, exec'd.
+Level 2 of a spec family is derived, not written (`with_stated_empty`): each level-0 op with a
+clause for the family's empty input ("..., or 99 if xs is empty"), a value no trivial solution
+returns, so the test of it earns credit; a family's typical inputs are never empty, so K typical
+given tests never show it (sparse given tests, issue 45: where a generator's tests can add what
+the given ones miss).
+
+Covers: the spec records, drawing and rendering, the derived level 2. The reference is the
+op's own Python (trusted: this package's code) and the Draft's implementation is that
+reference, exec'd.
 Does not cover: the catalogue of families (sparring.families.catalog), choosing tests and
 checking instances (sparring.families).
 """
@@ -137,6 +144,46 @@ def render(spec: FamilySpec, task: Task, rng: random.Random) -> Draft:
     namespace: dict[str, Any] = {}
     exec(compile(draft.source, f"<{name}>", "exec"), namespace)
     return replace(draft, impl=namespace[name])
+
+
+# The value an op of level 2 returns for the empty input, by return annotation: none of them is
+# what a trivial solution returns for it (a constant, the input, its length: sparring.trivial)
+EMPTY_VALUES: Mapping[str, Any] = {
+    "int": 99,
+    "int | None": 99,
+    "str": "empty",
+    "list[int]": [0],
+    "list[str]": ["empty"],
+}
+# a phrasing that already says what an empty or short input gives would contradict the clause
+STATES_ITS_EDGE = ("empty", "none", "fewer", "shorter")
+
+
+def with_stated_empty(spec: FamilySpec) -> FamilySpec:
+    """`spec` with level 2: its level-0 ops whose return type has an `EMPTY_VALUES` entry and
+    whose phrasing says nothing of empty input, each returning that value when the first
+    parameter is empty (0 for an integer), as the phrasing now states. Unchanged when no op
+    qualifies."""
+    integer = spec.params[0][1] == "int"
+    guard, when = ("{p} == 0", "is 0") if integer else ("not {p}", "is empty")
+    ops = []
+    for o in spec.levels.get(0, ()):
+        returns = o.returns or spec.returns
+        if returns not in EMPTY_VALUES or any(
+            word in text.lower() for text in o.texts for word in STATES_ITS_EDGE
+        ):
+            continue
+        value = repr(EMPTY_VALUES[returns])
+        if "\n" in o.code:
+            body = textwrap.dedent(o.code).strip("\n")
+            code = f"if {guard}:\n    return {value}\n{body}"
+        else:
+            code = f"{value} if {guard} else ({o.code})"
+        texts = tuple(f"{text}, or {value} if {{p}} {when}" for text in o.texts)
+        ops.append(replace(o, texts=texts, code=code, returns=returns))
+    if not ops:
+        return spec
+    return replace(spec, levels={**spec.levels, 2: tuple(ops)})
 
 
 def _unset(*args: Any) -> None:
