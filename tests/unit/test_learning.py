@@ -136,6 +136,7 @@ def test_learn_lines_in_the_issue_order_with_n_on_every_interval():
             "heldout_new_tasks": {
                 "discriminating": _gain(0.3, 0.45, 0.02, 0.3, 24),
                 "defining": _gain(0.5, 0.55, -0.05, 0.15, 22),
+                "strict": _gain(0.0, 0.25, 0.1, 0.4, 24),
             },
             "heldout_new_families": {"discriminating": _gain(0.2, 0.2, -0.1, 0.1, 4)},
         },
@@ -146,7 +147,7 @@ def test_learn_lines_in_the_issue_order_with_n_on_every_interval():
     }
     change = {"first": 0.12, "last": 0.21, "lo": 0.04, "hi": 0.14, "per_side": 16.0}
     lines = learning.learn_lines(summary, [0.5], 0.9, 2048.0, change)
-    assert lines[:11] == [
+    assert lines[:12] == [
         "LEARN completions_trained 2048 sampled=2100",
         "LEARN train_reward first=0.120 last=0.210 ci95_delta=0.040,0.140 n=16",
         "LEARN base_zone_share 0.625",
@@ -160,6 +161,8 @@ def test_learn_lines_in_the_issue_order_with_n_on_every_interval():
         "LEARN definition_rate base=0.600 final=0.900",
         # the new tasks over the answers that define the asked-for function only
         "LEARN heldout_new_tasks_defining base=0.500 final=0.550 ci95_delta=-0.050,0.150 n=22",
+        # the new tasks' answers that pass every test
+        "LEARN heldout_new_tasks_strict base=0.000 final=0.250 ci95_delta=0.100,0.400 n=24",
     ]
     assert "LEARN validation_pass_rate base=0.100 final=0.200 ci95_delta=0.050,0.150 n=40" in lines
     assert lines[-1] == "LEARN false_positive_rate 0.125"

@@ -486,6 +486,10 @@ def learn_lines(
     # here is not the format-only reward's `def` line (a task with no such answer is left out)
     d = (gains.get("heldout_new_tasks") or {}).get("defining")
     lines.append(_gain_line("heldout_new_tasks_defining", d))
+    # the new tasks' share of answers passing every test: at family level 2 the answers that
+    # also honour the stated empty-input value, which three typical given tests never check
+    d = (gains.get("heldout_new_tasks") or {}).get("strict")
+    lines.append(_gain_line("heldout_new_tasks_strict", d))
     for name, measure in (
         ("validation_pass_rate", "discriminating"),
         ("strict_pass_rate", "strict"),
