@@ -64,3 +64,37 @@ def test_invalid_and_trivially_passed_tests_are_refused_and_not_banked(tmp_path)
     got = {k: metrics[k] for k in expected}
     assert got == expected, f"validation metrics: {got} != {expected} (by hand)"
     assert json.loads((out / VALIDATION_FILE).read_text()) == metrics
+
+
+FIRST = Problem(
+    id="first",
+    description="Return the first element of xs, or 99 if xs is empty.",
+    function_signature="def first(xs: list[int]) -> int:",
+    baseline_tests=["assert first([4, 5]) == 4", "assert first([]) == 99"],
+    reference_solution="def first(xs: list[int]) -> int:\n    return xs[0] if xs else 99\n",
+)
+
+
+def test_a_test_off_the_parameters_types_is_not_banked(tmp_path):
+    """`first(None) == 99` passes the reference (its `if xs` takes None for empty) but calls the
+    function outside `list[int]`: a correct answer guarding with `len(xs) == 0` fails it."""
+    data = tmp_path / "data"
+    data.mkdir()
+    write_jsonl([FIRST], data / "train.jsonl")
+    (data / "bank.jsonl").write_text("")
+    tests = ["assert first([7, 1]) == 7", "assert first(None) == 99", "assert first(0) == 99"]
+    generated = tmp_path / "tests.jsonl"
+    generated.write_text(json.dumps({"problem_id": "first", "tests": tests, "round": 1}) + "\n")
+    frozen = tmp_path / "frozen.jsonl"  # indexes without the guard: every test above breaks it
+    frozen.write_text(
+        json.dumps({"problem_id": "first", "solutions": ["def first(xs):\n    return xs[1]\n"]})
+        + "\n"
+    )
+    out = tmp_path / "out"
+    metrics = validate_into(
+        from_dict({"sandbox": {"workers": 2}}), 1, str(data), str(generated), str(frozen),
+        str(data), str(out),
+    )  # fmt: skip
+    banked = [json.loads(x)["test"] for x in (out / "bank.jsonl").read_text().splitlines()]
+    assert banked == ["assert first([7, 1]) == 7"], banked
+    assert metrics["validity"] == 1 / 3

@@ -1,8 +1,9 @@
 """The validate phase: keep the generated tests that the reference passes, bank the survivors.
 
-Covers: `validate_tests` (sandbox check against the reference solutions and the trivial
-solutions, the frozen answerer's break rate, the zone estimate for the next answerer phase, the
-survivors merged into the bank by sparring.bank's rule) and `validate_into` (the sandbox task's
+Covers: `validate_tests` (sandbox check against the reference solutions, the parameters'
+declared types (sparring.domain) and the trivial solutions, the frozen answerer's break rate,
+the zone estimate for the next answerer phase, the survivors merged into the bank by
+sparring.bank's rule) and `validate_into` (the sandbox task's
 body: the bank and its metrics in one folder, since that task has no MLflow credentials).
 Does not cover: the sandbox (sparring.sandbox), the bank's format and what enters it
 (sparring.bank).
@@ -16,6 +17,7 @@ from typing import Any
 
 from sparring.bank import BANK_FILE, BankMerge, beside_bank, read_rows, trivially_passed, write_rows
 from sparring.config import Config
+from sparring.domain import fits_signature
 from sparring.phases.common import read_lines, train_problems
 from sparring.phases.zone import ZONE_FILE, frozen_zone, in_zone
 from sparring.problems import Problem
@@ -71,7 +73,9 @@ def validate_tests(
                 total += 1
                 dup = v.duplicate or bank.is_duplicate(p.id, v.test)
                 duplicates += dup
-                if not v.valid:
+                # off the parameters' types (`f(None)` for a list): the reference may pass it, a
+                # correct answer need not, so it is not a valid test of the problem as posed
+                if not v.valid or not fits_signature(v.test, p.function_name, p.function_signature):
                     continue
                 valid += 1
                 if v.test in barred:
