@@ -184,14 +184,17 @@ def calibrate(
     flat = [(p, t) for p, outs in zip(problems, texts, strict=True) for t in outs]
     with Sandbox(untrusted_limits(cfg)) as sb:
         credits = code_duel.score_answers([p for p, _ in flat], [t for _, t in flat], sb)
-        views = [given_view(p, given_tests) for p, _ in flat] if given_tests else []
-        flags = code_duel.false_positive_flags(
-            [t for _, t in flat],
-            [v.baseline_tests for v in views],
-            [v.withheld_tests for v in views],
-            [v.function_name for v in views],
-            sb,
-        ) if views else []  # fmt: skip
+        flags = []
+        if given_tests:
+            views = {p.id: given_view(p, given_tests) for p in problems}
+            seen = [views[p.id] for p, _ in flat]
+            flags = code_duel.false_positive_flags(
+                [t for _, t in flat],
+                [v.baseline_tests for v in seen],
+                [v.withheld_tests for v in seen],
+                [v.function_name for v in seen],
+                sb,
+            )
     rows = []
     it = iter(credits)
     flagged = iter(flags)

@@ -168,30 +168,23 @@ def false_positive_flags(
     return out
 
 
-def false_positives(
-    completions: Sequence[str],
-    tests: Sequence[Sequence[str]],
-    withheld: Sequence[Sequence[str]],
-    function_names: Sequence[str],
-    sandbox: Any,
-    cache: ResultCache | None = None,
-) -> dict[str, float]:
-    """How often the tests a reward saw pass an answer its withheld tests fail
-    (`false_positive_flags`), over the answers to problems with withheld tests:
+def false_positives(flags: Sequence[tuple[bool, bool] | None]) -> dict[str, float]:
+    """How often the tests a reward saw pass an answer its withheld tests fail, from
+    `false_positive_flags`, over the answers to problems with withheld tests:
     `false_positive_rate` (share of those answers passing every seen test and failing a
     withheld one) and `false_positive_share_of_passes` (the same over the answers that pass
-    every seen test). {} when no problem has withheld tests. Never changes a reward."""
-    flags = [
-        f
-        for f in false_positive_flags(completions, tests, withheld, function_names, sandbox, cache)
-        if f is not None
-    ]
-    if not flags:
+    every seen test). {} when no problem has withheld tests. Never changes a reward.
+
+    >>> false_positives([(True, True), (True, False), (False, False), None])
+    {'false_positive_rate': 0.3333333333333333, 'false_positive_share_of_passes': 0.5}
+    """
+    judged = [f for f in flags if f is not None]
+    if not judged:
         return {}
-    passes = sum(p for p, _ in flags)
-    caught = sum(c for _, c in flags)
+    passes = sum(p for p, _ in judged)
+    caught = sum(c for _, c in judged)
     return {
-        "false_positive_rate": caught / len(flags),
+        "false_positive_rate": caught / len(judged),
         "false_positive_share_of_passes": caught / passes if passes else 0.0,
     }
 
@@ -659,7 +652,11 @@ class AnswererRewardFn:
         withheld = kwargs.get("withheld_tests")
         if withheld is not None:  # measured beside the reward, never part of it
             metrics.update(
-                false_positives(texts, tests, withheld, function_name, self.sandbox, self.cache)
+                false_positives(
+                    false_positive_flags(
+                        texts, tests, withheld, function_name, self.sandbox, self.cache
+                    )
+                )
             )
         for pid, value in zip(problem_id or [], out, strict=False):
             if value is not None:

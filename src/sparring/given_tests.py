@@ -51,7 +51,8 @@ def given_view(problem: Problem, k: int) -> Problem:
     """`problem` as a training reward sees it with K given tests: the first K of its tests,
     typical first, as `baseline_tests`; the others withheld, except those some trivial solution
     passes (per `problem.trivial_passes`, when computed). The edge tag is re-indexed to the
-    given tests; `trivial_passes` is dropped (it indexes the old list: compute it again)."""
+    given tests, and so is `trivial_passes` (a trivial solution passes a test whatever tests
+    stand beside it)."""
     if k < 1:
         raise ValueError(f"given tests: k must be >= 1, got {k}")
     ordered = typical_first(problem)
@@ -64,6 +65,11 @@ def given_view(problem: Problem, k: int) -> Problem:
     tags = [t for t in problem.tags if not t.startswith(EDGE_TAG)]
     if any(t.startswith(EDGE_TAG) for t in problem.tags):
         tags.append(edge_tag([i for i, t in enumerate(given) if t in edge_tests]))
+    trivial = {}
+    for name, passed in problem.trivial_passes.items():
+        passed_tests = {problem.baseline_tests[i] for i in passed}
+        if hits := [j for j, t in enumerate(given) if t in passed_tests]:
+            trivial[name] = hits
     return replace(
-        problem, baseline_tests=given, withheld_tests=withheld, tags=tags, trivial_passes={}
+        problem, baseline_tests=given, withheld_tests=withheld, tags=tags, trivial_passes=trivial
     )

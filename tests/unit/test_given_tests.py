@@ -3,12 +3,14 @@ and the false positives the withheld ones measure."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from sparring import code_duel
 from sparring.config import from_dict
 from sparring.families import SPECS, generate
-from sparring.given_tests import EDGE_TAG, edge_indices, given_view, typical_first
+from sparring.given_tests import EDGE_TAG, edge_indices, edge_tag, given_view, typical_first
 from sparring.phases.answerer import answerer_rows
 from sparring.problems import Problem, compute_trivial_passes, problem_from_dict
 from sparring.sandbox import Sandbox
@@ -27,7 +29,7 @@ def test_given_tests_are_typical_first_and_the_rest_withheld():
         assert sorted(view.baseline_tests + view.withheld_tests) == sorted(p.baseline_tests)
         if typical >= 3:  # no edge case among the given tests while typical ones remain
             assert not {p.baseline_tests[i] for i in edges} & set(view.baseline_tests), p.id
-        assert view.trivial_passes == {}  # indexes the old list: computed again
+        assert view.trivial_passes == {}  # none known before: none re-indexed
         assert sum(t.startswith(EDGE_TAG) for t in view.tags) == 1
     # a K above the tests keeps every test, typical first: the prompt a sparse arm shows
     p = problems[0]
@@ -155,3 +157,16 @@ def test_only_tests_that_could_earn_credit_are_withheld(box):
     assert given_view(known[1], 1).withheld_tests == ["assert largest([]) == -5"]
     # without a trivial record every test beyond the K is withheld
     assert given_view(SUM, 1).withheld_tests == ["assert total([]) == 0"]
+    # the trivial record is re-indexed to the given tests: the edge case `return 0` passes moves
+    # from first to last when typical tests go first, as a run on the given tests finds it
+    edge_first = replace(
+        SUM,
+        baseline_tests=["assert total([]) == 0", "assert total([1, 2]) == 3",
+                        "assert total([4, 4]) == 8"],
+        tags=[edge_tag([0])],
+    )  # fmt: skip
+    view = given_view(compute_trivial_passes([edge_first], box)[0], 3)
+    assert view.baseline_tests[-1] == "assert total([]) == 0"
+    fresh = compute_trivial_passes([replace(view, trivial_passes={})], box)[0]
+    assert view.trivial_passes == fresh.trivial_passes
+    assert view.trivial_passes["const_0"] == [2]

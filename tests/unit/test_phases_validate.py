@@ -25,24 +25,29 @@ INVALID = "assert add(7, 8) > 15"
 TRIVIAL = "assert add(0, 0) == 0"  # valid, but `return 0` passes it: no credit, not banked
 
 
-def test_invalid_and_trivially_passed_tests_are_refused_and_not_banked(tmp_path):
+def _validate(tmp_path, problem: Problem, tests: list[str], frozen: str) -> tuple[list, dict]:
+    """validate_into on one problem's generated tests against one frozen solution: the banked
+    rows and the metrics."""
     data = tmp_path / "data"
     data.mkdir()
-    write_jsonl([ADD], data / "train.jsonl")
+    write_jsonl([problem], data / "train.jsonl")
     (data / "bank.jsonl").write_text("")
     generated = tmp_path / "tests.jsonl"
-    row = {"problem_id": "add", "tests": [GOOD, INVALID, TRIVIAL], "round": 1}
-    generated.write_text(json.dumps(row) + "\n")
-    frozen = tmp_path / "frozen.jsonl"  # the frozen answerer subtracts: GOOD breaks it
-    frozen.write_text(
-        json.dumps({"problem_id": "add", "solutions": ["def add(a, b):\n    return a - b\n"]})
-        + "\n"
-    )
-    cfg = from_dict({"sandbox": {"workers": 2}})
+    generated.write_text(json.dumps({"problem_id": problem.id, "tests": tests, "round": 1}) + "\n")
+    solutions = tmp_path / "frozen.jsonl"
+    solutions.write_text(json.dumps({"problem_id": problem.id, "solutions": [frozen]}) + "\n")
     out = tmp_path / "out"
-    metrics = validate_into(cfg, 1, str(data), str(generated), str(frozen), str(data), str(out))
+    cfg = from_dict({"sandbox": {"workers": 2}})
+    metrics = validate_into(cfg, 1, str(data), str(generated), str(solutions), str(data), str(out))
+    assert json.loads((out / VALIDATION_FILE).read_text()) == metrics
+    return [json.loads(x) for x in (out / "bank.jsonl").read_text().splitlines()], metrics
 
-    banked = [json.loads(x) for x in (out / "bank.jsonl").read_text().splitlines()]
+
+def test_invalid_and_trivially_passed_tests_are_refused_and_not_banked(tmp_path):
+    # the frozen answerer subtracts: GOOD breaks it
+    banked, metrics = _validate(
+        tmp_path, ADD, [GOOD, INVALID, TRIVIAL], "def add(a, b):\n    return a - b\n"
+    )
     assert INVALID not in {b["test"] for b in banked}, (
         "an invalid generated test (the reference fails it) was banked"
     )
@@ -63,7 +68,6 @@ def test_invalid_and_trivially_passed_tests_are_refused_and_not_banked(tmp_path)
     }
     got = {k: metrics[k] for k in expected}
     assert got == expected, f"validation metrics: {got} != {expected} (by hand)"
-    assert json.loads((out / VALIDATION_FILE).read_text()) == metrics
 
 
 FIRST = Problem(
@@ -78,23 +82,9 @@ FIRST = Problem(
 def test_a_test_off_the_parameters_types_is_not_banked(tmp_path):
     """`first(None) == 99` passes the reference (its `if xs` takes None for empty) but calls the
     function outside `list[int]`: a correct answer guarding with `len(xs) == 0` fails it."""
-    data = tmp_path / "data"
-    data.mkdir()
-    write_jsonl([FIRST], data / "train.jsonl")
-    (data / "bank.jsonl").write_text("")
     tests = ["assert first([7, 1]) == 7", "assert first(None) == 99", "assert first(0) == 99"]
-    generated = tmp_path / "tests.jsonl"
-    generated.write_text(json.dumps({"problem_id": "first", "tests": tests, "round": 1}) + "\n")
-    frozen = tmp_path / "frozen.jsonl"  # indexes without the guard: every test above breaks it
-    frozen.write_text(
-        json.dumps({"problem_id": "first", "solutions": ["def first(xs):\n    return xs[1]\n"]})
-        + "\n"
-    )
-    out = tmp_path / "out"
-    metrics = validate_into(
-        from_dict({"sandbox": {"workers": 2}}), 1, str(data), str(generated), str(frozen),
-        str(data), str(out),
-    )  # fmt: skip
-    banked = [json.loads(x)["test"] for x in (out / "bank.jsonl").read_text().splitlines()]
+    # the frozen answer indexes without the guard: every test above breaks it
+    rows, metrics = _validate(tmp_path, FIRST, tests, "def first(xs):\n    return xs[1]\n")
+    banked = [r["test"] for r in rows]
     assert banked == ["assert first([7, 1]) == 7"], banked
     assert metrics["validity"] == 1 / 3

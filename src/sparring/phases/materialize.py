@@ -78,13 +78,6 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
     )
     train = [*train, *generated]  # family instances all train: their held-out sets are fresh ones
     val = [*val, *heldout]
-    from sparring.sandbox.limits import trusted_limits
-
-    if cfg.data.given_tests:  # the reward sees K tests of a training problem; held-out all
-        with Sandbox(trusted_limits(cfg)) as sb:  # which tests could be withheld: the credited
-            train = compute_trivial_passes(train, sb)
-        train = [given_view(p, cfg.data.given_tests) for p in train]
-    withheld = sum(len(p.withheld_tests) for p in train)
     try:
         if cfg.data.eval == "humaneval":
             eval_set = load_humaneval(cfg.data.humaneval_limit)
@@ -98,10 +91,16 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
         raise SparringError(f"data.eval: {cfg.data.eval!r} holds no problems")
     if cfg.data.humaneval_limit and cfg.data.eval == "humaneval":
         eval_set = eval_set[: cfg.data.humaneval_limit]
+    from sparring.sandbox.limits import trusted_limits
+
     with Sandbox(trusted_limits(cfg)) as sb:  # baseline and HumanEval tests are trusted
         train, val, eval_set = (
             compute_trivial_passes(group, sb) for group in (train, val, eval_set)
         )
+    if cfg.data.given_tests:  # the reward sees K tests of a training problem; held-out all
+        # after the trivial run over every test: only the credited ones are withheld
+        train = [given_view(p, cfg.data.given_tests) for p in train]
+    withheld = sum(len(p.withheld_tests) for p in train)
     honest = _discrimination_metrics([*train, *val])
     for pid in honest.pop("ids_without"):
         log.warning("%s: every test is passed by some trivial solution: it earns no reward", pid)
