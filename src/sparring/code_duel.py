@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparring import programs, prompts, rewards
+from sparring.domain import fits_signature
 from sparring.sandbox.limits import INFRA_ERROR, PASSED
 
 
@@ -362,6 +363,26 @@ def generator_score(
     )
 
 
+def reference_in_domain(
+    reference_passed: Sequence[bool | None], tests: Sequence[str], function_name: str,
+    signature: str,
+) -> list[bool | None]:  # fmt: skip
+    """The reference's results with a test that calls the function outside its declared
+    parameters marked failed: validation does not bank it, so the generator earns nothing
+    for it (a reference guarding with `not xs` passes `f(None) == 99`).
+
+    >>> reference_in_domain([True, True, None], ["assert f([]) == 9", "assert f(None) == 9",
+    ...                     "assert f(0) == 9"], "f", "def f(xs: list[int]) -> int:")
+    [True, False, None]
+    """
+    if not signature:
+        return list(reference_passed)
+    return [
+        ok if ok is None else ok and fits_signature(t, function_name, signature)
+        for ok, t in zip(reference_passed, tests, strict=True)
+    ]
+
+
 def _calls(test: str, name: str) -> bool:
     return bool(prompts.extract_tests(test, name, limit=1)) if name else True
 
@@ -376,6 +397,8 @@ class ProblemInfo:
     baseline_tests: list[str]
     frozen_solutions: list[str]  # parseable frozen answerer solutions ("" dropped)
     trivial_solutions: list[str] = field(default_factory=list)  # sparring.trivial family
+    # the declared parameters: a test calling outside them is invalid (sparring.domain)
+    function_signature: str = ""
 
 
 def problem_info(problem: Any, frozen_solutions: Sequence[str]) -> ProblemInfo:
@@ -390,6 +413,7 @@ def problem_info(problem: Any, frozen_solutions: Sequence[str]) -> ProblemInfo:
         list(problem.baseline_tests),
         [s for s in frozen_solutions if s],
         list(family.values()),
+        problem.function_signature,
     )
 
 
@@ -442,7 +466,7 @@ class GeneratorScorer:
             if not tests:
                 out.append(generator_score([], p.function_name, [], [], []))
                 continue
-            ref = next(it)
+            ref = reference_in_domain(next(it), tests, p.function_name, p.function_signature)
             sols = [next(it) for _ in p.frozen_solutions]
             trivial = [next(it) for _ in p.trivial_solutions]
             out.append(

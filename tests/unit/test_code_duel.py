@@ -145,6 +145,22 @@ def test_scorer_caches_results_and_penalises_repeats(pool):
     assert scorer.generated["p"] == ["assert f(2) == 2", "assert f(0) == 0"]
 
 
+def test_scorer_counts_a_test_outside_the_declared_parameters_invalid(pool):
+    # the reference guards with `not xs`, so it passes first(None) == 99 as well as first([])
+    ref = "def first(xs: list[int]) -> int:\n    return 99 if not xs else xs[0]\n"
+    guard = "def first(xs: list[int]) -> int:\n    return 99 if len(xs) == 0 else xs[0]\n"
+    sig = "def first(xs: list[int]) -> int:"
+    infos = {"p": code_duel.ProblemInfo("p", "first", ref, [], [guard], [], sig)}
+    text = "```python\nassert first([]) == 99\nassert first(None) == 99\n```"
+    got = code_duel.GeneratorScorer(infos, pool).score([text], ["p"])[0]
+    # a correct answer guarding with len() fails first(None): no credit for breaking it
+    assert got.valid_tests == ["assert first([]) == 99"]
+    assert (got.validity, got.hardness) == (0.5, 0.0)
+    unsigned = {"p": code_duel.ProblemInfo("p", "first", ref, [], [guard], [])}
+    loose = code_duel.GeneratorScorer(unsigned, pool).score([text], ["p"])[0]
+    assert (loose.validity, loose.hardness) == (1.0, 0.5)  # what the signature takes away
+
+
 def test_scorer_infra_error_is_no_signal():
     scorer = code_duel.GeneratorScorer(info(), DownSandbox())
     assert scorer.score(["assert f(2) == 2"], ["p"])[0].reward is None

@@ -134,6 +134,21 @@ def test_measure_generator_runs_reference_and_pool_in_the_sandbox(sandbox):
     assert (alone.valid, alone.caught) == (1, 0)  # half(4) == 2.0 is valid, catches nothing
 
 
+def test_measure_generator_counts_an_off_domain_test_invalid(sandbox):
+    # the reference returns 0 for None too (`n or 0`); half(None) is outside `n: int`
+    typed = Problem(
+        id="half", description="Halve an integer, rounding down.",
+        function_signature="def half(n: int) -> int:", baseline_tests=["assert half(4) == 2"],
+        reference_solution="def half(n: int) -> int:\n    return (n or 0) // 2\n",
+        tags=["heldout:new_tasks", "task:half"],
+    )  # fmt: skip
+    pool = {"half": [gh.PoolAnswer(RIGHT, True)]}  # right on ints, raises on None
+    scorer = code_duel.GeneratorScorer({"half": code_duel.problem_info(typed, [])}, sandbox)
+    text = "```python\nassert half(None) == 0\nassert half(5) == 2\n```"
+    got = gh.measure_generator([[text]], [typed], pool, scorer, sandbox)["half"]
+    assert (got.tests, got.valid, got.false_alarms) == (2, 1, 0)
+
+
 EVEN_ONLY = "```python\nassert half(6) == 4\nassert half(4) == 2\n```"  # first: reference fails
 
 

@@ -207,7 +207,8 @@ def measure_generator(
     """{problem id: numbers} of one generator's completions (`texts[i]`: problems[i]'s): the
     tests parsed by `scorer` (the generator reward's parsing), each problem's distinct tests
     run on its reference solution and on every pool answer (through the scorer's result
-    cache: a pair already run is not run again)."""
+    cache: a pair already run is not run again). A test calling the function outside its
+    declared parameters counts invalid, as in the generator's reward."""
     flat = [(p.id, text) for p, outs in zip(problems, texts, strict=True) for text in outs]
     scores = scorer.score([text for _, text in flat], [pid for pid, _ in flat])
     written: dict[str, list[str]] = {p.id: [] for p in problems}
@@ -223,7 +224,9 @@ def measure_generator(
     for p in problems:
         answers = pool.get(p.id, [])
         if written[p.id]:
-            reference = next(results)
+            reference = code_duel.reference_in_domain(
+                next(results), written[p.id], p.function_name, p.function_signature
+            )
             rows = [next(results) for _ in answers]
         else:  # no test: nothing valid, nothing caught
             reference, rows = [], [[] for _ in answers]
@@ -252,7 +255,12 @@ def heldout_generators(
     }
     infos = {  # no frozen or trivial solutions: only the reference judges a test here
         p.id: code_duel.ProblemInfo(
-            p.id, p.function_name, p.reference_solution, list(p.baseline_tests), []
+            p.id,
+            p.function_name,
+            p.reference_solution,
+            list(p.baseline_tests),
+            [],
+            function_signature=p.function_signature,
         )
         for p in problems
     }
