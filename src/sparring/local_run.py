@@ -23,6 +23,7 @@ pipeline root, printing the summary) or cluster runs (submit/schedule, sparring.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -223,9 +224,7 @@ def learn_lines(cfg, parent_run_id: str) -> list[str]:
     lines = learning.learn_lines(summary, breaks, useful, trained, change)
     client = mlflow.MlflowClient()
     for name, field in learning.ARMS:
-        line = _arm_line(cfg, client, runs, name, field)
-        if line:
-            lines.append(line)
+        lines += _arm_lines(cfg, client, runs, name, field)
     lines += _pooled_lines(cfg, client, runs, parent_run_id)
     client.log_text(parent_run_id, "\n".join(lines) + "\n", "learn.txt")
     return lines
@@ -259,6 +258,7 @@ def _pooled_lines(cfg, client, runs, parent_run_id: str) -> list[str]:
     from sparring.config import to_dict
     from sparring.evaluation.learning import (
         ARM_FIELDS,
+        ARM_MEASURES,
         ARMS,
         control_differences,
         pool_lines,
@@ -311,19 +311,19 @@ def _pooled_lines(cfg, client, runs, parent_run_id: str) -> list[str]:
             lines += pool_lines(list(treated.values()), seed=cfg.seed)
         except ValueError as exc:
             print(f"pooled over training seeds: {exc}", file=sys.stderr)
-    for name, field in ARMS:
+    for (name, field), (measure, suffix) in itertools.product(ARMS, ARM_MEASURES):
         value, arm = others.get(field, (None, {}))
         if not arm or len(treated) + len(arm) <= 2:
-            continue  # a single pair: _arm_line's line says it
+            continue  # a single pair: _arm_lines' lines say it
         try:
             lines.append(
                 pooled_arm_line(
-                    name, field, list(treated.values()), my_params[field],
-                    list(arm.values()), value, seed=cfg.seed,
+                    name + suffix, field, list(treated.values()), my_params[field],
+                    list(arm.values()), value, seed=cfg.seed, measure=measure,
                 )
             )  # fmt: skip
         except ValueError as exc:
-            print(f"{name} pooled over training seeds: {exc}", file=sys.stderr)
+            print(f"{name}{suffix} pooled over training seeds: {exc}", file=sys.stderr)
     return lines
 
 
@@ -335,23 +335,21 @@ def _default_params() -> dict[str, str]:
     return tracking.flatten(to_dict(from_dict({})))
 
 
-def _control_line(cfg, client, runs) -> str | None:
-    """`LEARN reward_vs_control` (`_arm_line`): honest against format_only."""
-    return _arm_line(cfg, client, runs, "reward_vs_control", "rewards.answerer")
-
-
-def _arm_line(cfg, client, runs, name: str, field: str) -> str | None:
+def _arm_lines(cfg, client, runs, name: str, field: str) -> list[str]:
     """`LEARN <name>` (sparring.evaluation.learning.ARMS): the treatment's gain on the held-out
     new tasks against the other arm's, where the other arm is the latest finished run in the
     same MLflow experiment whose config differs from this one's in `field` alone (honest against
     format_only: `make learn` and `make learn-control` find each other there; self-play against
     given tests alone: `make learn-given`; sparse against dense tests: `make learn-dense`),
-    paired over tasks (`learning.heldout_pair`). None until both exist; a run that differs in
+    paired over tasks (`learning.heldout_pair`), in each measure both files hold
+    (learning.ARM_MEASURES: `LEARN <name>` on the per-test share, `LEARN <name>_strict` on
+    every test passed). [] until both exist; a run that differs in
     `field` and elsewhere too (say lora.top_layers), or whose heldout.json cannot be paired with
     this one's (other problems, other base scores, no reward named), is skipped, and said so."""
     from sparring import tracking
     from sparring.config import to_dict
     from sparring.evaluation.learning import (
+        ARM_MEASURES,
         control_differences,
         heldout_pair,
         is_treatment,
@@ -360,10 +358,10 @@ def _arm_line(cfg, client, runs, name: str, field: str) -> str | None:
 
     mine = _heldout_of(client, runs)
     if not (mine and (mine.get("sets") or {}).get("new_tasks")):
-        return None
+        return []
     experiment = runs[0].info.experiment_id if runs else None
     if experiment is None:
-        return None
+        return []
     defaults = _default_params()
     my_params = tracking.flatten(to_dict(cfg))
     my_value = my_params[field]
@@ -400,10 +398,14 @@ def _arm_line(cfg, client, runs, name: str, field: str) -> str | None:
             continue
         mine_first = is_treatment(field, my_value, their_value)
         treatment, control = (mine, theirs) if mine_first else (theirs, mine)
-        try:
-            pairs = heldout_pair(treatment, control, "new_tasks", field)
-        except ValueError as exc:
-            print(f"{name}: run {parent.info.run_id}: {exc}", file=sys.stderr)
-            continue
-        return reward_vs_control(*pairs, seed=cfg.seed, name=name)
-    return None
+        lines = []
+        for measure, suffix in ARM_MEASURES:
+            try:
+                pairs = heldout_pair(treatment, control, "new_tasks", field, measure)
+            except ValueError as exc:
+                print(f"{name}{suffix}: run {parent.info.run_id}: {exc}", file=sys.stderr)
+                continue
+            lines.append(reward_vs_control(*pairs, seed=cfg.seed, name=name + suffix))
+        if lines:
+            return lines
+    return []

@@ -225,9 +225,10 @@ def test_params_go_to_mlflows_active_run_outside_a_phase(cfg, mlflow_server):
     assert data.params == {"sandbox.isolation_used": "none"} and data.tags["t"] == "none"
 
 
-def _learning_run(cfg, reward, per_problem, tmp_path, extra=()):
+def _learning_run(cfg, reward, per_problem, tmp_path, extra=(), strict=None):
     """A finished pipeline run whose evaluate phase logged learning/heldout.json, as
-    sparring.phases.evaluate does; returns the parent run id."""
+    sparring.phases.evaluate does (`strict`: its every-test-passed pairs); returns the parent
+    run id."""
     from mlflow import MlflowClient
 
     from sparring.config import load_config, to_dict
@@ -240,9 +241,10 @@ def _learning_run(cfg, reward, per_problem, tmp_path, extra=()):
         path.parent.mkdir(parents=True, exist_ok=True)
         params = tracking.flatten(to_dict(run_cfg))
         arm = {f: params[f] for f in ARM_FIELDS}
-        path.write_text(
-            json.dumps({"reward": reward, "sets": {"new_tasks": per_problem}, "arm": arm})
-        )
+        record = {"reward": reward, "sets": {"new_tasks": per_problem}, "arm": arm}
+        if strict is not None:
+            record["measures"] = {"strict": {"new_tasks": strict}}
+        path.write_text(json.dumps(record))
         tracking.log_artifacts([path], "learning")
     tracking.finish_parent_run(run_cfg, parent)
     MlflowClient().get_run(parent)  # exists
@@ -262,7 +264,11 @@ def test_learn_and_learn_control_find_each_other_in_the_experiment(cfg, tmp_path
     the other run's evaluate phase in MLflow."""
     from mlflow import MlflowClient
 
-    from sparring.local_run import _control_line
+    from sparring.local_run import _arm_lines
+
+    def _control_line(run_cfg, client, runs):
+        lines = _arm_lines(run_cfg, client, runs, "reward_vs_control", "rewards.answerer")
+        return lines[0] if lines else None
 
     ids = [f"p{i}" for i in range(6)]
     treat_cfg, treat = _learning_run(cfg, "honest", {i: [0.2, 0.6] for i in ids}, tmp_path)
@@ -280,38 +286,45 @@ def test_a_control_with_another_config_is_not_paired(cfg, tmp_path, capsys):
     with the older run of its own config, and says why it skipped the newer one."""
     from mlflow import MlflowClient
 
-    from sparring.local_run import _control_line
+    from sparring.local_run import _arm_lines
 
     ids = [f"p{i}" for i in range(6)]
     treat_cfg, treat = _learning_run(cfg, "honest", {i: [0.2, 0.6] for i in ids}, tmp_path)
     _learning_run(cfg, "format_only", {i: [0.2, 0.3] for i in ids}, tmp_path)
     other = ["lora.top_layers=3"]
     _learning_run(cfg, "format_only", {i: [0.2, 0.6] for i in ids}, tmp_path / "x", other)
-    line = _control_line(treat_cfg, MlflowClient(), tracking.child_runs(treat_cfg, treat))
-    assert line == "LEARN reward_vs_control delta=0.300 ci95_delta=0.300,0.300 n=6"
+    runs = tracking.child_runs(treat_cfg, treat)
+    lines = _arm_lines(treat_cfg, MlflowClient(), runs, "reward_vs_control", "rewards.answerer")
+    assert lines == ["LEARN reward_vs_control delta=0.300 ci95_delta=0.300,0.300 n=6"]
     err = capsys.readouterr().err
     assert "is not the other arm of this one" in err and "lora.top_layers=3 there" in err
 
 
 def test_self_play_finds_its_given_tests_arm(cfg, tmp_path):
     """make learn and make learn-given (phase_schedule answerer, the same reward): whichever
-    ends second prints selfplay_vs_given; the format-only control in the same experiment is
-    not taken for it."""
+    ends second prints selfplay_vs_given on the per-test share and selfplay_vs_given_strict on
+    every test passed; the format-only control in the same experiment is not taken for it."""
     from mlflow import MlflowClient
 
-    from sparring.local_run import _arm_line
+    from sparring.local_run import _arm_lines
 
     ids = [f"p{i}" for i in range(6)]
-    selfplay_cfg, selfplay = _learning_run(cfg, "honest", {i: [0.2, 0.7] for i in ids}, tmp_path)
+    selfplay_cfg, selfplay = _learning_run(
+        cfg, "honest", {i: [0.2, 0.7] for i in ids}, tmp_path, strict={i: [0.0, 0.5] for i in ids}
+    )
     _learning_run(cfg, "format_only", {i: [0.2, 0.2] for i in ids}, tmp_path / "c")
     given = ["phase_schedule=answerer"]
-    _learning_run(cfg, "honest", {i: [0.2, 0.5] for i in ids}, tmp_path / "g", given)
+    _learning_run(cfg, "honest", {i: [0.2, 0.5] for i in ids}, tmp_path / "g", given,
+                  strict={i: [0.0, 0.0] for i in ids})  # fmt: skip
     runs = tracking.child_runs(selfplay_cfg, selfplay)
-    line = _arm_line(selfplay_cfg, MlflowClient(), runs, "selfplay_vs_given", "phase_schedule")
-    assert line == "LEARN selfplay_vs_given delta=0.200 ci95_delta=0.200,0.200 n=6"
+    lines = _arm_lines(selfplay_cfg, MlflowClient(), runs, "selfplay_vs_given", "phase_schedule")
+    assert lines == [
+        "LEARN selfplay_vs_given delta=0.200 ci95_delta=0.200,0.200 n=6",
+        "LEARN selfplay_vs_given_strict delta=0.500 ci95_delta=0.500,0.500 n=6",
+    ]
     # no dense arm has run: no line rather than a wrong pair
-    assert _arm_line(selfplay_cfg, MlflowClient(), runs, "selfplay_vs_dense",
-                     "data.given_tests") is None  # fmt: skip
+    assert _arm_lines(selfplay_cfg, MlflowClient(), runs, "selfplay_vs_dense",
+                      "data.given_tests") == []  # fmt: skip
 
 
 def test_learn_seeds_pool_over_the_training_seeds_of_one_config(cfg, tmp_path):

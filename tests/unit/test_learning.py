@@ -312,8 +312,28 @@ def test_heldout_record_holds_what_pairing_and_pooling_check():
         "sets": {"new_tasks": {"a": [0.1, 0.5], "b": [0.2, 0.2]}},
         "tasks": {"a": "k1", "b": "b"},  # a problem without a task is its own
         "arm": {"rewards.answerer": "honest"},
+        "measures": {},
     }
     assert json.loads(json.dumps(record)) == record
+
+
+def test_heldout_pair_pairs_the_every_test_measure_the_file_holds():
+    def record(reward, share, strict):
+        return learning.heldout_record(
+            {"new_tasks": share}, {}, reward=reward, seed=0, config_digest="d",
+            measures={"strict": {"new_tasks": strict}},
+        )  # fmt: skip
+
+    t = record("honest", {"a": [0.5, 0.75]}, {"a": [0.0, 1.0]})
+    c = record("format_only", {"a": [0.5, 0.75]}, {"a": [0.0, 0.0]})
+    assert learning.heldout_pair(t, c)[:2] == ({"a": [0.5, 0.75]}, {"a": [0.5, 0.75]})
+    assert learning.heldout_pair(t, c, measure="strict")[:2] == (
+        {"a": [0.0, 1.0]},
+        {"a": [0.0, 0.0]},
+    )
+    older = _heldout("format_only", {"a": [0.5, 0.75]})
+    with pytest.raises(ValueError, match="control: no strict measure in it"):
+        learning.heldout_pair(t, older, measure="strict")
 
 
 def test_heldout_pair_refuses_what_is_no_fair_pair():

@@ -601,16 +601,22 @@ def control_differences(
 
 
 HELDOUT_FORMAT = 2  # 2: with config_digest, seed and tasks; 1 (no "format"): reward and sets
+# The measures an arm's line pairs, and its name's suffix: the per-test share, and every test
+# passed, which is where a one-test clause shows (a missed empty-input case costs 1 of 4 tests
+# of the share, and the whole answer here)
+ARM_MEASURES = (("discriminating", ""), ("strict", "_strict"))
 
 
 def heldout_record(
     per_problem: Mapping[str, Pairs], tasks: Mapping[str, str], *, reward: str, seed: int,
     config_digest: str, measure: str = "discriminating", arm: Mapping[str, str] | None = None,
+    measures: Mapping[str, Mapping[str, Pairs]] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """What HELDOUT_FILE holds: per held-out set, per problem, [base, final] of `measure`
     (`heldout_per_problem`), each of those problems' task key (its own id when it has none),
     and what a reader must check before pairing or pooling two files: the answerer reward
     trained, the seed, the config digest and the run's `arm` ({field: value} of ARM_FIELDS).
+    `measures`: other measures' per-problem pairs, {measure: {set: pairs}} (ARM_MEASURES).
 
     >>> r = heldout_record({"new_tasks": {"a": [0.1, 0.5]}}, {"a": "k1"}, reward="honest",
     ...                    seed=0, config_digest="abc")
@@ -624,12 +630,17 @@ def heldout_record(
         "seed": seed,
         "reward": reward,
         "measure": measure,
-        "sets": {
-            name: {pid: list(pair) for pid, pair in pairs.items()}
-            for name, pairs in per_problem.items()
-        },
+        "sets": _as_lists(per_problem),
         "tasks": {pid: tasks.get(pid, pid) for pid in ids},
         "arm": {"rewards.answerer": reward, **(arm or {})},
+        "measures": {m: _as_lists(by) for m, by in (measures or {}).items()},
+    }
+
+
+def _as_lists(per_problem: Mapping[str, Pairs]) -> dict[str, dict[str, list[float]]]:
+    return {
+        name: {pid: list(pair) for pid, pair in pairs.items()}
+        for name, pairs in per_problem.items()
     }
 
 
@@ -646,10 +657,16 @@ def _heldout_sets(name: str, data: Any) -> Mapping[str, Any]:
     return sets
 
 
-def _set_pairs(name: str, data: Any, set_name: str) -> dict[str, list[float]]:
-    """{problem id: [base, final]} of one held-out set of a heldout.json; ValueError names
-    what is wrong."""
+def _set_pairs(
+    name: str, data: Any, set_name: str, measure: str = "discriminating"
+) -> dict[str, list[float]]:
+    """{problem id: [base, final]} of one held-out set of a heldout.json, in `measure` (its
+    `sets`' own, or one of its `measures`); ValueError names what is wrong."""
     sets = _heldout_sets(name, data)
+    if measure != data.get("measure", "discriminating"):
+        sets = (data.get("measures") or {}).get(measure)
+        if not isinstance(sets, Mapping):
+            raise ValueError(f"{name}: no {measure} measure in it (a run of older code)")
     chosen = sets.get(set_name)
     if not isinstance(chosen, Mapping) or not chosen:
         raise ValueError(f"{name}: no held-out set {set_name!r} (it has: {sorted(sets)})")
@@ -679,12 +696,13 @@ def heldout_pair(
     control: Mapping[str, Any],
     set_name: str = "new_tasks",
     arm_field: str = "rewards.answerer",
+    measure: str = "discriminating",
 ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, str]]:
     """The {problem id: [base, final]} of one held-out set in two runs' `heldout.json` files,
     and their {problem id: task key}, checked for a fair pair: each holds the set and names its
     answerer reward, the two differ in `arm_field` (both files name it), and they measured the
-    same problems with the same base scores (one base model, sampled with one seed).
-    ValueError names what is wrong.
+    same problems with the same base scores (one base model, sampled with one seed), in
+    `measure` (ARM_MEASURES). ValueError names what is wrong.
 
     >>> t = {"reward": "honest", "sets": {"new_tasks": {"a": [0.1, 0.5]}}}
     >>> c = {"reward": "format_only", "sets": {"new_tasks": {"a": [0.1, 0.2]}}}
@@ -696,7 +714,7 @@ def heldout_pair(
     ValueError: both runs trained with the answerer reward 'honest': a control trains with another
     """
     files = [("treatment", treatment), ("control", control)]
-    pairs = [_set_pairs(name, data, set_name) for name, data in files]
+    pairs = [_set_pairs(name, data, set_name, measure) for name, data in files]
     if arm_field == "rewards.answerer" and treatment["reward"] == control["reward"]:
         raise ValueError(
             f"both runs trained with the answerer reward {treatment['reward']!r}: "
@@ -809,13 +827,15 @@ def pooled_arm_line(
     other_value: str,
     set_name: str = "new_tasks",
     seed: int = 0,
+    measure: str = "discriminating",
 ) -> str:
     """`LEARN <name>` (ARMS) pooled over training seeds: the treatment arm's mean gain on
     `set_name` minus the other arm's, the interval resampling tasks and each arm's runs
     (`seeds=` treatment runs, `control_seeds=` the other arm's). `mine` and `others` are
     (name, parsed heldout.json) of the two arms, one config field (`field`: `mine_value`
-    against `other_value`) apart; which one is the treatment is `is_treatment`'s call.
-    ValueError (naming the files) when they did not measure the same problems alike.
+    against `other_value`) apart; which one is the treatment is `is_treatment`'s call; paired
+    in `measure` (ARM_MEASURES). ValueError (naming the files) when they did not measure the
+    same problems alike.
 
     >>> def run(final): return {"reward": "honest", "sets": {"new_tasks": {"p": [0.2, final]}}}
     >>> selfplay, given = [("s1", run(0.6)), ("s2", run(0.4))], [("g1", run(0.3))]
@@ -827,8 +847,8 @@ def pooled_arm_line(
     treated, control = (mine, others) if mine_first else (others, mine)
     tasks = _merged_tasks([*treated, *control])
     gain = control_gain(
-        [_set_pairs(n, d, set_name) for n, d in treated],
-        [_set_pairs(n, d, set_name) for n, d in control],
+        [_set_pairs(n, d, set_name, measure) for n, d in treated],
+        [_set_pairs(n, d, set_name, measure) for n, d in control],
         tasks,
         seed=seed,
     )

@@ -85,6 +85,10 @@ def evaluate(
         record = learning.heldout_record(
             per_problem, tasks, reward=cfg.rewards.answerer, seed=cfg.seed,
             config_digest=cfg.digest(), arm={f: params[f] for f in learning.ARM_FIELDS},
+            measures={
+                m: learning.heldout_per_problem(report, sets, m)
+                for m, _ in learning.ARM_MEASURES if m != "discriminating"
+            },
         )  # fmt: skip
         heldout_file.write_text(json.dumps(record, sort_keys=True))
         tracking.log_artifacts([heldout_file], "learning")  # where a control run finds it
