@@ -20,12 +20,14 @@ from sparring.errors import SparringError
 from sparring.problems import Problem
 
 
-def completion_targets(problems: list[Problem], role: str = "answerer") -> list[str]:
+def completion_targets(
+    problems: list[Problem], role: str = "answerer", n_tests: int = prompts.GENERATOR_TESTS
+) -> list[str]:
     """What a good completion of `role` holds, per problem: the reference solution for the
     answerer (`answer_target`); for the generator, tests like the problem's own (as many as it
-    is asked for)."""
+    is asked for: `n_tests`)."""
     if role == "generator":
-        n = prompts.GENERATOR_TESTS
+        n = n_tests
         return ["\n".join(p.baseline_tests[-n:]) for p in problems if p.baseline_tests]
     if role == "proposer":  # a whole problem as JSON
         return [json.dumps(p.to_dict()) for p in problems]
@@ -57,7 +59,8 @@ def completion_tokens(
     # mlx-lm's TokenizerWrapper is not callable and holds the HF tokenizer in `_tokenizer`; an HF
     # tokenizer also has a `_tokenizer` (the raw, uncallable Rust one), so unwrap only the wrapper.
     hf_tok = tok if callable(tok) else tok._tokenizer
-    return resolve_completion_length(cfg, hf_tok, completion_targets(problems, role))
+    targets = completion_targets(problems, role, cfg.steps.generator_tests)
+    return resolve_completion_length(cfg, hf_tok, targets)
 
 
 def completion_budget(

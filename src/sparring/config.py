@@ -157,6 +157,10 @@ class GrpoConfig:
 class StepsConfig:
     answerer: int = _f(2, "GRPO steps of each answerer phase", ge=0)
     generator: int = _f(2, "GRPO steps of each generator phase", ge=0)
+    generator_tests: int = _f(
+        3, "tests the generator's prompt asks for per completion (its reward reads up to 8)",
+        ge=1, le=8,
+    )  # fmt: skip
     alternating: int = _f(0, "extra alternating answerer/generator step pairs per round", ge=0)
     frozen_samples: int = _f(4, "solutions sampled once per problem from the frozen answerer", ge=1)
     problems_per_phase: int = _f(8, "training problems drawn per phase (0 = all)", ge=0)

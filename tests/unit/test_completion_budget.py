@@ -159,6 +159,10 @@ def test_completion_tokens_takes_a_real_hf_tokenizer_or_mlx_wrapper():
     assert completion_tokens(auto, MlxLikeWrapper(tok), problems) == budget
     # the generator is sized from tests like the problem's own, not from a function
     assert 64 <= completion_tokens(auto, tok, problems, "generator") <= 512
+    more = load_config(None, ["grpo.max_completion_length=0", "steps.generator_tests=8"])
+    assert completion_tokens(more, tok, problems, "generator") > completion_tokens(
+        auto, tok, problems, "generator"
+    )  # asked for more tests, it may write more
 
 
 def test_a_humaneval_answer_is_sized_without_the_given_docstring():
@@ -171,3 +175,14 @@ def test_a_humaneval_answer_is_sized_without_the_given_docstring():
     assert target.startswith(f"def {task.entry_point}(") and target.endswith(body)
     assert '"""' not in target and len(target) < len(task.reference_solution) - 200
     assert completion_targets([task]) == [target]
+
+
+def test_the_generators_budget_follows_the_tests_it_is_asked_for():
+    from sparring.budget import completion_targets
+    from sparring.problems import load_bundled
+
+    problems = [p for p in load_bundled() if len(p.baseline_tests) >= 5][:4]
+    three = completion_targets(problems, "generator")
+    five = completion_targets(problems, "generator", 5)
+    assert [t.count("assert") for t in three] == [3] * len(problems)
+    assert [t.count("assert") for t in five] == [5] * len(problems)

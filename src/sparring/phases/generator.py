@@ -222,7 +222,11 @@ def train_generator(
                 reference_expected=w.reference_expected,
             )
             reward_fn = code_duel.GeneratorRewardFn(scorer)
-            rows = [{"prompt": prompts.generator_messages(p), "problem_id": p.id} for p in problems]
+            rows = [
+                {"prompt": prompts.generator_messages(p, cfg.steps.generator_tests),
+                 "problem_id": p.id}
+                for p in problems
+            ]  # fmt: skip
         model, trl_metrics = backend.train(
             cfg,
             model,
