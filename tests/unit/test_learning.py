@@ -421,6 +421,29 @@ def test_eval_control_prints_the_paired_line_and_refuses_bad_files(tmp_path, cap
     assert "missing.json: No such file" in capsys.readouterr().err
 
 
+def test_eval_control_pairs_self_play_against_given_tests_on_every_test_passed(tmp_path, capsys):
+    from sparring.cli.main import main
+
+    def arm(schedule, share, strict):
+        record = learning.heldout_record(
+            {"new_tasks": share}, {}, reward="honest", seed=0, config_digest="d",
+            arm={"phase_schedule": schedule}, measures={"strict": {"new_tasks": strict}},
+        )  # fmt: skip
+        return _write(tmp_path / f"{schedule}.json", record)
+
+    ids = [f"p{i}" for i in range(6)]
+    selfplay = arm("generator_answerer", {i: [0.5, 0.7] for i in ids}, {i: [0.0, 0.5] for i in ids})
+    given = arm("answerer", {i: [0.5, 0.7] for i in ids}, {i: [0.0, 0.0] for i in ids})
+    args = ["eval", "control", selfplay, given, "--arm", "selfplay_vs_given"]
+    assert main([*args, "--measure", "strict"]) == 0
+    out = capsys.readouterr().out.strip()
+    assert out == "LEARN selfplay_vs_given_strict delta=0.500 ci95_delta=0.500,0.500 n=6"
+    assert main(args) == 0
+    assert capsys.readouterr().out.startswith("LEARN selfplay_vs_given delta=0.000 ")
+    assert main(["eval", "control", selfplay, selfplay, "--arm", "selfplay_vs_given"]) == 2
+    assert "both runs have phase_schedule=generator_answerer" in capsys.readouterr().err
+
+
 def test_eval_control_refuses_files_that_disagree_on_the_base_model(tmp_path, capsys):
     """Two files sharing one problem, scoring the base model differently and naming no reward:
     this printed `delta=1.400 ci95_delta=n/a (n=1)`; it is refused in one line."""

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from sparring.cli.common import add_config_args, add_group, config_from_args
 from sparring.errors import SparringError
+from sparring.evaluation.learning import ARM_MEASURES, ARMS
 
 SET_HELP = (
     "held-out set the control comparison uses: new_tasks (tasks never trained, of trained "
@@ -82,11 +83,21 @@ def add_commands(sub) -> None:
         "when both are in one MLflow experiment; this compares runs kept apart). Refused "
         "unless both name their answerer reward, the rewards differ, and both measured the "
         "same problems with the same base scores. The two runs must differ in their answerer "
-        "reward alone: the files cannot show that.",
+        "reward alone (or in --arm's field): the files cannot show that.",
     )
     p.add_argument("treatment", metavar="TREATMENT.json", help="the treatment's heldout.json")
     p.add_argument("control", metavar="CONTROL.json", help="the control's heldout.json")
     p.add_argument("--set", dest="set_name", default="new_tasks", help=SET_HELP)
+    p.add_argument(
+        "--arm", default="reward_vs_control", choices=[name for name, _ in ARMS],
+        help="which pair of arms the files are (the line's name; each pair is one config field "
+        "apart: the reward, phase_schedule, data.given_tests, rewards.answerer_bank)",
+    )  # fmt: skip
+    p.add_argument(
+        "--measure", default="discriminating", choices=[m for m, _ in ARM_MEASURES],
+        help="discriminating: the share of tests passed (default); strict: the share of "
+        "answers passing every test (the line's name gains _strict)",
+    )  # fmt: skip
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (the run's seed: 0)")
     p.set_defaults(func=_eval_control)
 
@@ -233,9 +244,13 @@ def _eval_control(args: argparse.Namespace) -> int:
     from sparring.evaluation.learning import heldout_pair, reward_vs_control
 
     runs = [_read_heldout(path) for path in (args.treatment, args.control)]
+    field = dict(ARMS)[args.arm]
+    name = args.arm + dict(ARM_MEASURES)[args.measure]
     try:
-        treatment, control, tasks = heldout_pair(runs[0], runs[1], args.set_name)
-        print(reward_vs_control(treatment, control, tasks, seed=args.seed))
+        treatment, control, tasks = heldout_pair(
+            runs[0], runs[1], args.set_name, field, args.measure
+        )
+        print(reward_vs_control(treatment, control, tasks, seed=args.seed, name=name))
     except ValueError as exc:
         raise SparringError(str(exc)) from None
     return 0
