@@ -234,6 +234,8 @@ def _heldout_of(client, runs) -> dict | None:
     """The per-problem held-out file the evaluate phase logged (sparring.phases.evaluate)."""
     from sparring.evaluation.learning import HELDOUT_FILE
 
+    # one small JSON a run: MLflow's progress bar would print three lines for each
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     for run in reversed(runs):
         if not run.info.run_name.endswith("-evaluate"):
             continue

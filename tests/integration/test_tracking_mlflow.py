@@ -300,7 +300,7 @@ def test_a_control_with_another_config_is_not_paired(cfg, tmp_path, capsys):
     assert "is not the other arm of this one" in err and "lora.top_layers=3 there" in err
 
 
-def test_self_play_finds_its_given_tests_arm(cfg, tmp_path):
+def test_self_play_finds_its_given_tests_arm(cfg, tmp_path, capsys, monkeypatch):
     """make learn and make learn-given (phase_schedule answerer, the same reward): whichever
     ends second prints selfplay_vs_given on the per-test share and selfplay_vs_given_strict on
     every test passed; the format-only control in the same experiment is not taken for it."""
@@ -308,6 +308,7 @@ def test_self_play_finds_its_given_tests_arm(cfg, tmp_path):
 
     from sparring.local_run import _arm_lines
 
+    monkeypatch.delenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", raising=False)
     ids = [f"p{i}" for i in range(6)]
     selfplay_cfg, selfplay = _learning_run(
         cfg, "honest", {i: [0.2, 0.7] for i in ids}, tmp_path, strict={i: [0.0, 0.5] for i in ids}
@@ -325,6 +326,8 @@ def test_self_play_finds_its_given_tests_arm(cfg, tmp_path):
     # no dense arm has run: no line rather than a wrong pair
     assert _arm_lines(selfplay_cfg, MlflowClient(), runs, "selfplay_vs_dense",
                       "data.given_tests") == []  # fmt: skip
+    # the heldout.json downloads print no progress bar between the LEARN lines
+    assert "Downloading artifacts" not in capsys.readouterr().err
 
 
 def test_learn_seeds_pool_over_the_training_seeds_of_one_config(cfg, tmp_path):
