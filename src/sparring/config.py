@@ -161,6 +161,10 @@ class StepsConfig:
         3, "tests the generator's prompt asks for per completion (its reward reads up to 8)",
         ge=1, le=8,
     )  # fmt: skip
+    generator_stated_cases: bool = _f(
+        False, "the generator's prompt asks first for a test of each special case the problem "
+        "statement names, then edge cases",
+    )  # fmt: skip
     alternating: int = _f(0, "extra alternating answerer/generator step pairs per round", ge=0)
     frozen_samples: int = _f(4, "solutions sampled once per problem from the frozen answerer", ge=1)
     problems_per_phase: int = _f(8, "training problems drawn per phase (0 = all)", ge=0)

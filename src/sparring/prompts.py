@@ -66,14 +66,21 @@ def answerer_messages(
 GENERATOR_TESTS = 3  # tests the generator is asked for per completion
 
 
-def generator_messages(problem: Problem, n_tests: int = GENERATOR_TESTS) -> Messages:
-    """The adversarial test writer's prompt: tests that a wrong solution fails."""
+def generator_messages(
+    problem: Problem, n_tests: int = GENERATOR_TESTS, stated_cases: bool = False
+) -> Messages:
+    """The adversarial test writer's prompt: tests that a wrong solution fails; with
+    `stated_cases`, first a test of each special case the problem statement names."""
     examples = "\n".join(problem.baseline_tests[:2])
+    focus = (
+        "first one test of each special case the problem statement names, then edge cases, "
+        "boundaries, unusual inputs" if stated_cases else "edge cases, boundaries, unusual inputs"
+    )  # fmt: skip
     task = (
         f"Problem:\n{problem.description.strip()}\n\nFunction signature:\n"
         f"{problem.function_signature}\n\nExample tests:\n{examples}\n\n"
         f"Write {n_tests} new tricky test cases for `{problem.function_name}` that a buggy "
-        "solution would fail: edge cases, boundaries, unusual inputs. Each test is one line "
+        f"solution would fail: {focus}. Each test is one line "
         f"`assert {problem.function_name}(...) == expected`. Put them in one ```python block."
     )
     return [{"role": "system", "content": GENERATOR_SYSTEM}, {"role": "user", "content": task}]

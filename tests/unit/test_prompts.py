@@ -41,6 +41,14 @@ def test_five_stage_prompt_lists_every_stage_in_order():
     assert positions == sorted(positions)
 
 
+def test_the_generator_can_be_asked_for_the_cases_the_statement_names_first():
+    plain = generator_messages(PROBLEM, 3)[1]["content"]
+    stated = generator_messages(PROBLEM, 3, stated_cases=True)[1]["content"]
+    assert "special case the problem statement names" in stated
+    assert "special case" not in plain and "edge cases, boundaries" in plain
+    assert stated.count("Write 3 new") == plain.count("Write 3 new") == 1
+
+
 def test_generator_and_proposer_prompts_name_the_function():
     assert "`square`" in generator_messages(PROBLEM, 4)[1]["content"]
     assert "Write 4 new" in generator_messages(PROBLEM, 4)[1]["content"]

@@ -188,7 +188,10 @@ def sample_tests(
         model_name, device=cfg.model_for("generator").device, rows=cfg.grpo.rollout_batch_size
     )
     return loaded.sample(
-        [generator_messages(p, cfg.steps.generator_tests) for p in problems],
+        [
+            generator_messages(p, cfg.steps.generator_tests, cfg.steps.generator_stated_cases)
+            for p in problems
+        ],
         max_new_tokens=completion_tokens(cfg, loaded.tokenizer, list(problems), "generator"),
         temperature=cfg.grpo.temperature,
         top_p=cfg.grpo.top_p,

@@ -222,11 +222,11 @@ def train_generator(
                 reference_expected=w.reference_expected,
             )
             reward_fn = code_duel.GeneratorRewardFn(scorer)
+            asked = (cfg.steps.generator_tests, cfg.steps.generator_stated_cases)
             rows = [
-                {"prompt": prompts.generator_messages(p, cfg.steps.generator_tests),
-                 "problem_id": p.id}
+                {"prompt": prompts.generator_messages(p, *asked), "problem_id": p.id}
                 for p in problems
-            ]  # fmt: skip
+            ]
         model, trl_metrics = backend.train(
             cfg,
             model,
