@@ -174,6 +174,35 @@ def test_the_generator_phase_samples_as_many_rows_as_a_training_rollout(
     assert rows == [7] and batch_sizes and set(batch_sizes) == {7}, (rows, batch_sizes)
 
 
+def test_the_generator_phase_asks_for_the_configured_tests(data_dir, tmp_path, monkeypatch):
+    """steps.generator_tests and steps.generator_stated_cases reach the prompts GRPO trains on,
+    and the auto completion budget is sized for that many tests (break check: the backend
+    sizing for the default 3 leaves 3 asserts a target)."""
+    import sparring.backends.torch.grpo as grpo
+    from sparring.budget import completion_targets
+    from sparring.phases.common import train_problems
+
+    seen = {}
+    real_run_grpo = grpo.run_grpo
+
+    def run_grpo(model, tokenizer, dataset, *args, **kwargs):
+        seen["prompts"] = [row["prompt"][-1]["content"] for row in dataset]
+        seen["targets"] = kwargs["reference_solutions"]
+        return real_run_grpo(model, tokenizer, dataset, *args, **kwargs)
+
+    monkeypatch.setattr(grpo, "run_grpo", run_grpo)
+    cfg = cfg_for("steps.generator_tests=5", "steps.generator_stated_cases=true",
+                  "grpo.max_completion_length=0")  # fmt: skip
+    train_generator(
+        cfg, 1, str(data_dir), "", None, str(tmp_path / "gen"), str(tmp_path / "tests.jsonl"),
+        str(tmp_path / "frozen.jsonl"),
+    )  # fmt: skip
+    assert seen["prompts"] and all("Write 5 new" in p for p in seen["prompts"])
+    assert all("special case the problem statement names" in p for p in seen["prompts"])
+    five = completion_targets(train_problems(str(data_dir)), "generator", 5)
+    assert set(seen["targets"]) <= set(five) and seen["targets"], seen["targets"]
+
+
 def test_shared_topology_phases(data_dir, tmp_path):
     models.clear_shared()
     cfg = cfg_for("topology=shared", "shared_model=tiny-random")

@@ -370,10 +370,11 @@ def test_arms_pool_over_the_training_seeds_of_both_arms(cfg, tmp_path):
     pool = [f"tracking.experiment={cfg.tracking.experiment}-arms"]
     given = ["phase_schedule=answerer"]
 
-    def seeded(reward, final, seed, extra=()):
+    def seeded(reward, final, seed, extra=()):  # every test passed: half the share's final
         return _learning_run(cfg, reward, {i: [0.2, final] for i in ids},
                              tmp_path / f"{reward}{seed}{len(extra)}",
-                             [*pool, f"training_seed={seed}", *extra])  # fmt: skip
+                             [*pool, f"training_seed={seed}", *extra],
+                             strict={i: [0.0, final / 2] for i in ids})  # fmt: skip
 
     selfplay = [seeded("honest", final, seed) for seed, final in ((1, 0.6), (2, 0.4), (3, 0.5))]
     given_runs = [seeded("honest", final, seed, given) for seed, final in ((1, 0.25), (2, 0.35))]
@@ -387,6 +388,9 @@ def test_arms_pool_over_the_training_seeds_of_both_arms(cfg, tmp_path):
         assert line.endswith(" n=6 seeds=3 control_seeds=2")
         lo, hi = map(float, line.split("ci95_delta=")[1].split()[0].split(","))
         assert 0.05 <= lo < 0.2 < hi <= 0.35
+        strict = next(x for x in lines if x.startswith("LEARN selfplay_vs_given_strict "))
+        assert strict.startswith("LEARN selfplay_vs_given_strict delta=0.100 ci95_delta=")
+        assert strict.endswith(" n=6 seeds=3 control_seeds=2")
     first_cfg, first = selfplay[0]
     lines = _pooled_lines(first_cfg, MlflowClient(), tracking.child_runs(first_cfg, first), first)
     control = next(x for x in lines if x.startswith("LEARN reward_vs_control "))

@@ -193,9 +193,29 @@ def test_labelled_pool_keeps_parsed_judged_answers_with_their_label():
     assert "return n / 2" in pool["half"][1].code
 
 
-def test_sample_tests_samples_a_real_model_through_the_generators_prompt():
-    """The one call into a model, on the built-in tiny random model: a completion per sample."""
-    cfg = from_dict({"grpo": {"max_completion_length": 8}})
+def test_sample_tests_samples_a_real_model_through_the_generators_prompt(monkeypatch):
+    """The one call into a model, on the built-in tiny random model: a completion per sample,
+    through the prompt the generator phase trains on (its steps.generator_* settings)."""
+    import sparring.sampler
+
+    asked = []
+    real_load = sparring.sampler.load_answerer
+
+    def load_answerer(*args, **kwargs):
+        loaded = real_load(*args, **kwargs)
+        real_sample = loaded.sample
+
+        def sample(messages, **kw):
+            asked.extend(m[-1]["content"] for m in messages)
+            return real_sample(messages, **kw)
+
+        loaded.sample = sample
+        return loaded
+
+    monkeypatch.setattr(sparring.sampler, "load_answerer", load_answerer)
+    cfg = from_dict({"grpo": {"max_completion_length": 8},
+                     "steps": {"generator_tests": 5, "generator_stated_cases": True}})  # fmt: skip
     texts = gh.sample_tests(cfg, cfg.model_for("generator").name, [HALF, HALF], 2, seed=0)
     assert [len(per) for per in texts] == [2, 2]
     assert all(isinstance(t, str) for per in texts for t in per)
+    assert len(asked) == 2 and all("Write 5 new" in a and "special case" in a for a in asked)

@@ -51,7 +51,7 @@ class TorchBackend:
 
         return run_grpo(
             model, tokenizer, dataset, reward_fn, cfg, steps, work_dir, seed, peft_config,
-            reference_solutions=completion_targets(problems, role),
+            reference_solutions=completion_targets(problems, role, cfg.steps.generator_tests),
         )  # fmt: skip
 
     def sft(self, cfg, model, tokenizer, rows, peft_config, seed):
