@@ -177,7 +177,9 @@ class StepsConfig:
         "only the generator's draw: both phases then draw the problems whose samples differed "
         "first, and with grpo.skip_flat_problems the answerer does not sample a problem "
         "screened flat while others remain (costs frozen_samples completions per training "
-        "problem; no effect without a generator phase)",
+        "problem; where no generator phase precedes an answerer phase, as with phase_schedule: "
+        "answerer, the answerer phase screens the pool itself, so the given-tests arm draws "
+        "as the self-play arm does)",
     )
 
 

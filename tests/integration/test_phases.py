@@ -144,6 +144,23 @@ def test_screen_pool_samples_the_frozen_answerer_on_every_training_problem(data_
     assert v["zone_estimated"] == len(pool)
 
 
+def test_an_answerer_phase_with_no_generator_before_it_screens_the_pool_itself(data_dir, tmp_path):
+    """The given-tests arm (phase_schedule: answerer) with steps.screen_pool: the answerer
+    phase samples its start on every training problem before drawing, as the self-play arm's
+    generator phase does, so the two arms draw alike; tiny-random's samples all earn 0, so the
+    drawn problems are all screened flat (break check: without the screen none is)."""
+    from sparring.problems import read_jsonl
+
+    pool = read_jsonl(data_dir / "train.jsonl")
+    cfg = cfg_for("phase_schedule=answerer", "steps.screen_pool=true")
+    m = train_answerer(cfg, 1, str(data_dir), "", None, str(tmp_path / "screened"))
+    assert m["screen_sampled"] == len(pool) * cfg.steps.frozen_samples
+    assert m["problems_screened_flat"] == m["problems"] == cfg.steps.problems_per_phase
+    off = cfg_for("phase_schedule=answerer")
+    m = train_answerer(off, 1, str(data_dir), "", None, str(tmp_path / "unscreened"))
+    assert "screen_sampled" not in m and m["problems_screened_flat"] == 0
+
+
 def test_the_generator_phase_samples_as_many_rows_as_a_training_rollout(
     data_dir, tmp_path, monkeypatch
 ):

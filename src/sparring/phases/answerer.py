@@ -150,6 +150,15 @@ def train_answerer(
     coach = coach_for(cfg, everything, init_model)
     moves_before = coach.moves if coach else 0
     pool = [p for p in everything if at_coach_level(p, coach)]
+    screen: dict[str, float] = {}
+    if cfg.steps.screen_pool and not zone and steps and not cfg.dry_run:
+        # no generator phase screened the pool before this one (the given-tests arm)
+        from sparring.phases.sandboxed import require_isolation
+        from sparring.phases.screen import screen_zone
+
+        require_isolation(cfg)  # the screen runs the answerer's samples
+        model = init_model or cfg.model_for("answerer").name
+        zone, screen = screen_zone(cfg, model, pool, round_index, f"{phase}-screen")
     problems = draw_in_zone(cfg, pool, zone, round_index, phase)
     bank = bank_tests(bank_path) if cfg.rewards.answerer_bank else {}
     stages = reasoning_stages(cfg, round_index)
@@ -166,6 +175,7 @@ def train_answerer(
         "stages": float(len(stages)),
         "dry_run": float(cfg.dry_run),
         **coach_metrics(coach, moves_before),
+        **screen,
     }
     if cfg.dry_run or steps == 0:
         from sparring.backends.base import copy_model

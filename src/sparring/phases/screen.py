@@ -1,0 +1,61 @@
+"""The pool screen of an answerer phase that no generator phase precedes (`phase_schedule:
+answerer`, the given-tests arm of issue 45), so that it draws its problems as the self-play arm
+does: the answerer it starts from is sampled `steps.frozen_samples` times on every training
+problem, and the problems whose samples earned different rewards come first.
+
+Covers: `screen_zone` (sample, run the samples on the tests the reward sees, summarise).
+Does not cover: the self-play arm's screen, which its generator phase does while sampling the
+frozen answers its tests are rewarded against (sparring.phases.generator); the statistics and
+the draw (sparring.phases.zone).
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+
+from sparring import backends
+from sparring.cluster import ranks
+from sparring.config import Config
+from sparring.phases.zone import frozen_zone, in_zone
+from sparring.problems import Problem
+from sparring.sandbox.limits import untrusted_limits
+
+
+def screen_zone(
+    cfg: Config, model: str, pool: list[Problem], round_index: int, seed_label: str
+) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+    """Per problem of `pool`, the zone statistics of `model`'s samples (sparring.phases.zone),
+    and the screen's metrics: completions sampled, seconds, problems in the zone."""
+    from sparring.phases.generator import sample_frozen_solutions
+    from sparring.sampler import LoadedAnswerer
+    from sparring.sandbox import Sandbox
+
+    start = time.perf_counter()
+    backend = backends.get(cfg.backend)
+    frozen, tok = backend.load_frozen(cfg, model)
+    answerer = LoadedAnswerer(backend, frozen, tok, cfg.grpo.rollout_batch_size)
+
+    def sample_share(part: list[Problem]) -> list[dict]:
+        return sample_frozen_solutions(cfg, answerer, part, round_index, seed_label=seed_label)[0]
+
+    rows = ranks.shard_and_gather(pool, sample_share)
+    frozen = answerer = None  # the phase loads its trainable copy next
+    gc.collect()
+    solutions = {r["problem_id"]: [s for s in r["solutions"] if s] for r in rows}
+    with Sandbox(untrusted_limits(cfg)) as sb:
+        zone = frozen_zone(cfg, {p.id: p for p in pool}, solutions, sb)
+    seconds = time.perf_counter() - start
+    if ranks.world().main:
+        from sparring import progress as lines
+
+        lines.say(
+            f"{lines.LABEL or 'train-answerer'} screen: {len(pool) * cfg.steps.frozen_samples} "
+            f"solutions on {len(pool)} problems in {lines.fmt_seconds(seconds)}, "
+            f"{sum(in_zone(z) for z in zone.values())} in the zone"
+        )
+    return zone, {
+        "screen_sampled": float(len(pool) * cfg.steps.frozen_samples),
+        "screen_s": seconds,
+        "pool_in_zone": float(sum(in_zone(z) for z in zone.values())),
+    }
