@@ -15,7 +15,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sparring.bank import BANK_FILE, BankMerge, beside_bank, read_rows, trivially_passed, write_rows
+from sparring.bank import (
+    BANK_FILE,
+    BankMerge,
+    bank_tests,
+    beside_bank,
+    read_rows,
+    trivially_passed,
+    write_rows,
+)
 from sparring.config import Config
 from sparring.domain import fits_signature
 from sparring.phases.common import read_lines, train_problems
@@ -56,7 +64,6 @@ def validate_tests(
     total = valid = honest = discriminating = duplicates = 0
     infra = 0
     with Sandbox(untrusted_limits(cfg)) as sb:
-        zone = frozen_zone(cfg, problems, solutions, sb)
         for row in generated:
             p = problems.get(row["problem_id"])
             tests = [t for t in row.get("tests", []) if isinstance(t, str)]
@@ -85,7 +92,11 @@ def validate_tests(
                 if dup:
                     continue
                 bank.add(p.id, v.test, round_index, len(v.breaks))
-    write_rows(bank_out, bank.rows)
+        write_rows(bank_out, bank.rows)
+        # the zone the next answerer phase draws by: its reward sees the bank too, so a problem
+        # whose samples all pass the given tests and differ on a banked one is in it
+        banked = bank_tests(bank_out) if cfg.rewards.answerer_bank else {}
+        zone = frozen_zone(cfg, problems, solutions, sb, banked)
     beside_bank(bank_out, ZONE_FILE).write_text(json.dumps(zone, sort_keys=True))
     return {
         "candidates": float(total),

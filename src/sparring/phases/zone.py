@@ -47,10 +47,16 @@ def zone_stats(values: list[float]) -> dict[str, float]:
 
 
 def frozen_zone(
-    cfg: Config, problems: dict[str, Problem], solutions: dict[str, list[str]], sandbox: Any
+    cfg: Config,
+    problems: dict[str, Problem],
+    solutions: dict[str, list[str]],
+    sandbox: Any,
+    banked: dict[str, list[str]] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Per problem the frozen answerer was sampled on: the honest rewards of its solutions on
-    the tests the reward sees (unparseable samples earn 0), summarised by `zone_stats`."""
+    the tests the answerer's reward sees (the problem's given tests, then `banked`'s tests of
+    it: where the given tests pass every sample and a banked test fails some, the problem is in
+    the zone), unparseable samples earning 0, summarised by `zone_stats`."""
     from sparring.code_duel import run_cached
 
     zone: dict[str, dict[str, float]] = {}
@@ -58,8 +64,10 @@ def frozen_zone(
         p = problems.get(pid)
         if p is None:
             continue
-        mask, trivial = rewards.credit_view(len(p.baseline_tests), p.trivial_passes)
-        rows = run_cached(sandbox, [(c, p.baseline_tests) for c in codes], None) if codes else []
+        extra = (banked or {}).get(pid, [])
+        tests = list(p.baseline_tests) + extra
+        mask, trivial = rewards.credit_view(len(p.baseline_tests), p.trivial_passes, len(extra))
+        rows = run_cached(sandbox, [(c, tests) for c in codes], None) if codes else []
         values = [rewards.answerer_credit(row, mask, trivial, p.difficulty).reward for row in rows]
         kept = [v for v in values if v is not None]
         kept += [0.0] * (cfg.steps.frozen_samples - len(codes))  # unparseable samples
