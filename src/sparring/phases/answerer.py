@@ -6,7 +6,9 @@ part of it (`coach_for`): the coach continues from the state the init model's re
 coached family is drawn at its current level only, the coach counts the rewards as training
 goes (and, on the torch backend in one process, swaps in rows at a family's new level when it
 moves mid-phase: sparring.coach.Reserve), and its state is kept in the trained model's record
-(`sparring_model.json`, key `coach`) for the next answerer phase.
+(`sparring_model.json`, key `coach`) for the next answerer phase. With `steps.screen_pool` and
+no zone from a generator phase before it, the phase first screens the pool itself
+(sparring.phases.screen).
 Does not cover: the reward (sparring.code_duel.AnswererRewardFn), the coach's rule
 (sparring.coach) or the GRPO loop (the backend's `train`).
 """
