@@ -18,9 +18,9 @@ from typing import Any
 from sparring.bank import (
     BANK_FILE,
     BankMerge,
-    bank_tests,
     beside_bank,
     read_rows,
+    tests_by_problem,
     trivially_passed,
     write_rows,
 )
@@ -95,7 +95,7 @@ def validate_tests(
         write_rows(bank_out, bank.rows)
         # the zone the next answerer phase draws by: its reward sees the bank too, so a problem
         # whose samples all pass the given tests and differ on a banked one is in it
-        banked = bank_tests(bank_out) if cfg.rewards.answerer_bank else {}
+        banked = tests_by_problem(bank.rows) if cfg.rewards.answerer_bank else {}
         zone = frozen_zone(cfg, problems, solutions, sb, banked)
     beside_bank(bank_out, ZONE_FILE).write_text(json.dumps(zone, sort_keys=True))
     return {
