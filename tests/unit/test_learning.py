@@ -270,6 +270,27 @@ def test_control_gain_groups_tasks_and_pools_both_sides_runs():
     assert pooled["lo"] == pytest.approx(0.3) and pooled["hi"] == pytest.approx(0.4)
 
 
+def test_control_gain_by_start_weighs_starts_and_resamples_runs_within_each():
+    tasks = {f"p{i}": f"k{i}" for i in range(6)}
+    # start A: base 0.0, treatment +0.4 over its control; start B: base 0.5, no difference
+    a_treat = [{f"p{i}": [0.0, 0.6] for i in range(6)}, {f"p{i}": [0.0, 0.4] for i in range(6)}]
+    a_ctrl = [{f"p{i}": [0.0, 0.1] for i in range(6)}]
+    b_treat = [{f"p{i}": [0.5, 0.7] for i in range(6)}]
+    b_ctrl = [{f"p{i}": [0.5, 0.7] for i in range(6)}, {f"p{i}": [0.5, 0.7] for i in range(6)}]
+    d = learning.control_gain_by_start([(a_treat, a_ctrl), (b_treat, b_ctrl)], tasks)
+    assert (d["starts"], d["seeds"], d["control_seeds"], d["n"]) == (2, 3, 3, 6)
+    assert d["delta"] == pytest.approx(0.2)  # (0.4 + 0.0) / 2, not weighted by runs
+    # A's two treatment runs gain 0.6 and 0.4: drawing them with replacement moves the delta by
+    # (0.6 - 0.5) / 2 either way, and nothing else varies
+    assert d["lo"] == pytest.approx(0.15) and d["hi"] == pytest.approx(0.25)
+    with pytest.raises(ValueError, match="start 1 control run 1 and start 1 treatment run 1"):
+        learning.control_gain_by_start([(a_treat, b_ctrl)], tasks)
+    with pytest.raises(ValueError, match="start 2 measured other problems"):
+        learning.control_gain_by_start(
+            [(a_treat, a_ctrl), ([{"q": [0.5, 0.7]}], [{"q": [0.5, 0.7]}])]
+        )
+
+
 def test_reward_vs_control_pairs_gains_over_tasks():
     ids = [f"p{i}" for i in range(8)]
     treatment = {i: [0.2, 0.6] for i in ids}

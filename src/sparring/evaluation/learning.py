@@ -13,8 +13,8 @@ the lines `make learn` prints (`learn_lines`, the generators' held-out lines amo
 numbers come from sparring.evaluation.generator_heldout), assembled from the report and the
 phases' metrics, and the per-problem file the evaluate phase writes (`heldout_record`,
 HELDOUT_FILE): what `sparring eval control` pairs (`heldout_pair`, `reward_vs_control`) and
-`sparring eval pool` pools over seeds (`pool_lines`), refusing files that did not evaluate
-alike.
+`sparring eval pool` pools over seeds (`pool_lines`; over seeds from several starting models,
+`pooled_by_start_line`), refusing files that did not evaluate alike.
 
 Measures, all on problems the run never trained on: the *discriminating* fraction (share of the
 tests no trivial solution passes that an answer passes: the honest reward's measure), the strict
@@ -233,6 +233,58 @@ def control_gain(
         "n": len(treated[0]),
         "before": _grand_mean(control),
         "after": _grand_mean(treated),
+        "delta": delta,
+        "lo": lo,
+        "hi": hi,
+    }
+
+
+def control_gain_by_start(
+    starts: Sequence[tuple[Sequence[Pairs], Sequence[Pairs]]],
+    tasks: Mapping[str, str] | None = None, n_boot: int = 2000, seed: int = 0,
+) -> dict[str, float]:  # fmt: skip
+    """`control_gain` over arms run from several starting models: `starts` holds, per start,
+    (treatment runs, control runs), each start's runs measured alike (one base model: same
+    problems, same base scores; ValueError otherwise) and every start on the same problems.
+    The delta weighs each start's treatment-minus-control gain equally; the 95% interval
+    resamples tasks (shared by every start) and, within each start and arm, its runs, so runs
+    of one start never stand in for another's. `starts` counts them.
+
+    >>> a = ({"p": [0.0, 0.5]}, {"p": [0.0, 0.1]})  # start A: treatment run, control run
+    >>> b = ({"p": [0.4, 0.6]}, {"p": [0.4, 0.6]})  # start B, another base score
+    >>> d = control_gain_by_start([([a[0]], [a[1]]), ([b[0]], [b[1]])])
+    >>> d["starts"], round(d["delta"], 3), d["n"]
+    (2, 0.2, 1)
+    """
+    if not starts:
+        raise ValueError("no starts: give each start's (treatment runs, control runs)")
+    problems = None
+    arms: list[tuple[float, list[list[float]]]] = []
+    before = after = 0.0
+    weight = 1.0 / len(starts)
+    for i, (treatments, controls) in enumerate(starts, 1):
+        if not treatments or not controls:
+            raise ValueError(f"start {i} has no treatment or no control run: pair every start")
+        named = [(f"start {i} treatment run {j + 1}", run) for j, run in enumerate(treatments)]
+        named += [(f"start {i} control run {j + 1}", run) for j, run in enumerate(controls)]
+        check_comparable(named)
+        if problems is None:
+            problems = set(treatments[0])
+        elif set(treatments[0]) != problems:
+            raise ValueError(f"start {i} measured other problems than start 1: not one split")
+        treated = _gains(*_task_table(treatments, tasks or {}))
+        control = _gains(*_task_table(controls, tasks or {}))
+        arms += [(weight, treated), (-weight, control)]
+        before += weight * _grand_mean(control)
+        after += weight * _grand_mean(treated)
+    delta, lo, hi = _bootstrap(arms, n_boot, seed)
+    return {
+        "starts": len(starts),
+        "seeds": sum(len(t) for t, _ in starts),
+        "control_seeds": sum(len(c) for _, c in starts),
+        "n": len(arms[0][1][0]),
+        "before": before,
+        "after": after,
         "delta": delta,
         "lo": lo,
         "hi": hi,
@@ -853,6 +905,31 @@ def pooled_arm_line(
         seed=seed,
     )
     return _control_text(gain, name)
+
+
+def pooled_by_start_line(
+    name: str,
+    starts: Sequence[
+        tuple[Sequence[tuple[str, Mapping[str, Any]]], Sequence[tuple[str, Mapping[str, Any]]]]
+    ],
+    set_name: str = "new_tasks",
+    seed: int = 0,
+    measure: str = "discriminating",
+) -> str:
+    """`LEARN <name>` over arms run from several starting models (`control_gain_by_start`):
+    `starts` holds, per start, (treatment files, control files) as (name, parsed
+    heldout.json); ` starts=S` ends the line. ValueError (naming the files) when a start's
+    runs did not measure alike or the starts measured other problems."""
+    grouped = [
+        (
+            [_set_pairs(n, d, set_name, measure) for n, d in treated],
+            [_set_pairs(n, d, set_name, measure) for n, d in control],
+        )
+        for treated, control in starts
+    ]
+    tasks = _merged_tasks([f for treated, control in starts for f in (*treated, *control)])
+    gain = control_gain_by_start(grouped, tasks, seed=seed)
+    return f"{_control_text(gain, name)} starts={gain['starts']}"
 
 
 def summary_from_metrics(flat: Mapping[str, float]) -> dict[str, Any]:

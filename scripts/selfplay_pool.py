@@ -1,0 +1,63 @@
+"""Issue 45's arms pooled over training seeds run from more than one starting model: each
+start's self-play and given runs, paired over the held-out new tasks, the starts weighed
+equally (`learning.pooled_by_start_line`: the interval resamples tasks, and runs within each
+start and arm), beside every run's own numbers.
+
+A manifest (docs/results/selfplay-seeds-*.json) names each start's runs by the prefix of their
+files (`<prefix>-heldout.json`, the evaluate phase's heldout.json; `<prefix>-learn.txt`):
+
+    {"starts": [{"start": "the format-only control's adapter", "code": "3c5307a",
+                 "treatment": ["docs/results/learn-l2-gen4d-dev-t1-2026-11-29"],
+                 "control": ["docs/results/learn-given-screen-l2-dev-t1-2026-11-29"]}]}
+
+What it leaves out: running anything, and choosing (every run of the manifest counts).
+
+Usage: .venv/bin/python scripts/selfplay_pool.py docs/results/selfplay-seeds-2026-11-30.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from sparring.evaluation.learning import ARM_MEASURES, pooled_by_start_line
+
+
+def load(prefix: str) -> tuple[str, dict]:
+    return Path(prefix).name, json.loads(Path(f"{prefix}-heldout.json").read_text())
+
+
+def strict_final(data: dict) -> float:
+    """The run's mean every-test-passed final over its new-task problems."""
+    finals = [pair[1] for pair in data["measures"]["strict"]["new_tasks"].values()]
+    return sum(finals) / len(finals)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    manifest = json.loads(Path(argv[0]).read_text())
+    starts = [
+        ([load(p) for p in start["treatment"]], [load(p) for p in start["control"]])
+        for start in manifest["starts"]
+    ]
+    print("| start | arm | run | new tasks every test passed, final (mean over problems) |")
+    print("| --- | --- | --- | --- |")
+    for start, (treated, control) in zip(manifest["starts"], starts, strict=True):
+        for arm, runs in (("self-play", treated), ("given", control)):
+            for name, data in runs:
+                print(f"| {start['start']} | {arm} | {name} | {strict_final(data):.3f} |")
+    print()
+    for measure, suffix in ARM_MEASURES:
+        try:
+            print(pooled_by_start_line("selfplay_vs_given" + suffix, starts, measure=measure))
+        except ValueError as exc:
+            print(f"selfplay_vs_given{suffix}: {exc}", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
