@@ -4,11 +4,17 @@ equally (`learning.pooled_by_start_line`: the interval resamples tasks, and runs
 start and arm), beside every run's own numbers.
 
 A manifest (docs/results/selfplay-seeds-*.json) names each start's runs by the prefix of their
-files (`<prefix>-heldout.json`, the evaluate phase's heldout.json; `<prefix>-learn.txt`):
+files (`<prefix>-heldout.json`, the evaluate phase's heldout.json; `<prefix>-generator.json`,
+where kept, its report's `generator_heldout`: the base and final generators' numbers per
+held-out problem):
 
     {"starts": [{"start": "the format-only control's adapter", "code": "3c5307a",
                  "treatment": ["docs/results/learn-l2-gen4d-dev-t1-2026-11-29"],
                  "control": ["docs/results/learn-given-screen-l2-dev-t1-2026-11-29"]}]}
+
+The generator's held-out catch rate is pooled over a start's self-play runs that kept their
+`-generator.json` (`learning.task_gain`: one base generator and one pool of answers per start,
+so the base numbers agree; the interval resamples tasks and runs), one line per start.
 
 What it leaves out: running anything, and choosing (every run of the manifest counts).
 
@@ -21,7 +27,12 @@ import json
 import sys
 from pathlib import Path
 
-from sparring.evaluation.learning import ARM_MEASURES, pooled_by_start_line
+from sparring.evaluation.learning import (
+    ARM_MEASURES,
+    interval_text,
+    pooled_by_start_line,
+    task_gain,
+)
 
 
 def load(prefix: str) -> tuple[str, dict]:
@@ -32,6 +43,33 @@ def strict_final(data: dict) -> float:
     """The run's mean every-test-passed final over its new-task problems."""
     finals = [pair[1] for pair in data["measures"]["strict"]["new_tasks"].values()]
     return sum(finals) / len(finals)
+
+
+def catch_pairs(prefix: str) -> dict[str, list[float]] | None:
+    """{problem id: [base, final] catch rate} of a run's `-generator.json`, over the problems
+    whose pool holds a wrong answer (as generator_heldout.generator_summary); None if not kept."""
+    path = Path(f"{prefix}-generator.json")
+    if not path.exists():
+        return None
+    numbers = json.loads(path.read_text())
+    base, final = numbers["base"], numbers["final"]
+    return {
+        pid: [base[pid]["catch_rate"], final[pid]["catch_rate"]]
+        for pid in sorted(set(base) & set(final))
+        if base[pid]["wrong"]
+    }
+
+
+def catch_line(start: dict) -> str | None:
+    runs = [pairs for p in start["treatment"] if (pairs := catch_pairs(p)) is not None]
+    if not runs:
+        return None
+    tasks = json.loads(Path(f"{start['treatment'][0]}-heldout.json").read_text()).get("tasks", {})
+    gain = task_gain(runs, tasks)
+    return (
+        f"LEARN generator_catch_heldout base={gain['before']:.3f} final={gain['after']:.3f} "
+        f"{interval_text(gain)} start={start['start']!r}"
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -56,6 +94,9 @@ def main(argv: list[str]) -> int:
         except ValueError as exc:
             print(f"selfplay_vs_given{suffix}: {exc}", file=sys.stderr)
             return 1
+    for start in manifest["starts"]:
+        line = catch_line(start)
+        print(line or f"generator_catch_heldout: no -generator.json kept for {start['start']!r}")
     return 0
 
 
