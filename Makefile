@@ -133,7 +133,7 @@ $(FORMAT_START)/sparring_model.json: | $(VENV)/.installed
 	$(BIN)/sparring phase materialize --config configs/learn.yaml $(FORMAT_SET) --workdir $(FORMAT_START_DIR)
 	$(BIN)/sparring phase train-answerer --config configs/learn.yaml $(FORMAT_SET) --workdir $(FORMAT_START_DIR) --round 1
 
-format-start: $(FORMAT_START)/sparring_model.json  ## the format-trained answerer issue 45's arms start from (~15 min, once)
+format-start: $(FORMAT_START)/sparring_model.json  ## the format-trained answerer issue 45's arms start from (~21 min, once)
 
 # The arms of issue 45 at level 2 from the format-trained start, SEEDS each (default 3): given
 # tests alone, self-play, every test given, the format-only control; each pair's second run
