@@ -161,6 +161,36 @@ def test_an_answerer_phase_with_no_generator_before_it_screens_the_pool_itself(d
     assert "screen_sampled" not in m and m["problems_screened_flat"] == 0
 
 
+def test_a_run_started_from_a_lora_artifact_trains_its_adapter_on(data_dir, tmp_path):
+    """`models.answerer.name` set to a trained LoRA artifact (issue 45's arms from `make
+    format-start`): the init-models pointer to it loads that adapter, trainable, with no fresh
+    LoRA config (TRL refuses a PeftModel with one), and the model trained from it records the
+    artifact's base, not the artifact (loading it must not stack the start's adapter twice)."""
+    import torch
+
+    from sparring.backends.base import read_meta
+    from sparring.phases.init_models import write_pointer
+
+    start = tmp_path / "start"
+    train_answerer(cfg_for(), 1, str(data_dir), str(data_dir / "bank.jsonl"), None, str(start))
+    cfg = cfg_for(f"models.answerer.name={start}")
+    pointer = tmp_path / "pointer"
+    write_pointer(cfg, "answerer", str(pointer))
+    model, _, peft_config = backends.get("torch").load_trainable(cfg, "answerer", str(pointer))
+    assert peft_config is None
+    loaded = {k: v for k, v in model.state_dict().items() if "lora_" in k}
+    from safetensors.torch import load_file
+
+    saved = load_file(start / "adapter_model.safetensors")
+    assert len(loaded) == len(saved) > 0
+    assert all(any(torch.equal(v, w) for w in loaded.values()) for v in saved.values())
+    del model
+    out = tmp_path / "trained"
+    m = train_answerer(cfg, 1, str(data_dir), str(data_dir / "bank.jsonl"), str(pointer), str(out))
+    assert m["steps"] == 1
+    assert read_meta(out)["base"] == read_meta(start)["base"] != str(start)
+
+
 def test_the_generator_phase_samples_as_many_rows_as_a_training_rollout(
     data_dir, tmp_path, monkeypatch
 ):

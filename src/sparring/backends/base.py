@@ -125,15 +125,29 @@ def read_meta(path: str | Path) -> dict[str, Any] | None:
     return json.loads(meta.read_text())
 
 
+def resolve_pointer(path: str) -> str:
+    """The model artifact a start pointer names (a run whose `models.<role>.name` is a trained
+    model's folder: its init-models phase writes a pointer to that folder), else `path`: a
+    pointer to a base model name, an artifact or a plain name stay what they are."""
+    meta = read_meta(path) if os.path.isdir(path) else None
+    while meta is not None and meta.get("tuning_mode") == "base":
+        target = str(meta.get("base") or "")
+        target_meta = read_meta(target) if target and os.path.isdir(target) else None
+        if target_meta is None:
+            break
+        path, meta = target, target_meta
+    return path
+
+
 def base_name(cfg: Config, role: str, init_model: str | None) -> str:
-    """The base model under `init_model` (an artifact's recorded base, or the name itself), or
-    the role's configured model when there is no init model."""
-    if init_model is None:
-        return cfg.model_for(role).name
-    meta = read_meta(init_model) if os.path.isdir(init_model) else None
+    """The base model under `init_model`, or under the role's configured model when there is
+    no init model: an artifact's recorded base (through pointers: a model trained from a
+    LoRA artifact records that artifact's base, not the artifact), or the name itself."""
+    source = resolve_pointer(init_model or cfg.model_for(role).name)
+    meta = read_meta(source) if os.path.isdir(source) else None
     if meta is None:
-        return init_model
-    return str(meta.get("base") or init_model)
+        return source
+    return str(meta.get("base") or source)
 
 
 def copy_model(src: str, out_dir: str, meta: dict[str, Any]) -> None:

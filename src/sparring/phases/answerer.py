@@ -182,7 +182,9 @@ def train_answerer(
     if cfg.dry_run or steps == 0:
         from sparring.backends.base import copy_model
 
-        copy_model(init_model or base, out_model, {**meta, "role": "answerer"})
+        copy_model(
+            init_model or cfg.model_for("answerer").name, out_model, {**meta, "role": "answerer"}
+        )
         return metrics
     check_shared_beta(cfg)
     from sparring.code_duel import AnswererRewardFn

@@ -133,7 +133,9 @@ def train_generator(
             {"problem_id": p.id, "tests": fallback_tests(p), "round": round_index} for p in problems
         ]
         write_lines(out_tests, rows)
-        copy_model(init_model or base, out_model, {**meta, "role": "generator"})
+        copy_model(
+            init_model or cfg.model_for("generator").name, out_model, {**meta, "role": "generator"}
+        )
         metrics["generated_tests"] = float(sum(len(r["tests"]) for r in rows))
         return metrics
     check_shared_beta(cfg)

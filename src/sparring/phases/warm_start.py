@@ -71,7 +71,9 @@ def warm_start(
     if cfg.dry_run or ws.steps == 0:
         from sparring.backends.base import copy_model
 
-        copy_model(init_model or base, out_model, {**meta, "role": "answerer"})
+        copy_model(
+            init_model or cfg.model_for("answerer").name, out_model, {**meta, "role": "answerer"}
+        )
         metrics["steps"] = 0.0
         return metrics
     backend = backends.get(cfg.backend)

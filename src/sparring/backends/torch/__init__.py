@@ -20,6 +20,7 @@ class TorchBackend:
     name = "torch"
 
     def load_trainable(self, cfg: Any, role: str, init_model: str | None) -> tuple[Any, ...]:
+        from sparring.backends.base import resolve_pointer
         from sparring.backends.torch import models
 
         mc = cfg.model_for(role)
@@ -29,7 +30,8 @@ class TorchBackend:
             )
             models.ensure_adapter(model, role, init_model, cfg.lora)
             return model, tok, None
-        source = init_model or mc.name
+        # a pointer to a LoRA artifact trains that adapter on, as a later round's init does
+        source = resolve_pointer(init_model or mc.name)
         meta = models.read_meta(source) if os.path.isdir(source) else None
         if cfg.tuning_mode == "lora":
             if meta and meta.get("tuning_mode") == "lora":
