@@ -18,12 +18,18 @@ so the base numbers agree; the interval resamples tasks and runs), one line per 
 
 What it leaves out: running anything, and choosing (every run of the manifest counts).
 
+With `--figure PNG` it also draws issue 45's figure: each run's every-test-passed final on the
+held-out new tasks by arm and start, and each self-play run's generator catch rate on them, base
+against trained (from its `-learn.txt`).
+
 Usage: .venv/bin/python scripts/selfplay_pool.py docs/results/selfplay-seeds-2026-11-30.json
+       [--figure docs/img/selfplay-seeds.png]
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -72,7 +78,54 @@ def catch_line(start: dict) -> str | None:
     )
 
 
+def learn_catch(prefix: str) -> tuple[float, float] | None:
+    """(base, final) of the `LEARN generator_catch_heldout` line a run printed, if it did."""
+    path = Path(f"{prefix}-learn.txt")
+    text = path.read_text() if path.exists() else ""
+    match = re.search(r"^LEARN generator_catch_heldout base=([\d.]+) final=([\d.]+)", text, re.M)
+    return (float(match.group(1)), float(match.group(2))) if match else None
+
+
+def figure(manifest: dict, starts: list, out: str) -> None:
+    """Left: each run's every-test-passed final by arm (a start a marker); right: each
+    self-play run's generator catch rate, base -> trained."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    markers = "os^D"
+    for k, (start, (treated, control)) in enumerate(zip(manifest["starts"], starts, strict=True)):
+        for x, runs in ((0, control), (1, treated)):
+            ys = [strict_final(data) for _, data in runs]
+            xs = [x + 0.08 * (k - 0.5) for _ in ys]
+            label = start["start"] if x == 1 else None
+            left.scatter(xs, ys, marker=markers[k % 4], color=f"C{k}", label=label)
+        for i, prefix in enumerate(start["treatment"]):
+            catch = learn_catch(prefix)
+            if catch:
+                label = start["start"] if i == 0 else None
+                right.plot([0, 1], catch, marker=markers[k % 4], color=f"C{k}", label=label)
+    left.set_xticks([0, 1], ["given tests (screened)", "self-play"])
+    left.set_ylabel("held-out new tasks: every test passed (final)")
+    left.set_xlim(-0.5, 1.5)
+    left.set_ylim(bottom=0)
+    left.legend(fontsize=7, title="start", title_fontsize=7)
+    right.set_xticks([0, 1], ["base generator", "trained generator"])
+    right.set_ylabel("held-out catch rate (wrong answers caught)")
+    right.set_xlim(-0.3, 1.3)
+    right.set_ylim(bottom=0)
+    right.legend(fontsize=7, title="start", title_fontsize=7)
+    fig.suptitle("Issue 45 on the development split: one point or line per training seed")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
 def main(argv: list[str]) -> int:
+    figure_out = None
+    if len(argv) == 3 and argv[1] == "--figure":
+        argv, figure_out = argv[:1], argv[2]
     if len(argv) != 1:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
@@ -97,6 +150,9 @@ def main(argv: list[str]) -> int:
     for start in manifest["starts"]:
         line = catch_line(start)
         print(line or f"generator_catch_heldout: no -generator.json kept for {start['start']!r}")
+    if figure_out:
+        figure(manifest, starts, figure_out)
+        print(f"figure: {figure_out}")
     return 0
 
 

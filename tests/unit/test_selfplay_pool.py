@@ -57,6 +57,14 @@ def test_starts_weigh_equally_and_the_catch_rate_pools_a_starts_runs(tmp_path, c
     # runs 1 and 2 raise the catch rate by 0.25 and 0.5 on the 5 problems with a wrong answer
     assert catch.startswith("LEARN generator_catch_heldout base=0.250 final=0.625 ")
     assert "n=5 seeds=2 start='B'" in catch
+    png = tmp_path / "seeds.png"
+    (tmp_path / "b-sp1-learn.txt").write_text(
+        "LEARN generator_catch_heldout base=0.250 final=0.500 ci95_delta=0.1,0.4 n=5\n"
+    )
+    assert pool.learn_catch(str(tmp_path / "b-sp1")) == (0.25, 0.5)
+    assert pool.learn_catch(str(tmp_path / "b-sp2")) is None  # no learn.txt kept
+    assert pool.main([str(manifest), "--figure", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_a_start_whose_runs_differ_in_base_scores_is_refused(tmp_path, capsys):
