@@ -137,7 +137,7 @@ format-start: $(FORMAT_START)/sparring_model.json  ## the format-trained answere
 
 # The arms of issue 45 at level 2 from the format-trained start, SEEDS each (default 3): given
 # tests alone, self-play, every test given, the format-only control; each pair's second run
-# prints its LEARN <arm> lines, the last seed's pooled (~40 min a run: 8 h for 3 seeds)
+# prints its LEARN <arm> lines, the last seed's pooled (25-31 min a run on 2 cores: ~6 h for 3 seeds)
 ARMS_SET = data.families.levels=[2] steps.generator=4 data.generator_samples=4 \
            models.answerer.name=$(FORMAT_START)
 ARMS ?= learn-given learn learn-dense learn-control
