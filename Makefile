@@ -126,8 +126,8 @@ learn-nobank: install  ## make learn with the generator phase kept and its bank 
 # there compare format learning): the format-only reward's 36 steps on the level-0 training
 # problems, built once and reused by every arm and seed. Its reward reads no test, so it learns
 # nothing of what any task computes.
-FORMAT_START_DIR := local_outputs/format-start
-FORMAT_START := $(CURDIR)/$(FORMAT_START_DIR)/round-1/answerer
+FORMAT_START_DIR ?= local_outputs/format-start
+FORMAT_START := $(abspath $(FORMAT_START_DIR))/round-1/answerer
 FORMAT_SET := --set rewards.answerer=format_only --set training_seed=1 --set steps.screen_pool=false
 $(FORMAT_START)/sparring_model.json: | $(VENV)/.installed
 	$(BIN)/sparring phase materialize --config configs/learn.yaml $(FORMAT_SET) --workdir $(FORMAT_START_DIR)

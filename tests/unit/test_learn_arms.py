@@ -35,7 +35,9 @@ def _runs(tmp_path: Path, seeds: int) -> list[list[str]]:
     )
     fake.chmod(0o755)
     subprocess.run(
-        ["make", "--no-print-directory", "learn-arms", f"SEEDS={seeds}", f"VENV={venv}"],
+        # a start of its own: one the checkout already built would not be built again
+        ["make", "--no-print-directory", "learn-arms", f"SEEDS={seeds}", f"VENV={venv}",
+         f"FORMAT_START_DIR={tmp_path / 'format-start'}"],
         cwd=ROOT, capture_output=True, text=True, check=True,
     )  # fmt: skip
     return [json.loads(line) for line in calls.read_text().splitlines()]
@@ -68,5 +70,6 @@ def test_the_arms_differ_only_in_what_they_claim(tmp_path):
             shared = rest if shared is None else shared
             assert rest == shared, f"{arm} differs in {rest ^ shared}"
     start = next(s for s in shared if s.startswith("models.answerer.name="))
-    assert start == f"models.answerer.name={ROOT / built}/round-1/answerer"
+    assert built == str(tmp_path / "format-start")
+    assert start == f"models.answerer.name={built}/round-1/answerer"
     assert "data.families.levels=[2]" in shared
