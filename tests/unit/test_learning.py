@@ -283,8 +283,8 @@ def test_control_gain_by_start_weighs_starts_and_resamples_runs_within_each():
     # A's two treatment runs gain 0.6 and 0.4: drawing them with replacement moves the delta by
     # (0.6 - 0.5) / 2 either way, and nothing else varies
     assert d["lo"] == pytest.approx(0.15) and d["hi"] == pytest.approx(0.25)
-    with pytest.raises(ValueError, match="start 1 control run 1 and start 1 treatment run 1"):
-        learning.control_gain_by_start([(a_treat, b_ctrl)], tasks)
+    with pytest.raises(ValueError, match="start 2 control run 1 and start 2 treatment run 1"):
+        learning.control_gain_by_start([(a_treat, a_ctrl), (a_treat, b_ctrl)], tasks)
     with pytest.raises(ValueError, match="start 2 measured other problems"):
         learning.control_gain_by_start(
             [(a_treat, a_ctrl), ([{"q": [0.5, 0.7]}], [{"q": [0.5, 0.7]}])]

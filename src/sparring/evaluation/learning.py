@@ -219,24 +219,14 @@ def control_gain(
     runs with replacement. Every run must hold the same problems with the same base scores
     (ValueError otherwise). `before`: the control's gain, `after`: the treatment's; `n` counts
     tasks, `seeds` treatment runs, `control_seeds` control runs."""
-    named = [(f"treatment run {i + 1}", run) for i, run in enumerate(treatments)]
-    named += [(f"control run {i + 1}", run) for i, run in enumerate(controls)]
-    check_comparable(named)
-    out = {"seeds": len(treatments), "control_seeds": len(controls)}
     if not treatments or not controls or not treatments[0]:
+        named = [(f"treatment run {i + 1}", run) for i, run in enumerate(treatments)]
+        check_comparable(named + [(f"control run {i + 1}", r) for i, r in enumerate(controls)])
+        out = {"seeds": len(treatments), "control_seeds": len(controls)}
         return {**out, "n": 0, "before": 0.0, "after": 0.0, "delta": 0.0, "lo": 0.0, "hi": 0.0}
-    treated = _gains(*_task_table(treatments, tasks or {}))
-    control = _gains(*_task_table(controls, tasks or {}))
-    delta, lo, hi = _bootstrap([(1.0, treated), (-1.0, control)], n_boot, seed)
-    return {
-        **out,
-        "n": len(treated[0]),
-        "before": _grand_mean(control),
-        "after": _grand_mean(treated),
-        "delta": delta,
-        "lo": lo,
-        "hi": hi,
-    }
+    gain = control_gain_by_start([(treatments, controls)], tasks, n_boot, seed)
+    del gain["starts"]
+    return gain
 
 
 def control_gain_by_start(
@@ -265,8 +255,9 @@ def control_gain_by_start(
     for i, (treatments, controls) in enumerate(starts, 1):
         if not treatments or not controls:
             raise ValueError(f"start {i} has no treatment or no control run: pair every start")
-        named = [(f"start {i} treatment run {j + 1}", run) for j, run in enumerate(treatments)]
-        named += [(f"start {i} control run {j + 1}", run) for j, run in enumerate(controls)]
+        where = f"start {i} " if len(starts) > 1 else ""  # one start: control_gain's names
+        named = [(f"{where}treatment run {j + 1}", run) for j, run in enumerate(treatments)]
+        named += [(f"{where}control run {j + 1}", run) for j, run in enumerate(controls)]
         check_comparable(named)
         if problems is None:
             problems = set(treatments[0])
