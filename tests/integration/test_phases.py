@@ -161,6 +161,28 @@ def test_an_answerer_phase_with_no_generator_before_it_screens_the_pool_itself(d
     assert "screen_sampled" not in m and m["problems_screened_flat"] == 0
 
 
+def test_the_answerer_phases_screen_samples_through_the_server_when_set_to(data_dir, tmp_path):
+    """serving.mode: server: the given-tests arm's screen samples its start behind
+    serving.url, as the generator phase's frozen sampling does, not in process (break check:
+    the screen's own in-process sampler ignored the switch and this run trained)."""
+    from sparring.errors import SparringError
+    from tests.conftest import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    cfg = cfg_for(
+        "phase_schedule=answerer", "steps.screen_pool=true", "serving.mode=server",
+        f"serving.url={url}",
+    )  # fmt: skip
+    with pytest.raises(SparringError, match=rf"serving.url: nothing answers at {url}"):
+        train_answerer(cfg, 1, str(data_dir), "", None, str(tmp_path / "served"))
+    assert not (tmp_path / "served").exists()
+    with pytest.raises(SparringError, match=rf"serving.url: nothing answers at {url}"):
+        train_generator(
+            cfg, 1, str(data_dir), "", None, str(tmp_path / "gen"), str(tmp_path / "tests.jsonl"),
+            str(tmp_path / "frozen.jsonl"),
+        )  # fmt: skip
+
+
 def test_a_run_started_from_a_lora_artifact_trains_its_adapter_on(data_dir, tmp_path):
     """`models.answerer.name` set to a trained LoRA artifact (issue 45's arms from `make
     format-start`): the init-models pointer to it loads that adapter, trainable, with no fresh

@@ -1,8 +1,10 @@
 """The generator phase: GRPO of the test writer (or proposer) against a frozen answerer.
 
-Covers: sampling the frozen answerer snapshot once (`sample_frozen_solutions`), `train_generator`
-(rewarded against those cached solutions; writes the generated tests and frozen solutions), the
-proposer mode's reward, and the dry run's mutated baseline tests (`fallback_tests`). Does not
+Covers: sampling the frozen answerer snapshot once (`sample_frozen_solutions`; over a pool, in
+process or behind the server: `sample_frozen_pool`, the answerer phase's screen too),
+`train_generator` (rewarded against those cached solutions; writes the generated tests and
+frozen solutions), the proposer mode's reward, and the dry run's mutated baseline tests
+(`fallback_tests`). Does not
 cover: the rewards' rules (sparring.code_duel) or validation (sparring.phases.validate).
 """
 
@@ -99,6 +101,54 @@ def sample_frozen_solutions(
     return rows, sampled
 
 
+def sample_frozen_pool(
+    cfg: Config,
+    backend: Any,
+    model: str,
+    problems: list[Problem],
+    round_index: int,
+    seed_label: str,
+    label: str,
+) -> tuple[list[dict[str, Any]], Any, Any, dict[str, float]]:
+    """`sample_frozen_solutions` of `model` on `problems`, each training process sampling a
+    share and all getting every row; in process, or behind the server with `serving.mode:
+    server`. Returns (rows, the loaded model, its tokenizer, {"seconds", "tokens_per_s"}); the
+    model is loaded either way (the tokenizer sizes budgets; the proposer mode solves with it).
+    One line says what was sampled; `label` names the phase in it."""
+    from sparring.sampler import LoadedAnswerer
+
+    start = time.perf_counter()
+    frozen, tok = backend.load_frozen(cfg, model)
+    # as many rows as a training rollout: on a CPU a decode step costs nearly the same at 64
+    # rows as at 32 (docs/training.md), and the frozen samples are most of this phase's time
+    answerer: Any = LoadedAnswerer(backend, frozen, tok, cfg.grpo.rollout_batch_size)
+    if cfg.serving.mode == "server":
+        from sparring.serving.duel import ServedAnswerer
+
+        answerer = ServedAnswerer(cfg, model, tok)
+    stats: list[Sampled] = []
+
+    def sample_share(part: list[Problem]) -> list[dict[str, Any]]:
+        rows, sampled = sample_frozen_solutions(
+            cfg, answerer, part, round_index, seed_label=seed_label
+        )
+        stats.append(sampled)
+        return rows
+
+    rows = ranks.shard_and_gather(problems, sample_share)
+    seconds = time.perf_counter() - start
+    if ranks.world().main:
+        from sparring import progress as lines
+
+        lines.say(
+            f"{lines.LABEL or label} frozen answerer: "
+            f"{len(problems) * cfg.steps.frozen_samples} solutions on {len(problems)} problems "
+            f"sampled in {lines.fmt_seconds(seconds)}"
+        )
+    tokens_per_s = stats[0].tokens_per_s if stats else 0.0
+    return rows, frozen, tok, {"seconds": seconds, "tokens_per_s": tokens_per_s}
+
+
 def train_generator(
     cfg: Config,
     round_index: int,
@@ -144,42 +194,17 @@ def train_generator(
     require_isolation(cfg)  # before the models load: its tests run against the answers
 
     from sparring import code_duel
-    from sparring.sampler import LoadedAnswerer
     from sparring.sandbox import Sandbox
 
-    start = time.perf_counter()
     backend = backends.get(cfg.backend)
-    frozen, ftok = backend.load_frozen(cfg, frozen_answerer)
-    # as many rows as a training rollout: on a CPU a decode step costs nearly the same at 64
-    # rows as at 32 (docs/training.md), and the frozen samples are most of this phase's time
-    answerer: Any = LoadedAnswerer(backend, frozen, ftok, cfg.grpo.rollout_batch_size)
-    if cfg.serving.mode == "server":
-        from sparring.serving.duel import ServedAnswerer
-
-        answerer = ServedAnswerer(cfg, frozen_answerer, ftok)
-    stats: list[Sampled] = []
-
-    def sample_share(part: list[Problem]) -> list[dict[str, Any]]:
-        rows, sampled = sample_frozen_solutions(
-            cfg, answerer, part, round_index, seed_label=frozen_label
-        )
-        stats.append(sampled)
-        return rows
-
     # Sampled once: with several training processes each samples a share, all get every row.
     # With steps.screen_pool on every training problem: the zone of the whole pool.
     screened = pool if cfg.steps.screen_pool else problems
-    frozen_rows = ranks.shard_and_gather(screened, sample_share)
-    metrics["frozen_sampling_s"] = time.perf_counter() - start
-    metrics["frozen_tokens_per_s"] = stats[0].tokens_per_s if stats else 0.0
-    if ranks.world().main:
-        from sparring import progress as lines
-
-        lines.say(
-            f"{lines.LABEL or 'train-generator'} frozen answerer: "
-            f"{len(screened) * cfg.steps.frozen_samples} solutions sampled in "
-            f"{lines.fmt_seconds(metrics['frozen_sampling_s'])}"
-        )
+    frozen_rows, frozen, ftok, sampling = sample_frozen_pool(
+        cfg, backend, frozen_answerer, screened, round_index, frozen_label, "train-generator"
+    )
+    metrics["frozen_sampling_s"] = sampling["seconds"]
+    metrics["frozen_tokens_per_s"] = sampling["tokens_per_s"]
     write_lines(out_frozen_solutions, frozen_rows)
     solutions = {r["problem_id"]: [s for s in r["solutions"] if s] for r in frozen_rows}
     metrics["frozen_parse_rate"] = sum(len(v) for v in solutions.values()) / max(

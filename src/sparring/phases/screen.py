@@ -4,9 +4,10 @@ does: the answerer it starts from is sampled `steps.frozen_samples` times on eve
 problem, and the problems whose samples earned different rewards come first.
 
 Covers: `screen_zone` (sample, run the samples on the tests the reward sees, summarise).
-Does not cover: the self-play arm's screen, which its generator phase does while sampling the
-frozen answers its tests are rewarded against (sparring.phases.generator); the statistics and
-the draw (sparring.phases.zone).
+Does not cover: the sampling itself, the generator phase's (`sample_frozen_pool`: in process or
+behind the server with `serving.mode: server`), whose own screen is the frozen answers its tests
+are rewarded against (sparring.phases.generator); the statistics and the draw
+(sparring.phases.zone).
 """
 
 from __future__ import annotations
@@ -27,20 +28,14 @@ def screen_zone(
 ) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
     """Per problem of `pool`, the zone statistics of `model`'s samples (sparring.phases.zone),
     and the screen's metrics: completions sampled, seconds, problems in the zone."""
-    from sparring.phases.generator import sample_frozen_solutions
-    from sparring.sampler import LoadedAnswerer
+    from sparring.phases.generator import sample_frozen_pool
     from sparring.sandbox import Sandbox
 
     start = time.perf_counter()
-    backend = backends.get(cfg.backend)
-    frozen, tok = backend.load_frozen(cfg, model)
-    answerer = LoadedAnswerer(backend, frozen, tok, cfg.grpo.rollout_batch_size)
-
-    def sample_share(part: list[Problem]) -> list[dict]:
-        return sample_frozen_solutions(cfg, answerer, part, round_index, seed_label=seed_label)[0]
-
-    rows = ranks.shard_and_gather(pool, sample_share)
-    frozen = answerer = None  # the phase loads its trainable copy next
+    rows, frozen, _, _ = sample_frozen_pool(
+        cfg, backends.get(cfg.backend), model, pool, round_index, seed_label, "train-answerer"
+    )
+    del frozen  # the phase loads its trainable copy next
     gc.collect()
     solutions = {r["problem_id"]: [s for s in r["solutions"] if s] for r in rows}
     with Sandbox(untrusted_limits(cfg)) as sb:
