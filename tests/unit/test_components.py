@@ -53,7 +53,7 @@ def _lines(path) -> list[dict]:
     return [json.loads(x) for x in Path(path).read_text().splitlines() if x.strip()]
 
 
-def test_components_end_to_end_in_a_dry_run(env):
+def test_components_end_to_end_in_a_dry_run(env, capsys):
     c = make_components(env.cfg)
     t = env.tmp
     parent = tracking.start_parent_run(env.cfg, "kfp-1")
@@ -160,7 +160,10 @@ def test_components_end_to_end_in_a_dry_run(env):
 
     # A second run: the persisted bank is loaded and the champion replaces the pointer.
     ans_next = Art(t / "a-next")
+    capsys.readouterr()
     init_models.init_models(env.cfg, ans_next.path, str(t / "g-next"), champion=True)
+    # said, since the run's "base" measures are the configured model's, not this start's
+    assert "the answerer starts from sparring-answerer@champion" in capsys.readouterr().out
     champion = json.loads((t / "a-next" / "sparring_model.json").read_text())
     assert champion == json.loads((t / "a1" / "sparring_model.json").read_text())  # round 1's
     assert champion["phase"] == "r01-p03-answerer"  # not the fresh pointer init_models writes
@@ -168,6 +171,14 @@ def test_components_end_to_end_in_a_dry_run(env):
     c.materialize.python_func(env.text, "", "kfp-2", data2, m7)
     assert m7.metadata["bank_loaded"] == float(len(banked))
     assert (t / "data2" / "bank.jsonl").read_text() == persisted
+
+
+@pytest.mark.parametrize("config", ["configs/learn.yaml", "configs/local.yaml"])
+def test_the_runs_that_measure_against_the_base_model_start_from_it(config):
+    """make learn's and make run's LEARN lines compare the trained model with the configured
+    base: a run after one that registered a champion must not start from that champion (it
+    did, silently, on 2026-11-30: every run after the first trained on from the one before)."""
+    assert load_config(config).storage.start_fresh
 
 
 def test_init_models_start_fresh_ignores_champion(env, monkeypatch):

@@ -49,6 +49,15 @@ def init_models(cfg: Config, out_answerer: str, out_generator: str, champion: bo
         except Exception as exc:  # an unreachable registry must not block a fresh start
             log.warning("could not download the champion (%s); starting from the base model", exc)
             from_champion = False
-    if not from_champion:
+    if from_champion:
+        from sparring import progress
+
+        # the run's measures of "base" are the configured model's, not this start's
+        progress.say(
+            f"init-models: the answerer starts from {cfg.selection.registered_model}@"
+            f"{cfg.selection.alias}, registered by an earlier run, not from "
+            f"{cfg.model_for('answerer').name} (storage.start_fresh=true starts from the base)"
+        )
+    else:
         write_pointer(cfg, "answerer", out_answerer)
     return {"answerer_from_champion": 1.0 if from_champion else 0.0}
