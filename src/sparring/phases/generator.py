@@ -4,8 +4,8 @@ Covers: sampling the frozen answerer snapshot once (`sample_frozen_solutions`; o
 process or behind the server: `sample_frozen_pool`, the answerer phase's screen too),
 `train_generator` (rewarded against those cached solutions; writes the generated tests and
 frozen solutions), the proposer mode's reward, and the dry run's mutated baseline tests
-(`fallback_tests`). Does not
-cover: the rewards' rules (sparring.code_duel) or validation (sparring.phases.validate).
+(`fallback_tests`). Does not cover: the rewards' rules (sparring.code_duel) or validation
+(sparring.phases.validate).
 """
 
 from __future__ import annotations

@@ -32,25 +32,21 @@ def screen_zone(
     from sparring.sandbox import Sandbox
 
     start = time.perf_counter()
-    rows, frozen, _, _ = sample_frozen_pool(
+    rows = sample_frozen_pool(
         cfg, backends.get(cfg.backend), model, pool, round_index, seed_label, "train-answerer"
-    )
-    del frozen  # the phase loads its trainable copy next
-    gc.collect()
+    )[0]
+    gc.collect()  # the sampled model is dropped: the phase loads its trainable copy next
     solutions = {r["problem_id"]: [s for s in r["solutions"] if s] for r in rows}
     with Sandbox(untrusted_limits(cfg)) as sb:
         zone = frozen_zone(cfg, {p.id: p for p in pool}, solutions, sb)
     seconds = time.perf_counter() - start
-    if ranks.world().main:
+    zoned = sum(in_zone(z) for z in zone.values())
+    if ranks.world().main:  # the sampling said its own line
         from sparring import progress as lines
 
-        lines.say(
-            f"{lines.LABEL or 'train-answerer'} screen: {len(pool) * cfg.steps.frozen_samples} "
-            f"solutions on {len(pool)} problems in {lines.fmt_seconds(seconds)}, "
-            f"{sum(in_zone(z) for z in zone.values())} in the zone"
-        )
+        lines.say(f"{lines.LABEL or 'train-answerer'} screen: {zoned} of {len(pool)} in the zone")
     return zone, {
         "screen_sampled": float(len(pool) * cfg.steps.frozen_samples),
         "screen_s": seconds,
-        "pool_in_zone": float(sum(in_zone(z) for z in zone.values())),
+        "pool_in_zone": float(zoned),
     }
