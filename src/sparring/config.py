@@ -113,6 +113,14 @@ class GrpoConfig:
         "within a phase, do not sample again a problem whose last group was flat (all passed or "
         "none did): its group goes to a problem not seen flat (torch backend, one process)",
     )
+    skip_mastered_at: float = _f(
+        1.0,
+        "with skip_flat_problems, also skip a problem whose last group's mean reward reached "
+        "this (in reward units; the answerer's honest reward lies in [0, 1]): its next group is "
+        "likely all-pass and would train nothing. 0.875 = at most one of 8 short of a full "
+        "pass; 1.0 = only groups that were flat",
+        gt=0.0,
+    )
     temperature: float = _f(0.9, "sampling temperature during training", gt=0.0, le=5.0)
     top_p: float = _f(1.0, "nucleus sampling during training", gt=0.0, le=1.0)
     sampler: Literal["refill", "generate"] = _f(

@@ -229,6 +229,7 @@ def test_flat_batch_is_refilled_with_untried_problems(tmp_path, loss_batches):
     assert flat_calls >= 1  # two steps, one varied problem: some step drew a flat one first
     assert metrics["batches_refilled"] == flat_calls and metrics["batches_skipped"] == 0
     assert [c[0] for c in reward.calls].count("varied") == 2
+    assert metrics["completions_sampled"] == 2 * len(reward.calls)  # replaced batches count
     assert loss_batches == [(2, loss_batches[0][1]), (2, loss_batches[1][1])]
     assert metrics["trl/frac_reward_zero_std"] == 0.0  # the trained batches, not the replaced
     assert metrics["trl/sparring_refilled_batches"] == flat_calls / 2
@@ -265,6 +266,47 @@ def test_without_skip_the_flat_problems_come_back(tmp_path):
     problem twice (the test above fails for its stated reason when the swap is off)."""
     drawn, _ = _four_steps_over_two_flat_problems(tmp_path)
     assert drawn.count("flat") == drawn.count("flat2") == 2, drawn
+
+
+class MostlyReward(SplitReward):
+    """`mostly*` earns 1, 0.5, 1, 0.5... (mean 0.75: useful, nearly mastered); the rest earn
+    0, 1, 0, 1... (mean 0.5)."""
+
+    def __call__(self, prompts, completions, problem_id, **kwargs):
+        self.calls.append(list(problem_id))
+        return [
+            (1.0 - 0.5 * (i % 2)) if pid.startswith("mostly") else float(i % 2)
+            for i, pid in enumerate(problem_id)
+        ]
+
+
+def _four_steps_over_two_mastered_problems(tmp_path, *sets):
+    cfg = cfg_for("grpo.refill_flat_batches=0", "grpo.skip_flat_problems=true", *sets)
+    model, tok = models.load_model("tiny-random")
+    reward = MostlyReward()
+    _, metrics = grpo.run_grpo(
+        model, tok, dataset("mostly", "mostly2", "varied", "varied2"), reward, cfg, 4,
+        str(tmp_path), 0, models.peft_lora_config(cfg.lora),
+    )  # fmt: skip
+    return [pid for call in reward.calls for pid in call[::2]], metrics
+
+
+def test_a_problem_whose_group_reached_skip_mastered_at_is_not_sampled_again(tmp_path):
+    """grpo.skip_mastered_at: a group whose mean reward reached it trains (it has a spread) but
+    marks its problem like a flat one, so over two epochs the nearly mastered problems are
+    sampled once each and their second turns go to the others."""
+    drawn, metrics = _four_steps_over_two_mastered_problems(tmp_path, "grpo.skip_mastered_at=0.75")
+    assert drawn.count("mostly") == drawn.count("mostly2") == 1, drawn
+    assert metrics["groups_mastered"] == 2
+    assert metrics["completions_trained"] == metrics["completions_sampled"] == 16
+
+
+def test_below_skip_mastered_at_the_nearly_mastered_problems_come_back(tmp_path):
+    """The control: at the default (1.0, only flat groups) the same phase samples each problem
+    twice."""
+    drawn, metrics = _four_steps_over_two_mastered_problems(tmp_path)
+    assert drawn.count("mostly") == drawn.count("mostly2") == 2, drawn
+    assert metrics["groups_mastered"] == 0
 
 
 def test_problems_the_screen_saw_flat_are_never_sampled_while_others_remain(tmp_path):

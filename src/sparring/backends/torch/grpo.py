@@ -54,12 +54,15 @@ counts of dynamic sampling.
   so that they describe the batch trained on; `sparring/refilled_batches` counts the replacements
   (each one a full generation: the price of a step that trains). Single process only.
 - dynamic sampling, "skip" (`skip_flat_problems`): a problem whose last group in this phase was
-  flat (every completion passed, or none did), or that the frozen answerer's screen saw flat
+  flat (every completion passed, or none did) or reached a mean reward of `skip_mastered_at`
+  (mastered: its next group is likely all-pass), or that the frozen answerer's screen saw flat
   (a dataset column `screened_flat`, `steps.screen_pool`), is not sampled while it stays so and
   other problems remain: before a
   generation batch is sampled its groups are swapped for problems not seen flat
   (`swap_flat_problems`), so fewer sampled completions leave the loss batch;
-  `groups_swapped` counts them. Single process only.
+  `groups_swapped` counts them, `groups_mastered` the groups that marked a problem mastered
+  and `groups_flat_at_zero` the flat groups in which nothing earned a reward. Single process
+  only.
 - the curriculum coach's per-step re-selection (`coach.enabled`, sparring.coach): before a
   generation batch is sampled, the reward's `reselect` swaps each group of a family whose level
   the coach moved since the phase drew its problems for rows at the family's new level (prompts
@@ -233,6 +236,17 @@ def useful_groups(rewards_per_func: Any, weights: Any, num_generations: int) -> 
     return spread & ~torch.isclose(hi, lo, rtol=1e-5, atol=1e-6)
 
 
+def group_means(rewards_per_func: Any, weights: Any, num_generations: int) -> list[float]:
+    """Per group of `num_generations` consecutive rows, the mean weighted reward of its
+    scorable rows (NaN where none is)."""
+    import torch
+
+    unscorable = torch.isnan(rewards_per_func).all(dim=1)
+    rewards = (rewards_per_func * weights.to(rewards_per_func.device).unsqueeze(0)).nansum(dim=1)
+    grouped = rewards.masked_fill(unscorable, float("nan")).view(-1, num_generations)
+    return torch.nanmean(grouped, dim=1).tolist()
+
+
 def screened_flat_ids(dataset: Any) -> set[Any]:
     """The problem ids of the rows of `dataset` (a datasets.Dataset, or None) whose
     `screened_flat` column is true: the frozen answerer's screen saw every sample earn the
@@ -335,6 +349,7 @@ def _trainer_class() -> type:
             drop_flat_groups: bool = True,
             refill_flat_batches: int = 0,
             skip_flat_problems: bool = False,
+            skip_mastered_at: float = 1.0,
             sampler: str = "refill",
             rollout_batch_size: int = 16,
             share_prompt_forward: bool = True,
@@ -358,6 +373,9 @@ def _trainer_class() -> type:
             self.drop_flat_groups = drop_flat_groups
             self.refill_flat_batches = refill_flat_batches
             self.skip_flat_problems = skip_flat_problems
+            self.skip_mastered_at = skip_mastered_at
+            self.groups_mastered = 0  # useful groups whose mean reached skip_mastered_at
+            self.groups_flat_at_zero = 0  # flat groups in which no completion earned anything
             # last group this phase (or, before it, the frozen answerer's screen) had no spread
             self._flat_problems: set[Any] = (
                 screened_flat_ids(kw.get("train_dataset")) if skip_flat_problems else set()
@@ -535,6 +553,9 @@ def _trainer_class() -> type:
                         del metrics[k][logged[k] :]
                     else:
                         del metrics[k]
+                # the replaced batch was sampled: it counts against completions_sampled
+                self.completions_total += out["completion_ids"].size(0)
+                self.groups_total += int(useful.numel())
                 out, useful, stopped = self._score_batch(fresh)
             self.batches_refilled += refills
             n = out["completion_ids"].size(0)
@@ -579,12 +600,19 @@ def _trainer_class() -> type:
                 out["num_items_in_batch"] = self._loss_tokens(out)
             g = self.num_generations
             useful = useful_groups(self._rewards_per_func, self.reward_weights, g)
+            means = group_means(self._rewards_per_func, self.reward_weights, g)
+            self.groups_flat_at_zero += sum(
+                1 for spread, mean in zip(useful.tolist(), means, strict=True)
+                if not spread and mean == 0.0
+            )  # fmt: skip
             if self.skip_flat_problems and self.accelerator.num_processes == 1:
-                for i, spread in enumerate(useful.tolist()):
+                for i, (spread, mean) in enumerate(zip(useful.tolist(), means, strict=True)):
                     pid = inputs[i * g].get("problem_id") if i * g < len(inputs) else None
                     if pid is None:
                         continue
-                    if spread:
+                    mastered = spread and mean >= self.skip_mastered_at
+                    self.groups_mastered += mastered
+                    if spread and not mastered:
                         self._flat_problems.discard(pid)
                     else:
                         self._flat_problems.add(pid)
@@ -811,6 +839,7 @@ def run_grpo(
         drop_flat_groups=cfg.grpo.drop_flat_groups,
         refill_flat_batches=cfg.grpo.refill_flat_batches,
         skip_flat_problems=cfg.grpo.skip_flat_problems,
+        skip_mastered_at=cfg.grpo.skip_mastered_at,
         sampler=cfg.grpo.sampler,
         rollout_batch_size=cfg.grpo.rollout_batch_size,
         share_prompt_forward=cfg.grpo.share_prompt_forward,
@@ -847,6 +876,8 @@ def run_grpo(
             "batches_skipped": float(trainer.batches_skipped),
             "batches_refilled": float(trainer.batches_refilled),
             "groups_swapped": float(trainer.groups_swapped),
+            "groups_mastered": float(trainer.groups_mastered),
+            "groups_flat_at_zero": float(trainer.groups_flat_at_zero),
             "fence_stop_ratio": trainer.fence_stops / max(1, trainer.completions_total),
             "completions_sampled": float(trainer.completions_total),
             "completions_trained": float(trainer.completions_trained),
