@@ -309,6 +309,36 @@ def test_below_skip_mastered_at_the_nearly_mastered_problems_come_back(tmp_path)
     assert metrics["groups_mastered"] == 0
 
 
+class SolvedDeadReward(SplitReward):
+    """`done*` earns 1 on every completion (flat: solved), `dead` 0 (flat: failing), the rest
+    0, 1, 0, 1..."""
+
+    def __call__(self, prompts, completions, problem_id, **kwargs):
+        self.calls.append(list(problem_id))
+        return [
+            1.0 if pid.startswith("done") else 0.0 if pid == "dead" else float(i % 2)
+            for i, pid in enumerate(problem_id)
+        ]
+
+
+def test_once_every_problem_is_marked_the_one_failing_longest_ago_is_retried(tmp_path):
+    """With one unmarked problem left, a group whose problem is marked goes to the problem
+    last seen failing (the answerer has trained since), never back to a solved one: over two
+    epochs the solved problems are sampled once each (break check: without the retry a solved
+    problem comes back in the second epoch, which has one unmarked problem for three marked)."""
+    cfg = cfg_for("grpo.refill_flat_batches=0", "grpo.skip_flat_problems=true")
+    model, tok = models.load_model("tiny-random")
+    reward = SolvedDeadReward()
+    _, metrics = grpo.run_grpo(
+        model, tok, dataset("done", "done2", "dead", "varied"), reward, cfg, 4,
+        str(tmp_path), 0, models.peft_lora_config(cfg.lora),
+    )  # fmt: skip
+    drawn = [pid for call in reward.calls for pid in call[::2]]
+    assert drawn.count("done") == drawn.count("done2") == 1, drawn
+    assert drawn.count("dead") == 3 and metrics["groups_retried"] >= 1, drawn
+    assert metrics["groups_flat_at_zero"] == 3
+
+
 def test_problems_the_screen_saw_flat_are_never_sampled_while_others_remain(tmp_path):
     """steps.screen_pool: rows marked `screened_flat` (the frozen answerer's samples all earned
     the same reward) start in the skip set, so the four steps sample only the varied problems

@@ -60,7 +60,8 @@ def test_screened_flat_rows_are_marked_for_the_trainer():
     ps = [_problem(i, "easy") for i in ("flat", "zone", "untried")]
     zone = {"flat": zone_stats([1.0, 1.0]), "zone": zone_stats([0.0, 1.0])}
     flat = screened_flat(ps, zone)
-    assert flat == {"flat"}
+    assert flat == {"flat": 1.0}  # with the reward every sample earned
     rows = answerer_rows(ps, {}, ["code"], flat)
     assert [r["screened_flat"] for r in rows] == [True, False, False]
+    assert [r["screened_mean"] for r in rows] == [1.0, 0.0, 0.0]
     assert not any(r["screened_flat"] for r in answerer_rows(ps, {}, ["code"]))

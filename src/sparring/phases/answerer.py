@@ -19,7 +19,7 @@ import os
 import random
 import tempfile
 from collections import defaultdict
-from collections.abc import Set as AbstractSet
+from collections.abc import Mapping
 from typing import Any
 
 from sparring import backends, prompts, rewards
@@ -47,12 +47,13 @@ def answerer_rows(
     problems: list[Problem],
     bank: dict[str, list[str]],
     stages: list[str],
-    flat_ids: AbstractSet[str] = frozenset(),
+    flat_ids: Mapping[str, float] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per problem: the prompt and what the answerer's reward needs (tests = baseline
     + banked, which tests discriminate, and the trivial solutions' results on them), and
-    whether the frozen answerer's screen saw the problem flat (the trainer's skip starts from
-    those)."""
+    whether the frozen answerer's screen saw the problem flat, with the reward it saw (the
+    trainer's skip starts from those: `flat_ids`, id -> that reward)."""
+    flat = flat_ids or {}
     rows = []
     for p in problems:
         banked = bank.get(p.id, [])
@@ -71,7 +72,8 @@ def answerer_rows(
                 "reference_solution": p.reference_solution,
                 "family": family,
                 "level": level,
-                "screened_flat": p.id in flat_ids,
+                "screened_flat": p.id in flat,
+                "screened_mean": float(flat.get(p.id, 0.0)),
             }
         )
     if any(p.withheld_tests for p in problems):  # never scored: false positives only
@@ -84,7 +86,7 @@ def answerer_dataset(
     problems: list[Problem],
     bank: dict[str, list[str]],
     stages: list[str],
-    flat_ids: AbstractSet[str] = frozenset(),
+    flat_ids: Mapping[str, float] | None = None,
 ):
     from datasets import Dataset
 
@@ -195,7 +197,7 @@ def train_answerer(
 
     backend = backends.get(cfg.backend)
     model, tok, peft_config = backend.load_trainable(cfg, "answerer", init_model)
-    flat = screened_flat(problems, zone) if cfg.steps.screen_pool else set()
+    flat = screened_flat(problems, zone) if cfg.steps.screen_pool else {}
     metrics["problems_screened_flat"] = float(len(flat))
     dataset = answerer_dataset(problems, bank, stages, flat)
     seed = derived_seed(cfg, round_index, phase)

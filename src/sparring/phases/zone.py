@@ -75,16 +75,22 @@ def frozen_zone(
     return zone
 
 
-def screened_flat(problems: list[Problem], zone: dict[str, dict[str, float]]) -> set[str]:
-    """The ids among `problems` whose screen saw every sample earn the same reward: under
-    `grpo.skip_flat_problems` the answerer samples them only when no other problem is left.
+def screened_flat(problems: list[Problem], zone: dict[str, dict[str, float]]) -> dict[str, float]:
+    """The ids among `problems` whose screen saw every sample earn the same reward, each with
+    that reward: under `grpo.skip_flat_problems` the answerer samples them only when no other
+    problem is left (those below `grpo.skip_mastered_at` first: they were failing, and the
+    answerer has trained since).
 
     >>> from sparring.problems import Problem
     >>> ps = [Problem(i, "", "def f(x):", [], "") for i in "abc"]
-    >>> sorted(screened_flat(ps, {"a": {"n": 4, "spread": 0.0}, "b": {"n": 4, "spread": 0.5}}))
-    ['a']
+    >>> screened_flat(ps, {"a": {"n": 4, "spread": 0.0, "mean": 1.0}, "b": {"n": 4, "spread": 0.5}})
+    {'a': 1.0}
     """
-    return {p.id for p in problems if zone.get(p.id) and not in_zone(zone[p.id])}
+    return {
+        p.id: zone[p.id].get("mean", 0.0)
+        for p in problems
+        if zone.get(p.id) and not in_zone(zone[p.id])
+    }
 
 
 _DIFFICULTY_ORDER = {"easy": 0, "medium": 1, "hard": 2}

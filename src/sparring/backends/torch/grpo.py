@@ -60,9 +60,11 @@ counts of dynamic sampling.
   other problems remain: before a
   generation batch is sampled its groups are swapped for problems not seen flat
   (`swap_flat_problems`), so fewer sampled completions leave the loss batch;
-  `groups_swapped` counts them, `groups_mastered` the groups that marked a problem mastered
-  and `groups_flat_at_zero` the flat groups in which nothing earned a reward. Single process
-  only.
+  once no problem is left unmarked, a group goes to the problem seen failing (flat below
+  `skip_mastered_at`, or screened so) the longest ago, since the answerer has trained since.
+  `groups_swapped` counts the swaps, `groups_retried` those of them to a failing problem,
+  `groups_mastered` the groups that marked a problem mastered and `groups_flat_at_zero` the
+  flat groups in which nothing earned a reward. Single process only.
 - the curriculum coach's per-step re-selection (`coach.enabled`, sparring.coach): before a
   generation batch is sampled, the reward's `reselect` swaps each group of a family whose level
   the coach moved since the phase drew its problems for rows at the family's new level (prompts
@@ -247,14 +249,17 @@ def group_means(rewards_per_func: Any, weights: Any, num_generations: int) -> li
     return torch.nanmean(grouped, dim=1).tolist()
 
 
-def screened_flat_ids(dataset: Any) -> set[Any]:
+def screened_flat_ids(dataset: Any) -> dict[Any, float]:
     """The problem ids of the rows of `dataset` (a datasets.Dataset, or None) whose
-    `screened_flat` column is true: the frozen answerer's screen saw every sample earn the
-    same reward (sparring.phases.zone.screened_flat); empty without that column."""
-    if dataset is None or "screened_flat" not in getattr(dataset, "column_names", ()):
-        return set()
+    `screened_flat` column is true, each with the reward the screen saw (`screened_mean`, 0
+    without that column): the frozen answerer's screen saw every sample earn the same reward
+    (sparring.phases.zone.screened_flat); empty without the column."""
+    columns = getattr(dataset, "column_names", ())
+    if dataset is None or "screened_flat" not in columns:
+        return {}
     ids, flags = dataset["problem_id"], dataset["screened_flat"]
-    return {pid for pid, flat in zip(ids, flags, strict=True) if flat}
+    means = dataset["screened_mean"] if "screened_mean" in columns else [0.0] * len(ids)
+    return {pid: m for pid, flat, m in zip(ids, flags, means, strict=True) if flat}
 
 
 def swap_flat_problems(
@@ -263,39 +268,56 @@ def swap_flat_problems(
     flat: set[Any],
     pool: Any,
     cursor: int,
-) -> tuple[list[dict[str, Any]], int, int]:
+    stale: Sequence[dict[str, Any]] = (),
+) -> tuple[list[dict[str, Any]], int, int, int]:
     """`rows` (GRPO groups of `group` copies) with each group of a problem in `flat` (its last
-    group this phase had no reward spread) swapped for a pool row whose problem is neither flat
-    nor already in the batch, taken from `pool` from `cursor` on, round robin; a group stays when
-    the pool has no such row. Returns (rows, next cursor, groups swapped). Pure.
+    group this phase had no reward spread, or nearly all passed) swapped for a pool row whose
+    problem is neither flat nor already in the batch, taken from `pool` from `cursor` on, round
+    robin. When the pool has no such row, the group goes to the first of `stale` (rows of flat
+    problems that were failing, the longest ago first: the model has trained since) not in the
+    batch, else it stays. Returns (rows, next cursor, groups swapped, of them from `stale`).
+    Pure.
 
     >>> pool = [{"problem_id": p} for p in "abcd"]
     >>> rows = [{"problem_id": "a"}] * 2 + [{"problem_id": "b"}] * 2
-    >>> out, cursor, swapped = swap_flat_problems(rows, 2, {"a"}, pool, 0)
-    >>> [r["problem_id"] for r in out], swapped
-    (['c', 'c', 'b', 'b'], 1)
+    >>> out, cursor, swapped, retried = swap_flat_problems(rows, 2, {"a"}, pool, 0)
+    >>> [r["problem_id"] for r in out], swapped, retried
+    (['c', 'c', 'b', 'b'], 1, 0)
+    >>> stale = [{"problem_id": "d"}]
+    >>> out, _, swapped, retried = swap_flat_problems(rows, 2, {"a", "c", "d"}, pool[:3], 0, stale)
+    >>> [r["problem_id"] for r in out], swapped, retried
+    (['d', 'd', 'b', 'b'], 1, 1)
     """
     if not flat or not rows or len(rows) % group:
-        return rows, cursor, 0
+        return rows, cursor, 0, 0
     in_batch = {rows[i]["problem_id"] for i in range(0, len(rows), group)}
     out: list[dict[str, Any]] = []
-    swapped = 0
+    swapped = retried = 0
     n = len(pool)
     for start in range(0, len(rows), group):
         chunk = rows[start : start + group]
         pid = chunk[0].get("problem_id")
         if pid in flat:
+            found = None
             for _ in range(n):
                 row = pool[cursor % n]
                 cursor += 1
                 other = row.get("problem_id")
                 if other is not None and other not in flat and other not in in_batch:
-                    in_batch.add(other)
-                    chunk = [dict(row) for _ in range(group)]
-                    swapped += 1
+                    found = row
                     break
+            if found is None:
+                found = next(
+                    (r for r in stale if r["problem_id"] == pid or r["problem_id"] not in in_batch),
+                    None,
+                )
+                retried += found is not None and found["problem_id"] != pid
+            if found is not None and found["problem_id"] != pid:
+                in_batch.add(found["problem_id"])
+                chunk = [dict(found) for _ in range(group)]
+                swapped += 1
         out.extend(chunk)
-    return out, cursor, swapped
+    return out, cursor, swapped, retried
 
 
 def rows_to_keep(keep: Any, most_kept: int, slices: int) -> tuple[Any, Any]:
@@ -375,11 +397,18 @@ def _trainer_class() -> type:
             self.skip_flat_problems = skip_flat_problems
             self.skip_mastered_at = skip_mastered_at
             self.groups_mastered = 0  # useful groups whose mean reached skip_mastered_at
+            self.groups_retried = 0  # swapped for a problem last seen failing, when none was new
             self.groups_flat_at_zero = 0  # flat groups in which no completion earned anything
             # last group this phase (or, before it, the frozen answerer's screen) had no spread
-            self._flat_problems: set[Any] = (
-                screened_flat_ids(kw.get("train_dataset")) if skip_flat_problems else set()
-            )
+            screened = screened_flat_ids(kw.get("train_dataset")) if skip_flat_problems else {}
+            self._flat_problems: set[Any] = set(screened)
+            # the skipped problems that were failing, with the generation batch that last saw
+            # them so (-1: the screen): retried, the longest ago first, once no other is left
+            self._failing_since: dict[Any, int] = {
+                pid: -1 for pid, mean in screened.items() if mean < skip_mastered_at
+            }
+            self._batches_scored = 0
+            self._row_of: dict[Any, int] | None = None
             self._skip_cursor = 0
             self.groups_swapped = 0
             self.batches_refilled = 0
@@ -616,6 +645,11 @@ def _trainer_class() -> type:
                         self._flat_problems.discard(pid)
                     else:
                         self._flat_problems.add(pid)
+                    if not spread and mean < self.skip_mastered_at:
+                        self._failing_since[pid] = self._batches_scored
+                    else:
+                        self._failing_since.pop(pid, None)
+            self._batches_scored += 1
             return out, useful, stopped
 
         def _unflat(self, inputs):
@@ -624,12 +658,20 @@ def _trainer_class() -> type:
             processes would have to agree)."""
             if not self.skip_flat_problems or self.accelerator.num_processes != 1:
                 return inputs
-            rows, self._skip_cursor, swapped = swap_flat_problems(
+            rows, self._skip_cursor, swapped, retried = swap_flat_problems(
                 inputs, self.num_generations, self._flat_problems, self.train_dataset,
-                self._skip_cursor,
+                self._skip_cursor, self._stale_rows(),
             )  # fmt: skip
             self.groups_swapped += swapped
+            self.groups_retried += retried
             return rows
+
+        def _stale_rows(self):
+            """Rows of the problems last seen failing, the longest ago first."""
+            if self._row_of is None:
+                self._row_of = {pid: i for i, pid in enumerate(self.train_dataset["problem_id"])}
+            order = sorted(self._failing_since, key=self._failing_since.__getitem__)
+            return [self.train_dataset[self._row_of[pid]] for pid in order if pid in self._row_of]
 
         def _coached(self, inputs):
             """`inputs` with the groups of a family the coach has moved since the phase drew
@@ -877,6 +919,7 @@ def run_grpo(
             "batches_refilled": float(trainer.batches_refilled),
             "groups_swapped": float(trainer.groups_swapped),
             "groups_mastered": float(trainer.groups_mastered),
+            "groups_retried": float(trainer.groups_retried),
             "groups_flat_at_zero": float(trainer.groups_flat_at_zero),
             "fence_stop_ratio": trainer.fence_stops / max(1, trainer.completions_total),
             "completions_sampled": float(trainer.completions_total),
