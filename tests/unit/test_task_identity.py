@@ -135,16 +135,20 @@ def test_a_broken_reference_is_caught_on_an_instance_generate_never_saw():
 
 
 def test_learn_levels_give_distinct_training_tasks_and_new_tasks_under_other_seeds():
-    """configs/learn.yaml's training draw (seed 0, 8 per family, level 0, the trained spec
-    families): at least 80% distinct tasks, and under unused seeds at least 80% of instances
-    compute a function no training instance computes."""
-    train = generate(0, 8, TRAINED, [0])
+    """configs/learn.yaml's training draw (seed 0, its instances per family, level 0, the
+    trained spec families): at least 80% distinct tasks, and under unused seeds at least 65% of
+    instances compute a function no training instance computes (71-74% at 16 a family, 87% at 8:
+    a larger training draw leaves fewer new tasks to hold out)."""
+    from sparring.config import load_config
+
+    fam = load_config("configs/learn.yaml").data.families
+    train = generate(fam.seed, fam.per_family, TRAINED, fam.levels)
     counts = describe(train)
     assert counts["tasks"] >= 0.8 * counts["instances"]
     keys = {task_tag(p) for p in train}
     for seed in (3, 4, 5):
-        fresh = generate(seed, 8, TRAINED, [0])
-        assert sum(task_tag(p) not in keys for p in fresh) >= 0.8 * len(fresh), seed
+        fresh = generate(seed, 8, TRAINED, fam.levels)
+        assert sum(task_tag(p) not in keys for p in fresh) >= 0.65 * len(fresh), seed
 
 
 @pytest.mark.parametrize("family", sorted(SPECS))
