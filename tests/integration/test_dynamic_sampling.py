@@ -237,17 +237,20 @@ def test_flat_batch_is_refilled_with_untried_problems(tmp_path, loss_batches):
     assert any(v.abs().sum() > 0 for v in lora_b(trained))
 
 
-def _four_steps_over_two_flat_problems(tmp_path, *sets):
-    """Four steps of two groups over two flat and two varied problems: (groups drawn, in
-    order, one problem id each; run_grpo's metrics)."""
+def _four_steps(tmp_path, reward, problems, *sets):
+    """Four steps of two groups over four problems with `reward`: (groups drawn, in order, one
+    problem id each; run_grpo's metrics)."""
     cfg = cfg_for("grpo.refill_flat_batches=0", *sets)
     model, tok = models.load_model("tiny-random")
-    reward = SplitReward()
     _, metrics = grpo.run_grpo(
-        model, tok, dataset("flat", "flat2", "varied", "varied2"), reward, cfg, 4,
-        str(tmp_path), 0, models.peft_lora_config(cfg.lora),
+        model, tok, dataset(*problems), reward, cfg, 4, str(tmp_path), 0,
+        models.peft_lora_config(cfg.lora),
     )  # fmt: skip
     return [pid for call in reward.calls for pid in call[::2]], metrics
+
+
+def _four_steps_over_two_flat_problems(tmp_path, *sets):
+    return _four_steps(tmp_path, SplitReward(), ("flat", "flat2", "varied", "varied2"), *sets)
 
 
 def test_a_problem_seen_flat_is_not_sampled_again_in_the_phase(tmp_path, loss_batches):
@@ -281,14 +284,8 @@ class MostlyReward(SplitReward):
 
 
 def _four_steps_over_two_mastered_problems(tmp_path, *sets):
-    cfg = cfg_for("grpo.refill_flat_batches=0", "grpo.skip_flat_problems=true", *sets)
-    model, tok = models.load_model("tiny-random")
-    reward = MostlyReward()
-    _, metrics = grpo.run_grpo(
-        model, tok, dataset("mostly", "mostly2", "varied", "varied2"), reward, cfg, 4,
-        str(tmp_path), 0, models.peft_lora_config(cfg.lora),
-    )  # fmt: skip
-    return [pid for call in reward.calls for pid in call[::2]], metrics
+    problems = ("mostly", "mostly2", "varied", "varied2")
+    return _four_steps(tmp_path, MostlyReward(), problems, "grpo.skip_flat_problems=true", *sets)
 
 
 def test_a_problem_whose_group_reached_skip_mastered_at_is_not_sampled_again(tmp_path):
@@ -326,14 +323,10 @@ def test_once_every_problem_is_marked_the_one_failing_longest_ago_is_retried(tmp
     last seen failing (the answerer has trained since), never back to a solved one: over two
     epochs the solved problems are sampled once each (break check: without the retry a solved
     problem comes back in the second epoch, which has one unmarked problem for three marked)."""
-    cfg = cfg_for("grpo.refill_flat_batches=0", "grpo.skip_flat_problems=true")
-    model, tok = models.load_model("tiny-random")
-    reward = SolvedDeadReward()
-    _, metrics = grpo.run_grpo(
-        model, tok, dataset("done", "done2", "dead", "varied"), reward, cfg, 4,
-        str(tmp_path), 0, models.peft_lora_config(cfg.lora),
+    drawn, metrics = _four_steps(
+        tmp_path, SolvedDeadReward(), ("done", "done2", "dead", "varied"),
+        "grpo.skip_flat_problems=true",
     )  # fmt: skip
-    drawn = [pid for call in reward.calls for pid in call[::2]]
     assert drawn.count("done") == drawn.count("done2") == 1, drawn
     assert drawn.count("dead") == 3 and metrics["groups_retried"] >= 1, drawn
     assert metrics["groups_flat_at_zero"] == 3

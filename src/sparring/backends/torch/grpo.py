@@ -228,9 +228,7 @@ def useful_groups(rewards_per_func: Any, weights: Any, num_generations: int) -> 
     rewards (NaN = unscorable, ignored) are not all equal, i.e. it carries an advantage."""
     import torch
 
-    unscorable = torch.isnan(rewards_per_func).all(dim=1)
-    rewards = (rewards_per_func * weights.to(rewards_per_func.device).unsqueeze(0)).nansum(dim=1)
-    grouped = rewards.masked_fill(unscorable, float("nan")).view(-1, num_generations)
+    grouped = _grouped_rewards(rewards_per_func, weights, num_generations)
     present = ~torch.isnan(grouped)
     hi = torch.where(present, grouped, torch.full_like(grouped, -math.inf)).amax(dim=1)
     lo = torch.where(present, grouped, torch.full_like(grouped, math.inf)).amin(dim=1)
@@ -243,10 +241,17 @@ def group_means(rewards_per_func: Any, weights: Any, num_generations: int) -> li
     scorable rows (NaN where none is)."""
     import torch
 
+    grouped = _grouped_rewards(rewards_per_func, weights, num_generations)
+    return torch.nanmean(grouped, dim=1).tolist()
+
+
+def _grouped_rewards(rewards_per_func: Any, weights: Any, num_generations: int) -> Any:
+    """[groups, num_generations] weighted rewards, NaN where a row is unscorable."""
+    import torch
+
     unscorable = torch.isnan(rewards_per_func).all(dim=1)
     rewards = (rewards_per_func * weights.to(rewards_per_func.device).unsqueeze(0)).nansum(dim=1)
-    grouped = rewards.masked_fill(unscorable, float("nan")).view(-1, num_generations)
-    return torch.nanmean(grouped, dim=1).tolist()
+    return rewards.masked_fill(unscorable, float("nan")).view(-1, num_generations)
 
 
 def screened_flat_ids(dataset: Any) -> dict[Any, float]:
