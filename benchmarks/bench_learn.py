@@ -54,6 +54,10 @@ COMMON = [
     "data.given_tests=0",  # every test scored, as when the arms were first measured
     "steps.problems_per_phase=4",  # both arms sample the same four problems
     "steps.easy_first=true",
+    # configs/learn.yaml's since 2026-11-30: a screen of every training problem (896 frozen
+    # samples a repetition, outside the timed steps) and a larger draw with other easy problems
+    "steps.screen_pool=false",
+    "data.families.per_family=8",
 ]
 ARMS = {
     "baseline": [
