@@ -137,6 +137,8 @@ def test_screen_pool_samples_the_frozen_answerer_on_every_training_problem(data_
     rows = [json.loads(x) for x in (tmp_path / "frozen.jsonl").read_text().splitlines()]
     assert sorted(r["problem_id"] for r in rows) == sorted(p.id for p in pool)
     assert g["problems"] == cfg.steps.problems_per_phase and "pool_in_zone" in g
+    # final tests only where the frozen answers differed (none do on tiny-random)
+    assert g["final_tests_problems"] == g["problems_in_zone"]
     v = validate_tests(
         cfg, 1, str(data_dir), str(tmp_path / "tests.jsonl"), str(tmp_path / "frozen.jsonl"),
         str(data_dir / "bank.jsonl"), str(tmp_path / "bank.jsonl"),

@@ -212,6 +212,7 @@ def train_generator(
     )
     # validation recomputes this zone for zone.json in its own task (seconds of sandbox time);
     # here it only orders the generator's draw
+    zone: dict[str, dict[str, float]] = {}
     if cfg.steps.screen_pool:  # the generator writes tests where the answers differ, first
         with Sandbox(untrusted_limits(cfg)) as sb:
             zone = frozen_zone(cfg, {p.id: p for p in pool}, solutions, sb)
@@ -270,17 +271,22 @@ def train_generator(
         metrics.update(trl_metrics)
         metrics.update(reward_metrics(reward_fn.rewards, reward_fn.history, cfg))
         backend.use_role(model, "generator")
-        final = backend.sample(
-            model,
-            tok,
-            [r["prompt"] for r in rows],
-            max_new_tokens=completion_tokens(cfg, tok, problems, role),
-            temperature=cfg.grpo.temperature,
-            top_p=cfg.grpo.top_p,
-            num_samples=1,
-            seed=seed,
-            batch_size=cfg.grpo.rollout_batch_size,
-        ).texts
+        asked_rows = tested_rows(rows, {} if proposer else zone)
+        final = (
+            backend.sample(
+                model,
+                tok,
+                [r["prompt"] for r in asked_rows],
+                max_new_tokens=completion_tokens(cfg, tok, problems, role),
+                temperature=cfg.grpo.temperature,
+                top_p=cfg.grpo.top_p,
+                num_samples=1,
+                seed=seed,
+                batch_size=cfg.grpo.rollout_batch_size,
+            ).texts
+            if asked_rows
+            else []
+        )
     if proposer:
         out_rows = [
             {
@@ -294,16 +300,35 @@ def train_generator(
     else:
         out_rows = []
         generated = ranks.merge_lists(scorer.generated)  # every process's training completions
-        for p, (text,) in zip(problems, final, strict=True):
+        written = {r["problem_id"]: text for r, (text,) in zip(asked_rows, final, strict=True)}
+        for p in problems:
             tests = list(generated.get(p.id, []))
-            for t in prompts.extract_tests(text, p.function_name):
+            for t in prompts.extract_tests(written.get(p.id, ""), p.function_name):
                 if t not in tests:
                     tests.append(t)
             out_rows.append({"problem_id": p.id, "tests": tests, "round": round_index})
+        metrics["final_tests_problems"] = float(len(asked_rows))
     write_lines(out_tests, out_rows)
     metrics["generated_tests"] = float(sum(len(r["tests"]) for r in out_rows))
     backend.save_trained(cfg, model, tok, out_model, trained_record(cfg, "generator", base, meta))
     return metrics
+
+
+def tested_rows(rows: list[dict[str, Any]], zone: dict[str, dict[str, float]]) -> list[dict]:
+    """The rows whose problems the trained generator writes its final tests for: with a screen
+    (`zone` not empty) the problems where the frozen answers differed, since the answerer samples
+    the ones seen flat only when nothing else is left and a test there is seldom used; without
+    one (the proposer mode passes none), every row.
+
+    >>> rows = [{"problem_id": i} for i in "abc"]
+    >>> [r["problem_id"] for r in tested_rows(rows, {"a": {"spread": 0.5}, "b": {"spread": 0.0}})]
+    ['a']
+    >>> len(tested_rows(rows, {}))
+    3
+    """
+    if not zone:
+        return rows
+    return [r for r in rows if in_zone(zone.get(r["problem_id"]))]
 
 
 class _ProposerRewardFn:
