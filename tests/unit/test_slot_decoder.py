@@ -214,3 +214,52 @@ def test_a_loaded_answerer_decodes_as_many_rows_as_it_was_sized_for(monkeypatch)
         messages, max_new_tokens=2, temperature=0.7, top_p=1.0, num_samples=2, seed=0
     )
     assert seen == [3] and [len(t) for t in out.texts] == [2, 2]
+
+
+class _StopAt(FenceStop):
+    """Ends prompt i after `lengths[i]` tokens: rows of one batch finish at different steps."""
+
+    def __init__(self, tok, lengths):
+        super().__init__(tok, 0, eos_token_ids=[tok.eos_token_id])
+        self.lengths = lengths
+
+    def add(self, row, token, generated):
+        return generated >= self.lengths[row]
+
+
+def test_a_wide_batch_refills_in_blocks_and_samples_what_row_by_row_refill_does(tiny, monkeypatch):
+    """From WIDE rows a batch drops finished rows and admits waiting prompts in blocks of
+    refill_block; a finished row decodes on unread until then. Greedy answers are the narrow
+    decoder's, token for token, each as long as its stop says (break check: reading a finished
+    row's later tokens makes it longer), and the batch compacts less often."""
+    from sparring.backends.torch import generation
+
+    model, tok = tiny
+    ps = (prompts(tok) * 3)[:14]
+    lengths = [1 + (i * 3) % 7 for i in range(len(ps))]
+    compactions = {}
+
+    def run(wide):
+        from transformers import DynamicCache
+
+        monkeypatch.setattr(generation, "WIDE", wide)
+        calls = []
+        select = DynamicCache.batch_select_indices
+        monkeypatch.setattr(
+            DynamicCache, "batch_select_indices", lambda c, i: (calls.append(1), select(c, i))
+        )
+        with torch.inference_mode():
+            out = _generate_refill(
+                model, ps, max_new_tokens=10, batch_size=8, pad_token_id=tok.pad_token_id or 0,
+                pick=lambda x: pick_next(x, True, 1.0, 1.0), stop=_StopAt(tok, lengths),
+            )  # fmt: skip
+        compactions[wide] = len(calls)
+        return out
+
+    narrow = run(10_000)
+    assert generation.refill_block(8) == 1
+    blocked = run(8)
+    assert generation.refill_block(8) == 2
+    assert blocked == narrow
+    assert [len(r) for r in blocked] == lengths
+    assert compactions[8] < compactions[10_000]
