@@ -175,6 +175,14 @@ class StepsConfig:
     )  # fmt: skip
     alternating: int = _f(0, "extra alternating answerer/generator step pairs per round", ge=0)
     frozen_samples: int = _f(4, "solutions sampled once per problem from the frozen answerer", ge=1)
+    frozen_rows: int = _f(
+        0,
+        "rows decoded at once where the generator phase samples without training (the frozen "
+        "answerer's answers, the trained generator's final tests); 0: grpo.rollout_batch_size. "
+        "Wider pays on training problems, whose prompts are alike in length; evaluation's mixed "
+        "held-out prompts keep grpo.rollout_batch_size",
+        ge=0,
+    )
     problems_per_phase: int = _f(8, "training problems drawn per phase (0 = all)", ge=0)
     easy_first: bool = _f(
         False, "draw problems with no pass-rate estimate yet easy, then medium, then hard"

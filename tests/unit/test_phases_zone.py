@@ -76,3 +76,12 @@ def test_the_trained_generator_writes_final_tests_only_where_the_screen_saw_answ
     zone = {"p0": zone_stats([0.0, 1.0]), "p1": zone_stats([1.0, 1.0]), "p3": zone_stats([0.5])}
     assert [r["problem_id"] for r in tested_rows(rows, zone)] == ["p0"]
     assert tested_rows(rows, {}) == rows
+
+
+def test_the_generator_phase_samples_outside_training_at_steps_frozen_rows():
+    """steps.frozen_rows widens the screen and the final tests; 0 keeps the rollout's rows."""
+    from sparring.phases.generator import sampling_rows
+
+    assert sampling_rows(load_config(None, ["grpo.rollout_batch_size=64"])) == 64
+    wide = load_config(None, ["grpo.rollout_batch_size=64", "steps.frozen_rows=256"])
+    assert sampling_rows(wide) == 256 and wide.grpo.rollout_batch_size == 64

@@ -69,6 +69,12 @@ def fallback_tests(problem: Problem, n: int = 4) -> list[str]:
     return out
 
 
+def sampling_rows(cfg: Config) -> int:
+    """Rows the phase decodes at once outside its GRPO step: `steps.frozen_rows`, else
+    `grpo.rollout_batch_size`."""
+    return cfg.steps.frozen_rows or cfg.grpo.rollout_batch_size
+
+
 def sample_frozen_solutions(
     cfg: Config,
     answerer: Any,
@@ -121,7 +127,7 @@ def sample_frozen_pool(
     frozen, tok = backend.load_frozen(cfg, model)
     # as many rows as a training rollout: on a CPU a decode step costs nearly the same at 64
     # rows as at 32 (docs/training.md), and the frozen samples are most of this phase's time
-    answerer: Any = LoadedAnswerer(backend, frozen, tok, cfg.grpo.rollout_batch_size)
+    answerer: Any = LoadedAnswerer(backend, frozen, tok, sampling_rows(cfg))
     if cfg.serving.mode == "server":
         from sparring.serving.duel import ServedAnswerer
 
@@ -282,7 +288,7 @@ def train_generator(
                 top_p=cfg.grpo.top_p,
                 num_samples=1,
                 seed=seed,
-                batch_size=cfg.grpo.rollout_batch_size,
+                batch_size=sampling_rows(cfg),
             ).texts
             if asked_rows
             else []

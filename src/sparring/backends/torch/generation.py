@@ -172,23 +172,24 @@ def _refill_supported(model: Any) -> bool:
     return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
 
 
-WIDE = 128  # rows from which a batch refills in blocks (refill_block)
+WIDE = 128  # rows in flight from which a batch compacts in blocks (refill_block)
 
 
-def refill_block(batch_size: int) -> int:
-    """Finished rows a batch of `batch_size` lets wait before it drops them and admits new
-    prompts, while prompts are waiting. Dropping and admitting copy the whole KV cache; at 256
+def refill_block(rows: int) -> int:
+    """Finished rows a batch with `rows` rows in flight lets decode on, unread, before it drops
+    them (and admits waiting prompts). Dropping and admitting copy the whole KV cache; at 256
     rows on 2 CPU cores a few rows end at every step, and copying at each one made the frozen
-    screen's 896 answers slower at 256 rows than at 64 (7m38s against 6m52s, 2026-11-30). A
-    finished row that waits costs little there (a decode step costs nearly the same at any
-    width), and a block of admitted rows is prefilled together, one prefill per distinct prompt.
-    Narrower batches drop each finished row at once, as they always did, so what they sample is
-    unchanged.
+    screen's 896 answers slower at 256 rows than at 64 (7m38s against 6m52s, 2026-11-30), and an
+    evaluation's one batch of 186 slower than at 64. A finished row that waits costs little there
+    (a decode step costs nearly the same at any width), and a block of admitted rows is prefilled
+    together, one prefill per distinct prompt. Under WIDE rows a finished row is dropped at once,
+    as always, so a training step of 64 completions (or `make run`'s 32 rows) samples what it
+    did.
 
     >>> refill_block(32), refill_block(64), refill_block(128), refill_block(256)
     (1, 1, 32, 64)
     """
-    return batch_size // 4 if batch_size >= WIDE else 1
+    return rows // 4 if rows >= WIDE else 1
 
 
 def _generate_refill(
@@ -204,8 +205,8 @@ def _generate_refill(
 ) -> list[list[int]]:
     """Generated token ids per prompt (EOS excluded; up to and including the token that closed
     the fence), decoding up to `batch_size` rows at once and refilling a row's slot with the
-    next prompt as soon as it stops, so no step is spent on a finished row (a wide batch, while
-    prompts wait: once `refill_block` rows have stopped, the stopped ones decoding on unread).
+    next prompt as soon as it stops, so no step is spent on a finished row (a wide batch: once
+    `refill_block` rows have stopped, the stopped ones decoding on unread until then).
 
     Rows live right-aligned in one left-padded KV cache (`DynamicLayer` tensors [B, H, T, D]
     and a [B, T] attention mask): admitted prompts are prefilled together and concatenated in
@@ -224,7 +225,6 @@ def _generate_refill(
     pending = list(range(len(prompts)))[::-1]  # popped from the end: input order
     rows: list[int] = []  # prompt index of each batch row
     dead: set[int] = set()  # batch rows whose sample ended, decoding on until the batch compacts
-    block = refill_block(batch_size)
     cache: Any = None
     mask = positions = logits = None
     while pending or rows:
@@ -300,7 +300,7 @@ def _generate_refill(
                 dead.add(r)
                 if on_done is not None:
                     on_done(i, out_ids)
-        if dead and (len(dead) >= block or not pending or len(dead) == len(rows)):
+        if dead and (len(dead) >= refill_block(len(rows)) or len(dead) == len(rows)):
             alive = [r for r in range(len(rows)) if r not in dead]
             dead = set()
             if not alive:
