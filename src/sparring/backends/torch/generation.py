@@ -1,25 +1,21 @@
 """Batched sampling from a (frozen) model: snapshot solutions, evaluation and inference.
 
-Covers: `sample` (`generate`: its texts only), which applies the tokenizer's chat template to
-each conversation, left-pads batches, samples `num_samples` completions per prompt (greedy when
-temperature == 0) with a fixed seed, and returns the decoded completions only with the tokens
-and seconds it took. Runs under `torch.inference_mode` with the model
-in eval mode (the caller's training state is restored), so a frozen snapshot is never changed.
+Covers: `sample` (`generate`: its texts only): the tokenizer's chat template per conversation,
+left-padded batches, `num_samples` completions per prompt (greedy at temperature 0) with a fixed
+seed, the decoded completions with the tokens and seconds taken. Runs under inference mode with
+the model in eval mode (the caller's training state restored): a frozen snapshot never changes.
 
 Stopping at the closing code fence (`stop_at_fence=True`, the default): a sample ends at EOS or
-once it has closed its first ```python (or ```py, or bare ```) code block; `FenceStop` is the
-transformers `StoppingCriteria` that decides it per row (GRPO training installs the same object,
-see sparring.backends.torch.grpo); the text rule (`fence_end`, `trim_after_fence`) and the prompt
-rendering are backend-neutral, in sparring.backends.text. In HF
-`generate` a stopped row stays in the batch (fed pad tokens) until every row has stopped, so the
-saving is the batch ending early, not per-row compute; the tokens `sample` counts in its
-`Sampled` are the kept ones.
+once it has closed its first ```python (or ```py, or bare ```) code block; `FenceStop` decides it
+per row (GRPO training installs the same object, sparring.backends.torch.grpo); the text rule and
+the prompt rendering are backend-neutral (sparring.backends.text). In HF `generate` a stopped row
+stays in the batch until every row has stopped; `Sampled` counts the kept tokens.
 
 Which decoder runs (`choose_decoder`, `decoder_for`, `decode`): on CUDA, for a llama-family
 model, sparring.backends.torch.slot_decoder (static KV cache, CUDA graph, stop detection on the
 device); elsewhere the refill decoder here (`_generate_refill`: a finished row's slot goes to the
-next prompt at once; one host step per token, the fastest path measured on CPU); HF `generate`
-for models neither supports. GRPO training calls the same `decode`.
+next prompt, in blocks from WIDE rows on: `refill_block`; one host step per token, the fastest
+path measured on CPU); HF `generate` for models neither supports. GRPO training calls `decode`.
 
 Does not cover: TRL's own generation paths (vLLM, continuous batching) or vLLM serving.
 """
@@ -176,18 +172,12 @@ WIDE = 128  # rows in flight from which a batch compacts in blocks (refill_block
 
 
 def refill_block(rows: int) -> int:
-    """Finished rows a batch with `rows` rows in flight lets decode on, unread, before it drops
-    them (and admits waiting prompts). Dropping and admitting copy the whole KV cache; at 256
-    rows on 2 CPU cores a few rows end at every step, and copying at each one made the frozen
-    screen's 896 answers slower at 256 rows than at 64 (7m38s against 6m52s, 2026-11-30), and an
-    evaluation's one batch of 186 slower than at 64. A finished row that waits costs little there
-    (a decode step costs nearly the same at any width), and a block of admitted rows is prefilled
-    together, one prefill per distinct prompt. Under WIDE rows a finished row is dropped at once,
-    as always, so a training step of 64 completions (or `make run`'s 32 rows) samples what it
-    did.
+    """Stopped rows a batch with `rows` in flight decodes on, unread, before dropping them: a drop
+    copies the whole KV cache (at 256 rows, every step: slower than 64, docs/learning.md). Under
+    WIDE, at once, as always: a training step's 64 rows sample what they did.
 
-    >>> refill_block(32), refill_block(64), refill_block(128), refill_block(256)
-    (1, 1, 32, 64)
+    >>> refill_block(64), refill_block(128), refill_block(256)
+    (1, 32, 64)
     """
     return rows // 4 if rows >= WIDE else 1
 
@@ -204,15 +194,11 @@ def _generate_refill(
     on_done: Callable[[int, list[int]], None] | None = None,
 ) -> list[list[int]]:
     """Generated token ids per prompt (EOS excluded; up to and including the token that closed
-    the fence), decoding up to `batch_size` rows at once and refilling a row's slot with the
-    next prompt as soon as it stops, so no step is spent on a finished row (a wide batch: once
-    `refill_block` rows have stopped, the stopped ones decoding on unread until then).
-
-    Rows live right-aligned in one left-padded KV cache (`DynamicLayer` tensors [B, H, T, D]
-    and a [B, T] attention mask): admitted prompts are prefilled together and concatenated in
-    (the shorter side left-padded with masked zeros), finished rows are removed with their
-    cache rows, and columns no row attends to any more are cut off the left.
-    """
+    the fence), decoding up to `batch_size` rows at once, a stopped row's slot refilled with the
+    next prompt (a wide batch: once `refill_block` rows have stopped, decoding on unread till
+    then). Rows live right-aligned in one left-padded KV cache and a [B, T] mask: admitted
+    prompts are prefilled together and concatenated in, stopped rows removed with their cache
+    rows, and columns no row attends to any more cut off the left."""
     import torch
     import torch.nn.functional as F
     from transformers import DynamicCache
@@ -224,15 +210,14 @@ def _generate_refill(
     results: list[list[int]] = [[] for _ in prompts]
     pending = list(range(len(prompts)))[::-1]  # popped from the end: input order
     rows: list[int] = []  # prompt index of each batch row
-    dead: set[int] = set()  # batch rows whose sample ended, decoding on until the batch compacts
+    dead: set[int] = set()  # rows that stopped, decoding on until the batch compacts
     cache: Any = None
     mask = positions = logits = None
     while pending or rows:
         free = batch_size - len(rows)
         if pending and free > 0:
             new = [pending.pop() for _ in range(min(free, len(pending)))]
-            # A GRPO group (or num_samples > 1) repeats one prompt: prefill each distinct prompt
-            # once and give every row of it a copy of that KV cache.
+            # a GRPO group repeats one prompt: prefill it once, each of its rows a copy
             distinct: dict[tuple[int, ...], int] = {}
             slot = [distinct.setdefault(tuple(prompts[i]), len(distinct)) for i in new]
             unique = list(distinct)
