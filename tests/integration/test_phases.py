@@ -121,13 +121,25 @@ def test_frozen_snapshot_stays_frozen(data_dir, tmp_path):
     assert (tmp_path / "bank.jsonl").read_text() == bank_in
 
 
-def test_screen_pool_samples_the_frozen_answerer_on_every_training_problem(data_dir, tmp_path):
+def test_screen_pool_samples_the_frozen_answerer_on_every_training_problem(
+    data_dir, tmp_path, monkeypatch
+):
     """steps.screen_pool: the frozen answerer is sampled on the whole training pool, not only
-    the generator's draw of problems_per_phase (2 here), and the zone of every problem is known
-    to the phases after it (break check: sampling the draw only writes 2 rows)."""
+    the generator's draw of problems_per_phase (2 here), at steps.frozen_rows rows, and the zone
+    of every problem is known to the phases after it (break check: sampling the draw only writes
+    2 rows)."""
+    from sparring.backends.torch import generation
     from sparring.problems import read_jsonl
 
-    cfg = cfg_for("steps.screen_pool=true")
+    widths = []
+    decode = generation.decode
+    monkeypatch.setattr(
+        generation,
+        "decode",
+        lambda *a, **kw: (widths.append(kw["batch_size"]), decode(*a, **kw))[1],
+    )
+    cfg = cfg_for("steps.screen_pool=true", "steps.frozen_rows=3")
+    assert cfg.grpo.rollout_batch_size != 3
     pool = read_jsonl(data_dir / "train.jsonl")
     assert len(pool) > cfg.steps.problems_per_phase
     g = train_generator(
@@ -139,6 +151,7 @@ def test_screen_pool_samples_the_frozen_answerer_on_every_training_problem(data_
     assert g["problems"] == cfg.steps.problems_per_phase and "pool_in_zone" in g
     # final tests only where the frozen answers differed (none do on tiny-random)
     assert g["final_tests_problems"] == g["problems_in_zone"]
+    assert widths and widths[0] == 3  # the screen decoded at steps.frozen_rows
     v = validate_tests(
         cfg, 1, str(data_dir), str(tmp_path / "tests.jsonl"), str(tmp_path / "frozen.jsonl"),
         str(data_dir / "bank.jsonl"), str(tmp_path / "bank.jsonl"),

@@ -238,13 +238,13 @@ def test_a_wide_batch_refills_in_blocks_and_samples_what_row_by_row_refill_does(
     ps = (prompts(tok) * 3)[:14]
     lengths = [1 + (i * 3) % 7 for i in range(len(ps))]
     compactions = {}
+    from transformers import DynamicCache
+
+    select = DynamicCache.batch_select_indices  # the real one: each run counts its own calls
 
     def run(wide):
-        from transformers import DynamicCache
-
         monkeypatch.setattr(generation, "WIDE", wide)
         calls = []
-        select = DynamicCache.batch_select_indices
         monkeypatch.setattr(
             DynamicCache, "batch_select_indices", lambda c, i: (calls.append(1), select(c, i))
         )

@@ -125,8 +125,8 @@ def sample_frozen_pool(
 
     start = time.perf_counter()
     frozen, tok = backend.load_frozen(cfg, model)
-    # as many rows as a training rollout: on a CPU a decode step costs nearly the same at 64
-    # rows as at 32 (docs/training.md), and the frozen samples are most of this phase's time
+    # steps.frozen_rows, else a training rollout's rows: on a CPU a wider decode step costs
+    # little more (docs/training.md), and the frozen samples are most of this phase's time
     answerer: Any = LoadedAnswerer(backend, frozen, tok, sampling_rows(cfg))
     if cfg.serving.mode == "server":
         from sparring.serving.duel import ServedAnswerer
@@ -277,7 +277,8 @@ def train_generator(
         metrics.update(trl_metrics)
         metrics.update(reward_metrics(reward_fn.rewards, reward_fn.history, cfg))
         backend.use_role(model, "generator")
-        asked_rows = tested_rows(rows, {} if proposer else zone)
+        # the proposer's output is what it proposed while training: no final sampling
+        asked_rows = [] if proposer else tested_rows(rows, zone)
         final = (
             backend.sample(
                 model,
@@ -324,7 +325,7 @@ def tested_rows(rows: list[dict[str, Any]], zone: dict[str, dict[str, float]]) -
     """The rows whose problems the trained generator writes its final tests for: with a screen
     (`zone` not empty) the problems where the frozen answers differed, since the answerer samples
     the ones seen flat only when nothing else is left and a test there is seldom used; without
-    one (the proposer mode passes none), every row.
+    one, every row.
 
     >>> rows = [{"problem_id": i} for i in "abc"]
     >>> [r["problem_id"] for r in tested_rows(rows, {"a": {"spread": 0.5}, "b": {"spread": 0.0}})]
