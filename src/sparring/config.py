@@ -121,6 +121,14 @@ class GrpoConfig:
         "pass; 1.0 = only groups that were flat",
         gt=0.0,
     )
+    revisit_order: Literal["dataset", "lowest_reward"] = _f(
+        "dataset",
+        "with skip_flat_problems, where a group goes once its problem is marked flat: dataset = "
+        "the next problem not marked, in dataset order; lowest_reward = a problem not yet "
+        "sampled in the phase, else the one whose last group earned the least (problems learn "
+        "between visits, and a nearly solved one comes back all-pass); a problem TRL draws "
+        "again is re-pointed the same way",
+    )
     temperature: float = _f(0.9, "sampling temperature during training", gt=0.0, le=5.0)
     top_p: float = _f(1.0, "nucleus sampling during training", gt=0.0, le=1.0)
     sampler: Literal["refill", "generate"] = _f(

@@ -62,6 +62,9 @@ counts of dynamic sampling.
   (`swap_flat_problems`), so fewer sampled completions leave the loss batch;
   once no problem is left unmarked, a group goes to the problem seen failing (flat below
   `skip_mastered_at`, or screened so) the longest ago, since the answerer has trained since.
+  `revisit_order: lowest_reward` re-points a group of a problem already sampled in the phase
+  too, and sends such groups to a problem not yet sampled, else to the one whose last group
+  earned the least (`groups_revisited`, `revisits_flat` count the returns).
   `groups_swapped` counts the swaps, `groups_retried` those of them to a failing problem,
   `groups_mastered` the groups that marked a problem mastered and `groups_flat_at_zero` the
   flat groups in which nothing earned a reward. Single process only.
@@ -274,6 +277,7 @@ def swap_flat_problems(
     pool: Any,
     cursor: int,
     stale: Sequence[dict[str, Any]] = (),
+    revisits: Sequence[dict[str, Any]] | None = None,
 ) -> tuple[list[dict[str, Any]], int, int, int]:
     """`rows` (GRPO groups of `group` copies) with each group of a problem in `flat` (its last
     group this phase had no reward spread, or nearly all passed) swapped for a pool row whose
@@ -282,6 +286,11 @@ def swap_flat_problems(
     problems that were failing, the longest ago first: the model has trained since) not in the
     batch, else it stays. Returns (rows, next cursor, groups swapped, of them from `stale`).
     Pure.
+
+    With `revisits` (rows of the problems sampled this phase and not flat, the lowest last
+    reward first: `grpo.revisit_order: lowest_reward`), the pool gives only problems not among
+    them, a group of one of them is re-pointed too, and a group the pool cannot place goes to
+    the first revisit not in the batch (or stays, if that is its own) before `stale`.
 
     >>> pool = [{"problem_id": p} for p in "abcd"]
     >>> rows = [{"problem_id": "a"}] * 2 + [{"problem_id": "b"}] * 2
@@ -292,30 +301,38 @@ def swap_flat_problems(
     >>> out, _, swapped, retried = swap_flat_problems(rows, 2, {"a", "c", "d"}, pool[:3], 0, stale)
     >>> [r["problem_id"] for r in out], swapped, retried
     (['d', 'd', 'b', 'b'], 1, 1)
+    >>> seen = [{"problem_id": "b"}, {"problem_id": "c"}]  # b earned less than c
+    >>> out, *_ = swap_flat_problems(rows, 2, {"a"}, pool, 0, (), seen)
+    >>> [r["problem_id"] for r in out]
+    ['d', 'd', 'b', 'b']
+    >>> out, *_ = swap_flat_problems(rows, 2, {"a", "d"}, pool, 0, (), seen)
+    >>> [r["problem_id"] for r in out]
+    ['c', 'c', 'b', 'b']
     """
-    if not flat or not rows or len(rows) % group:
+    seen = {r["problem_id"] for r in revisits or ()}
+    if not (flat or seen) or not rows or len(rows) % group:
         return rows, cursor, 0, 0
     in_batch = {rows[i]["problem_id"] for i in range(0, len(rows), group)}
+    taken = flat | seen  # the pool gives only problems in neither
     out: list[dict[str, Any]] = []
     swapped = retried = 0
     n = len(pool)
     for start in range(0, len(rows), group):
         chunk = rows[start : start + group]
         pid = chunk[0].get("problem_id")
-        if pid in flat:
+        if pid in taken:
             found = None
             for _ in range(n):
                 row = pool[cursor % n]
                 cursor += 1
                 other = row.get("problem_id")
-                if other is not None and other not in flat and other not in in_batch:
+                if other is not None and other not in taken and other not in in_batch:
                     found = row
                     break
             if found is None:
-                found = next(
-                    (r for r in stale if r["problem_id"] == pid or r["problem_id"] not in in_batch),
-                    None,
-                )
+                found = _first_free(revisits or (), pid, in_batch)
+            if found is None:
+                found = _first_free(stale, pid, in_batch)
                 retried += found is not None and found["problem_id"] != pid
             if found is not None and found["problem_id"] != pid:
                 in_batch.add(found["problem_id"])
@@ -323,6 +340,12 @@ def swap_flat_problems(
                 swapped += 1
         out.extend(chunk)
     return out, cursor, swapped, retried
+
+
+def _first_free(rows: Sequence[dict[str, Any]], pid: Any, in_batch: set[Any]) -> Any:
+    """The first of `rows` whose problem is `pid` itself or not in the batch, else None."""
+    free = (r for r in rows if r["problem_id"] == pid or r["problem_id"] not in in_batch)
+    return next(free, None)
 
 
 def rows_to_keep(keep: Any, most_kept: int, slices: int) -> tuple[Any, Any]:
@@ -377,6 +400,7 @@ def _trainer_class() -> type:
             refill_flat_batches: int = 0,
             skip_flat_problems: bool = False,
             skip_mastered_at: float = 1.0,
+            revisit_order: str = "dataset",
             sampler: str = "refill",
             rollout_batch_size: int = 16,
             share_prompt_forward: bool = True,
@@ -401,6 +425,12 @@ def _trainer_class() -> type:
             self.refill_flat_batches = refill_flat_batches
             self.skip_flat_problems = skip_flat_problems
             self.skip_mastered_at = skip_mastered_at
+            self.revisit_order = revisit_order
+            # per problem sampled this phase: (its last group's mean reward, the batch that
+            # scored it), the order of `grpo.revisit_order: lowest_reward`
+            self._last_reward: dict[Any, tuple[float, int]] = {}
+            self.groups_revisited = 0  # groups of a problem already sampled in this phase
+            self.revisits_flat = 0  # of them, flat
             self.groups_mastered = 0  # useful groups whose mean reached skip_mastered_at
             self.groups_retried = 0  # swapped for a problem last seen failing, when none was new
             self.groups_flat_at_zero = 0  # flat groups in which no completion earned anything
@@ -646,6 +676,10 @@ def _trainer_class() -> type:
                         continue
                     mastered = spread and mean >= self.skip_mastered_at
                     self.groups_mastered += mastered
+                    if pid in self._last_reward:
+                        self.groups_revisited += 1
+                        self.revisits_flat += not spread
+                    self._last_reward[pid] = (mean, self._batches_scored)
                     if spread and not mastered:
                         self._flat_problems.discard(pid)
                     else:
@@ -665,7 +699,7 @@ def _trainer_class() -> type:
                 return inputs
             rows, self._skip_cursor, swapped, retried = swap_flat_problems(
                 inputs, self.num_generations, self._flat_problems, self.train_dataset,
-                self._skip_cursor, self._stale_rows(),
+                self._skip_cursor, self._stale_rows(), self._revisit_rows(),
             )  # fmt: skip
             self.groups_swapped += swapped
             self.groups_retried += retried
@@ -673,10 +707,22 @@ def _trainer_class() -> type:
 
         def _stale_rows(self):
             """Rows of the problems last seen failing, the longest ago first."""
+            order = sorted(self._failing_since, key=self._failing_since.__getitem__)
+            return self._rows_of(order)
+
+        def _revisit_rows(self):
+            """Under `revisit_order: lowest_reward`, rows of the problems sampled this phase
+            and not marked flat, the lowest last reward first (ties: the longest ago); else
+            None (dataset order)."""
+            if self.revisit_order != "lowest_reward":
+                return None
+            seen = [pid for pid in self._last_reward if pid not in self._flat_problems]
+            return self._rows_of(sorted(seen, key=self._last_reward.__getitem__))
+
+        def _rows_of(self, pids):
             if self._row_of is None:
                 self._row_of = {pid: i for i, pid in enumerate(self.train_dataset["problem_id"])}
-            order = sorted(self._failing_since, key=self._failing_since.__getitem__)
-            return [self.train_dataset[self._row_of[pid]] for pid in order if pid in self._row_of]
+            return [self.train_dataset[self._row_of[pid]] for pid in pids if pid in self._row_of]
 
         def _coached(self, inputs):
             """`inputs` with the groups of a family the coach has moved since the phase drew
@@ -887,6 +933,7 @@ def run_grpo(
         refill_flat_batches=cfg.grpo.refill_flat_batches,
         skip_flat_problems=cfg.grpo.skip_flat_problems,
         skip_mastered_at=cfg.grpo.skip_mastered_at,
+        revisit_order=cfg.grpo.revisit_order,
         sampler=cfg.grpo.sampler,
         rollout_batch_size=cfg.grpo.rollout_batch_size,
         share_prompt_forward=cfg.grpo.share_prompt_forward,
@@ -925,6 +972,8 @@ def run_grpo(
             "groups_swapped": float(trainer.groups_swapped),
             "groups_mastered": float(trainer.groups_mastered),
             "groups_retried": float(trainer.groups_retried),
+            "groups_revisited": float(trainer.groups_revisited),
+            "revisits_flat": float(trainer.revisits_flat),
             "groups_flat_at_zero": float(trainer.groups_flat_at_zero),
             "fence_stop_ratio": trainer.fence_stops / max(1, trainer.completions_total),
             "completions_sampled": float(trainer.completions_total),
