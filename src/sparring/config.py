@@ -673,6 +673,11 @@ def _check_cross_fields(cfg: Config) -> None:
             f"grpo.per_device_batch_size: {cfg.grpo.per_device_batch_size} must be a multiple of "
             f"grpo.num_generations ({cfg.grpo.num_generations})"
         )
+    if cfg.grpo.revisit_order != "dataset" and not cfg.grpo.skip_flat_problems:
+        raise ConfigError(
+            f"grpo.revisit_order: {cfg.grpo.revisit_order!r} orders the problems sampled again "
+            "once some are skipped; set grpo.skip_flat_problems: true, or leave it 'dataset'"
+        )
     stages = cfg.reasoning.stages
     if not stages or stages[-1] != "code":
         raise ConfigError("reasoning.stages: must be non-empty and end with 'code'")

@@ -49,6 +49,7 @@ def test_smoke_uses_tiny_model_and_local_uses_smollm2():
         ({"grpo": {"num_generations": 4, "per_device_batch_size": 6}}, "multiple of"),
         ({"kubernetes": {"tolerations": [{"operator": "Maybe"}]}}, "kubernetes.tolerations[0]"),
         ({"data": {"pass_k": [5]}}, "data.pass_k: 5 needs"),
+        ({"grpo": {"revisit_order": "lowest_reward"}}, "set grpo.skip_flat_problems: true"),
         ({"backend": "mlx", "tuning_mode": "full"}, "backend: 'mlx' supports tuning_mode 'lora'"),
         (
             {"backend": "mlx", "topology": "shared", "shared_model": "m"},
