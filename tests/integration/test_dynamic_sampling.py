@@ -330,6 +330,8 @@ def test_once_every_problem_is_marked_the_one_failing_longest_ago_is_retried(tmp
     assert drawn.count("done") == drawn.count("done2") == 1, drawn
     assert drawn.count("dead") == 3 and metrics["groups_retried"] >= 1, drawn
     assert metrics["groups_flat_at_zero"] == 3
+    # dead's second and third groups are flat returns; varied's are not
+    assert (metrics["groups_revisited"], metrics["revisits_flat"]) == (4, 2), drawn
 
 
 def test_problems_the_screen_saw_flat_are_never_sampled_while_others_remain(tmp_path):

@@ -36,10 +36,14 @@ def test_lowest_reward_prefers_a_problem_not_yet_sampled():
 
 def test_lowest_reward_revisits_the_least_rewarded_once_nothing_is_new():
     """Every problem sampled: the flat one's group and a problem drawn again both go to the
-    lowest rewarded not in the batch; one already lowest keeps its group."""
+    lowest rewarded not in the batch, before a problem seen failing; one already lowest keeps
+    its group."""
     revisits = [{"problem_id": p} for p in ("d", "c", "b", "e")]  # lowest reward first
-    out, _, swapped, _ = swap_flat_problems(_rows("a", "e"), 2, {"a"}, POOL, 0, (), revisits)
-    assert _pids(out) == ["d", "c"] and swapped == 2
+    stale = [{"problem_id": "a"}]
+    out, _, swapped, retried = swap_flat_problems(
+        _rows("a", "e"), 2, {"a"}, POOL, 0, stale, revisits
+    )
+    assert _pids(out) == ["d", "c"] and (swapped, retried) == (2, 0)
     out, _, swapped, _ = swap_flat_problems(_rows("d", "b"), 2, {"a"}, POOL, 0, (), revisits)
     assert _pids(out) == ["d", "c"] and swapped == 1
 
