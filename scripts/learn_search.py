@@ -12,8 +12,10 @@ What it leaves out, on purpose: the generator phase (the search tunes the answer
 recipe; the bank the generator adds is a few tests per round) and the held-out sets (a
 configuration is chosen here; the held-out sets are measured once, by `make learn`).
 
-Results go to local_outputs/learn-search/results.jsonl as each configuration finishes, so an
-interrupted search continues where it stopped; the table is printed at the end.
+Results go to local_outputs/learn-search/results-*.jsonl as each configuration finishes, each
+with the code version (sparring.lineage.code_digest) and config digest it ran, so an interrupted
+search continues where it stopped; a configuration whose code or resolved config changed since
+is measured again (`stale`), never kept by its name alone. The table is printed at the end.
 
 Usage: .venv/bin/python scripts/learn_search.py [--configs baseline,all-layers] [--steps 20]
 """
@@ -61,6 +63,28 @@ def load_results(path: Path) -> dict[str, dict]:
     if not path.exists():
         return {}
     return {r["name"]: r for r in map(json.loads, path.read_text().splitlines()) if r}
+
+
+def stale(result: dict | None, code: str, config_digest: str) -> str:
+    """Why a stored result must be measured again, or "" when it still describes today's code
+    and config (a later line of the results file replaces an earlier one of its name).
+
+    >>> stale({"code": "c1", "config_digest": "d1"}, "c1", "d1")
+    ''
+    >>> stale({"code": "c0", "config_digest": "d1"}, "c1", "d1")
+    'measured by code c0, today c1'
+    >>> stale({"code": "c1", "config_digest": "d0"}, "c1", "d1")
+    'measured with config d0, today d1'
+    >>> stale({}, "c1", "d1")
+    'measured by code of unknown version, today c1'
+    """
+    if result is None:
+        return "not measured yet"
+    if result.get("code") != code:
+        return f"measured by code {result.get('code') or 'of unknown version'}, today {code}"
+    if result.get("config_digest") != config_digest:
+        return f"measured with config {result.get('config_digest')}, today {config_digest}"
+    return ""
 
 
 def append(path: Path, record: dict) -> None:
@@ -138,6 +162,7 @@ def main() -> int:
 
     from sparring.calibration import calibrate
     from sparring.config import load_config
+    from sparring.lineage import code_digest
     from sparring.phases.answerer import train_answerer
     from sparring.phases.materialize import materialize, trained_families
 
@@ -156,11 +181,15 @@ def main() -> int:
         return calibrate(base_cfg, DEV_SEED, args.dev_per_family, args.samples, families,
                          levels, model=model)  # fmt: skip
 
-    if "base" not in results:
+    code = code_digest()
+    why = stale(results.get("base"), code, base_cfg.digest())
+    if why:
+        print(f"base: sampled ({why})", flush=True)
         start = time.perf_counter()
         rows = dev_rows("")
         results["base"] = {"name": "base", "problems": problem_means(rows),
-                           "seconds": time.perf_counter() - start}  # fmt: skip
+                           "seconds": time.perf_counter() - start, "code": code,
+                           "config_digest": base_cfg.digest()}  # fmt: skip
         append(results_path, results["base"])
     base = results["base"]["problems"]
     print(f"base: dev reward {mean(base):.3f} over {len(base)} instances", flush=True)
@@ -168,10 +197,12 @@ def main() -> int:
         data_dir = os.path.join(tmp, "data")
         materialize(base_cfg, data_dir)  # the training instances: the same for every arm
         for name in names:
-            if name in results:
-                print(f"{name}: done before, kept", flush=True)
-                continue
             cfg = load_config(learn, [*common, *CONFIGS[name]])
+            why = stale(results.get(name), code, cfg.digest())
+            if not why:
+                print(f"{name}: done before at this code and config, kept", flush=True)
+                continue
+            print(f"{name}: measured ({why})", flush=True)
             start = time.perf_counter()
             model_dir = os.path.join(tmp, name)
             m = train_answerer(cfg, 1, data_dir, "", None, model_dir)
@@ -184,6 +215,8 @@ def main() -> int:
                 "useful_group_share": m.get("useful_group_share", 0.0),
                 "problems": problem_means(rows),
                 "seconds": time.perf_counter() - start,
+                "code": code,
+                "config_digest": cfg.digest(),
             }
             append(results_path, results[name])
             print(f"{name}: {m.get('completions_trained', 0):.0f} completions trained, dev "

@@ -94,6 +94,31 @@ def test_two_runs_compare_on_the_parent_runs(cfg, mlflow_server, tmp_path):
 
     _check_champion(client, cfg, states[-1]["parent_run_id"])
     _check_phase_inputs(client, exp.experiment_id, states[-1]["parent_run_id"])
+    _check_both_started_from_the_base(client, cfg, states)
+
+
+def _check_both_started_from_the_base(client, cfg, states) -> None:
+    """The first run registered a champion; configs/smoke.yaml starts every run fresh, so the
+    second started from the configured base model too, and its heldout.json says so (until
+    2026-11-30 the second run of a checkout trained on from the first's champion, silently).
+    Without `start_fresh: true` in configs/smoke.yaml this fails on the second run's start."""
+    from sparring import lineage, tracking
+
+    starts = []
+    for state in states:
+        heldout = local_run._heldout_of(client, tracking.child_runs(cfg, state["parent_run_id"]))
+        starts.append(lineage.check_fresh(state["parent_run_id"], heldout))
+        assert heldout["code"] == lineage.code_digest()
+    _, weights, _ = lineage.model_digests("tiny-random")
+    for start in starts:
+        assert (start["model"], start["champion"], start["weights"]) == (
+            "tiny-random",
+            None,
+            weights,
+        ), start
+    lineage.check_same_start(
+        [(s["parent_run_id"], {"start": x}) for s, x in zip(states, starts, strict=True)]
+    )
 
 
 def _check_parent(client, parent) -> None:

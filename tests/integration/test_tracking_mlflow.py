@@ -225,10 +225,16 @@ def test_params_go_to_mlflows_active_run_outside_a_phase(cfg, mlflow_server):
     assert data.params == {"sandbox.isolation_used": "none"} and data.tags["t"] == "none"
 
 
-def _learning_run(cfg, reward, per_problem, tmp_path, extra=(), strict=None):
+FRESH = {"configured": "tiny-random", "model": "tiny-random", "base": "tiny-random",
+         "weights": "w0", "base_weights": "w0", "champion": None}  # fmt: skip
+CHAINED = {**FRESH, "model": "models:/sparring-smoke@champion",
+           "champion": {"name": "sparring-smoke", "alias": "champion", "version": "2"}}  # fmt: skip
+
+
+def _learning_run(cfg, reward, per_problem, tmp_path, extra=(), strict=None, start=FRESH):
     """A finished pipeline run whose evaluate phase logged learning/heldout.json, as
-    sparring.phases.evaluate does (`strict`: its every-test-passed pairs); returns the parent
-    run id."""
+    sparring.phases.evaluate does (`strict`: its every-test-passed pairs; `start`: where its
+    answerer started); returns the parent run id."""
     from mlflow import MlflowClient
 
     from sparring.config import load_config, to_dict
@@ -241,7 +247,8 @@ def _learning_run(cfg, reward, per_problem, tmp_path, extra=(), strict=None):
         path.parent.mkdir(parents=True, exist_ok=True)
         params = tracking.flatten(to_dict(run_cfg))
         arm = {f: params[f] for f in ARM_FIELDS}
-        record = {"reward": reward, "sets": {"new_tasks": per_problem}, "arm": arm}
+        record = {"reward": reward, "sets": {"new_tasks": per_problem}, "arm": arm,
+                  "start": start}  # fmt: skip
         if strict is not None:
             record["measures"] = {"strict": {"new_tasks": strict}}
         path.write_text(json.dumps(record))
@@ -279,6 +286,27 @@ def test_learn_and_learn_control_find_each_other_in_the_experiment(cfg, tmp_path
     expected = "LEARN reward_vs_control delta=0.300 ci95_delta=0.300,0.300 n=6"
     assert _control_line(ctrl_cfg, client, tracking.child_runs(ctrl_cfg, ctrl)) == expected
     assert _control_line(treat_cfg, client, tracking.child_runs(treat_cfg, treat)) == expected
+
+
+def test_a_chained_control_is_refused_in_one_line_naming_it(cfg, tmp_path, capsys):
+    """A format-only run that trained on from a champion shares the treatment's problems and
+    base scores, so only its start tells it apart: the treatment pairs with the older fresh
+    control, and names the chained run it refused."""
+    from mlflow import MlflowClient
+
+    from sparring.local_run import _arm_lines
+
+    ids = [f"p{i}" for i in range(6)]
+    treat_cfg, treat = _learning_run(cfg, "honest", {i: [0.2, 0.6] for i in ids}, tmp_path)
+    _learning_run(cfg, "format_only", {i: [0.2, 0.3] for i in ids}, tmp_path)
+    _, chained = _learning_run(
+        cfg, "format_only", {i: [0.2, 0.6] for i in ids}, tmp_path / "x", start=CHAINED
+    )
+    runs = tracking.child_runs(treat_cfg, treat)
+    lines = _arm_lines(treat_cfg, MlflowClient(), runs, "reward_vs_control", "rewards.answerer")
+    assert lines == ["LEARN reward_vs_control delta=0.300 ci95_delta=0.300,0.300 n=6"]
+    refused = [line for line in capsys.readouterr().err.splitlines() if chained in line]
+    assert any("control: started from the champion sparring-smoke@champion" in x for x in refused)
 
 
 def test_a_control_with_another_config_is_not_paired(cfg, tmp_path, capsys):
@@ -395,3 +423,51 @@ def test_arms_pool_over_the_training_seeds_of_both_arms(cfg, tmp_path):
     lines = _pooled_lines(first_cfg, MlflowClient(), tracking.child_runs(first_cfg, first), first)
     control = next(x for x in lines if x.startswith("LEARN reward_vs_control "))
     assert control == "LEARN reward_vs_control delta=0.300 ci95_delta=0.200,0.400 n=6 seeds=3"
+
+
+def test_a_champion_starts_only_a_run_of_its_own_base_model(cfg, tmp_path):
+    """A champion trained from tiny-random under a registered name that another config shares
+    (a 1.5B and a 7B preset did): the other config's run refuses it in one line naming both
+    models, and init-models does not swallow that into a silent start from the base."""
+    from sparring.errors import SparringError
+    from sparring.phases.init_models import init_models
+
+    model = tmp_path / "champion"
+    model.mkdir()
+    meta = {"base": "tiny-random", "tuning_mode": "lora", "role": "answerer"}
+    (model / "sparring_model.json").write_text(json.dumps(meta))
+    (model / "adapter_model.safetensors").write_bytes(b"\x01" * 64)
+    parent = tracking.start_parent_run(cfg, "kfp-run-base")
+    assert tracking.register_champion(cfg, str(model), parent, 0.5) == "1"
+    tracking.finish_parent_run(cfg, parent)
+
+    got = tracking.download_champion(cfg, str(tmp_path / "same-base"))
+    assert got == {"name": cfg.selection.registered_model, "alias": "champion", "version": "1"}
+
+    def recurring(*sets: str):
+        return load_config(
+            "configs/smoke.yaml",
+            [
+                "tracking.experiment=tracking-test",
+                f"tracking.mlflow_uri={cfg.tracking.mlflow_uri}",
+                f"selection.registered_model={cfg.selection.registered_model}",
+                "storage.start_fresh=false",
+                *sets,
+            ],
+        )
+
+    got = init_models(recurring(), str(tmp_path / "a"), str(tmp_path / "g"), champion=True)
+    assert got == {"answerer_from_champion": 1.0}
+    recorded = json.loads((tmp_path / "a" / "sparring_model.json").read_text())["start"]
+    assert recorded["champion"]["version"] == "1" and recorded["base"] == "tiny-random"
+    assert recorded["model"] == f"models:/{cfg.selection.registered_model}@champion"
+
+    other = recurring("models.answerer.name=smollm2-135m")
+    with pytest.raises(tracking.ChampionRefused) as refused:
+        tracking.download_champion(other, str(tmp_path / "other"))
+    text = str(refused.value)
+    assert "\n" not in text and "trained from tiny-random" in text and "is smollm2-135m" in text
+    assert isinstance(refused.value, SparringError)  # the CLI prints it as one line
+    with pytest.raises(tracking.ChampionRefused):
+        init_models(other, str(tmp_path / "b"), str(tmp_path / "g2"), champion=True)
+    assert not (tmp_path / "other").exists() and not (tmp_path / "b").exists()

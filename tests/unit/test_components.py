@@ -9,6 +9,7 @@ store in tmp_path. Real training phases run in tests/integration/test_pipeline_l
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -21,6 +22,8 @@ from sparring.config import load_config
 from sparring.errors import SparringError
 from sparring.phases import init_models, select, snapshot
 from sparring.phases import materialize as materialize_phase
+
+ROOT = Path(__file__).resolve().parents[2]
 
 DRY = [
     "dry_run=true",
@@ -45,7 +48,9 @@ class Art(SimpleNamespace):
 def env(tmp_path, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
     bank_uri = tmp_path / "persist" / "bank.jsonl"
-    cfg = load_config("configs/smoke.yaml", [f"storage.bank_uri={bank_uri}", *DRY])
+    # recurring training: the persisted bank and the champion carry over (smoke ships fresh)
+    sets = [f"storage.bank_uri={bank_uri}", "storage.start_fresh=false", *DRY]
+    cfg = load_config("configs/smoke.yaml", sets)
     return SimpleNamespace(cfg=cfg, text=config_line(cfg), tmp=tmp_path)
 
 
@@ -66,8 +71,12 @@ def test_components_end_to_end_in_a_dry_run(env, capsys):
     ans0, gen0 = Art(t / "a0"), Art(t / "g0")
     c.init_models.python_func(env.text, parent, True, ans0, gen0, Art(t / "m1"))
     pointer = json.loads((t / "a0" / "sparring_model.json").read_text())
+    start = pointer.pop("start")  # where the run began: every model trained from it says so
     assert pointer == {"base": "tiny-random", "pointer": True, "role": "answerer",
                        "tuning_mode": "base", "run_tuning_mode": "lora"}  # fmt: skip
+    assert (start["model"], start["configured"], start["champion"]) == (
+        "tiny-random", "tiny-random", None
+    )  # fmt: skip
 
     gen, tests, sols, gm = Art(t / "g1"), Art(t / "tests1"), Art(t / "sol1"), Art(t / "m2")
     c.train_generator.python_func(
@@ -97,6 +106,7 @@ def test_components_end_to_end_in_a_dry_run(env, capsys):
     )
     # the answerer trained on the validated bank: every banked test is one of its problems'
     assert am.metadata["bank_tests_used"] == float(len(banked)) > 0
+    assert json.loads((t / "a1" / "sparring_model.json").read_text())["start"] == start
     # the bank_vs_screening arm (rewards.answerer_bank: false): the same phase, no banked test
     from dataclasses import replace
 
@@ -163,9 +173,14 @@ def test_components_end_to_end_in_a_dry_run(env, capsys):
     capsys.readouterr()
     init_models.init_models(env.cfg, ans_next.path, str(t / "g-next"), champion=True)
     # said, since the run's "base" measures are the configured model's, not this start's
-    assert "the answerer starts from sparring-answerer@champion" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "the answerer starts from sparring-smoke@champion (version 1)" in said
     champion = json.loads((t / "a-next" / "sparring_model.json").read_text())
-    assert champion == json.loads((t / "a1" / "sparring_model.json").read_text())  # round 1's
+    round_1 = json.loads((t / "a1" / "sparring_model.json").read_text())
+    assert champion.pop("start")["champion"] == {
+        "name": "sparring-smoke", "alias": "champion", "version": "1"
+    }  # fmt: skip
+    assert champion == {k: v for k, v in round_1.items() if k != "start"}  # round 1's
     assert champion["phase"] == "r01-p03-answerer"  # not the fresh pointer init_models writes
     data2, m7 = Art(t / "data2"), Art(t / "m7")
     c.materialize.python_func(env.text, "", "kfp-2", data2, m7)
@@ -173,12 +188,25 @@ def test_components_end_to_end_in_a_dry_run(env, capsys):
     assert (t / "data2" / "bank.jsonl").read_text() == persisted
 
 
-@pytest.mark.parametrize("config", ["configs/learn.yaml", "configs/local.yaml"])
-def test_the_runs_that_measure_against_the_base_model_start_from_it(config):
-    """make learn's and make run's LEARN lines compare the trained model with the configured
-    base: a run after one that registered a champion must not start from that champion (it
-    did, silently, on 2026-11-30: every run after the first trained on from the one before)."""
-    assert load_config(config).storage.start_fresh
+MAKE_CONFIGS = sorted(set(re.findall(r"configs/[\w.-]+\.yaml", (ROOT / "Makefile").read_text())))
+
+
+def test_every_config_a_make_target_runs_starts_from_the_base_model():
+    """make run, learn (and its arms), smoke, calibrate: their LEARN lines compare the trained
+    model with the configured base, so a run after one that registered a champion must not
+    start from that champion (it did, silently, until 2026-11-30: every run after the first in
+    a checkout trained on from the one before)."""
+    assert {"configs/learn.yaml", "configs/local.yaml", "configs/smoke.yaml"} <= set(MAKE_CONFIGS)
+    chained = [c for c in MAKE_CONFIGS if not load_config(ROOT / c).storage.start_fresh]
+    assert chained == [], f"set storage.start_fresh: true in {chained}"
+
+
+def test_every_shipped_config_registers_under_a_name_of_its_own():
+    """A champion starts runs of the name it is registered under: two configs sharing a name
+    (a 1.5B and a 7B preset did) would hand one's champion to the other."""
+    names = {c.name: load_config(c).selection.registered_model for c in ROOT.glob("configs/*.yaml")}
+    assert len(set(names.values())) == len(names), names
+    assert "sparring-answerer" not in names.values(), names  # the default: nobody's own
 
 
 def test_init_models_start_fresh_ignores_champion(env, monkeypatch):

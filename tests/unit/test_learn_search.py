@@ -59,3 +59,21 @@ def test_another_development_set_gets_its_own_results_file():
     assert first == "results-smollm2-135m-20steps.jsonl"  # the first search's file, kept
     others = {search.results_name("smollm2-135m", 20, d, k) for d, k in [(8, 4), (3, 8), (8, 8)]}
     assert len(others) == 3 and first not in others
+
+
+def test_a_configuration_whose_code_or_config_changed_is_measured_again(tmp_path):
+    """A result is kept by its code version and config digest, never by its name alone: an
+    earlier search's 'baseline' measured other code than today's."""
+    from sparring.config import load_config
+    from sparring.lineage import code_digest
+
+    cfg = load_config(search.ROOT / "configs" / "learn.yaml", search.CONFIGS["baseline"])
+    path = tmp_path / "results.jsonl"
+    search.append(path, {**_result("baseline", [0.5], []), "code": "0ld", "config_digest": "x"})
+    assert search.stale(search.load_results(path)["baseline"], code_digest(), cfg.digest())
+    now = {"code": code_digest(), "config_digest": cfg.digest()}
+    search.append(path, {**_result("baseline", [0.5], []), **now})  # measured again: kept
+    assert search.stale(search.load_results(path)["baseline"], code_digest(), cfg.digest()) == ""
+    other = load_config(search.ROOT / "configs" / "learn.yaml", search.CONFIGS["lr-1e-4"])
+    assert "config" in search.stale(search.load_results(path)["baseline"], code_digest(),
+                                    other.digest())  # fmt: skip

@@ -9,6 +9,10 @@ import pytest
 
 from sparring.evaluation import learning
 
+# a run that started from its configured base model (sparring.lineage.start_record's fields)
+FRESH = {"configured": "smollm2-135m", "model": "smollm2-135m", "base": "smollm2-135m",
+         "weights": "w0", "base_weights": "w0", "champion": None}  # fmt: skip
+
 
 def snap(label=None, **measures):
     out = {"val_sampled": measures}
@@ -318,14 +322,19 @@ def test_base_zone_share_is_the_first_validations_zone():
 
 def _heldout(reward, pairs, tasks=None, seed=0, set_name="new_tasks"):
     return learning.heldout_record(
-        {set_name: pairs}, tasks or {}, reward=reward, seed=seed, config_digest="d1"
+        {set_name: pairs},
+        tasks or {},
+        reward=reward,
+        seed=seed,
+        config_digest="d1",
+        start=FRESH,
     )
 
 
 def test_heldout_record_holds_what_pairing_and_pooling_check():
     record = _heldout("honest", {"a": [0.1, 0.5], "b": [0.2, 0.2]}, {"a": "k1"}, seed=3)
     assert record == {
-        "format": 2,
+        "format": 3,
         "config_digest": "d1",
         "seed": 3,
         "reward": "honest",
@@ -334,6 +343,8 @@ def test_heldout_record_holds_what_pairing_and_pooling_check():
         "tasks": {"a": "k1", "b": "b"},  # a problem without a task is its own
         "arm": {"rewards.answerer": "honest"},
         "measures": {},
+        "start": FRESH,
+        "code": "",
     }
     assert json.loads(json.dumps(record)) == record
 
@@ -341,7 +352,7 @@ def test_heldout_record_holds_what_pairing_and_pooling_check():
 def test_heldout_pair_pairs_the_every_test_measure_the_file_holds():
     def record(reward, share, strict):
         return learning.heldout_record(
-            {"new_tasks": share}, {}, reward=reward, seed=0, config_digest="d",
+            {"new_tasks": share}, {}, reward=reward, seed=0, config_digest="d", start=FRESH,
             measures={"strict": {"new_tasks": strict}},
         )  # fmt: skip
 
@@ -394,7 +405,7 @@ def test_an_arm_pair_differs_in_its_field_and_nowhere_else():
 
     def record(schedule, sets):
         return learning.heldout_record(
-            sets, {}, reward="honest", seed=0, config_digest="d",
+            sets, {}, reward="honest", seed=0, config_digest="d", start=FRESH,
             arm={"phase_schedule": schedule, "data.given_tests": "3"},
         )  # fmt: skip
 
@@ -447,7 +458,7 @@ def test_eval_control_pairs_self_play_against_given_tests_on_every_test_passed(t
 
     def arm(schedule, share, strict):
         record = learning.heldout_record(
-            {"new_tasks": share}, {}, reward="honest", seed=0, config_digest="d",
+            {"new_tasks": share}, {}, reward="honest", seed=0, config_digest="d", start=FRESH,
             arm={"phase_schedule": schedule}, measures={"strict": {"new_tasks": strict}},
         )  # fmt: skip
         return _write(tmp_path / f"{schedule}.json", record)
@@ -561,3 +572,49 @@ def test_task_overlap_comes_from_materialize_and_is_na_without_it():
     assert summary["task_overlap"] == 3.0
     assert "LEARN task_overlap 3" in learning.learn_lines(summary, [], None)
     assert "LEARN task_overlap n/a" in learning.learn_lines({}, [], None)
+
+
+def test_pooling_and_pairing_refuse_a_run_that_did_not_start_from_its_base(tmp_path, capsys):
+    """A chained run (it trained on from the champion an earlier run registered) shares the
+    base scores every other check compares, so only its start record can tell: the pool, the
+    pair and the CLI refuse it in one line naming the run."""
+    from sparring.cli.main import main
+
+    runs = _pool_files(tmp_path, [0.2, 0.6])
+    chained = json.loads(Path(runs[1]).read_text())
+    champion = {"name": "sparring-learn", "alias": "champion", "version": "3"}
+    chained["start"] = {**FRESH, "model": "models:/sparring-learn@champion", "champion": champion}
+    planted = _write(tmp_path / "chained.json", chained)
+    with pytest.raises(
+        ValueError, match=r"chained\.json: started from the champion sparring-learn"
+    ):
+        learning.pool_lines(_loaded([runs[0], planted]))
+    assert main(["eval", "pool", runs[0], planted]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "chained.json: started from the champion" in err
+    unknown = {k: v for k, v in chained.items() if k != "start"}
+    with pytest.raises(ValueError, match=r"old\.json: records no start"):
+        learning.pool_lines([*_loaded(runs[:1]), ("old.json", unknown)])
+    other = {**chained, "start": {**FRESH, "weights": "w1"}}  # another model at the same name
+    with pytest.raises(ValueError, match=r"started from different models \(weights w1 against w0"):
+        learning.pool_lines([*_loaded(runs[:1]), ("other.json", other)])
+
+    control = json.loads(Path(runs[0]).read_text())
+    control["reward"] = "format_only"
+    for bad, why in ((chained, "control: started from the champion"), (other, "different models")):
+        with pytest.raises(ValueError, match=why):
+            learning.heldout_pair(
+                json.loads(Path(runs[0]).read_text()), {**bad, "reward": "format_only"}
+            )
+    assert learning.heldout_pair(json.loads(Path(runs[1]).read_text()), control)[2]
+
+    fresh = _loaded(runs)
+    with pytest.raises(ValueError, match=r"chained\.json: started from the champion"):
+        learning.pooled_arm_line(
+            "reward_vs_control", "rewards.answerer", fresh, "honest",
+            [("chained.json", {**chained, "reward": "format_only"})], "format_only",
+        )  # fmt: skip
+    with pytest.raises(ValueError, match=r"chained\.json: started from the champion"):
+        learning.pooled_by_start_line(
+            "selfplay_vs_given", [(fresh[:1], [("chained.json", chained)])]
+        )

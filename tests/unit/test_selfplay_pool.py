@@ -9,13 +9,16 @@ import json
 from scripts import selfplay_pool as pool
 from sparring.evaluation.learning import heldout_record
 
+# a run that started from its configured base model (sparring.lineage.start_record's fields)
+FRESH = {"configured": "smollm2-135m", "model": "smollm2-135m", "base": "smollm2-135m",
+         "weights": "w0", "base_weights": "w0", "champion": None}  # fmt: skip
 IDS = [f"p{i}" for i in range(6)]
 
 
 def _run(tmp_path, name, schedule, base, strict, catch=None):
     record = heldout_record(
         {"new_tasks": {i: [0.4, 0.5] for i in IDS}}, {}, reward="honest", seed=0,
-        config_digest="d", arm={"phase_schedule": schedule},
+        config_digest="d", start=FRESH, arm={"phase_schedule": schedule},
         measures={"strict": {"new_tasks": {i: [base, strict] for i in IDS}}},
     )  # fmt: skip
     (tmp_path / f"{name}-heldout.json").write_text(json.dumps(record))

@@ -11,13 +11,16 @@ import pytest
 from scripts import selfplay_table as table
 from sparring.evaluation.learning import heldout_record
 
+# a run that started from its configured base model (sparring.lineage.start_record's fields)
+FRESH = {"configured": "smollm2-135m", "model": "smollm2-135m", "base": "smollm2-135m",
+         "weights": "w0", "base_weights": "w0", "champion": None}  # fmt: skip
 IDS = [f"p{i}" for i in range(6)]
 
 
 def _run(tmp_path, name, schedule, share, strict, learn="", bank=()):
     record = heldout_record(
         {"new_tasks": {i: [0.4, share] for i in IDS}}, {}, reward="honest", seed=0,
-        config_digest="d", arm={"phase_schedule": schedule},
+        config_digest="d", start=FRESH, arm={"phase_schedule": schedule},
         measures={"strict": {"new_tasks": {i: [0.0, strict] for i in IDS}}},
     )  # fmt: skip
     prefix = tmp_path / name

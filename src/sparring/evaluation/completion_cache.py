@@ -5,9 +5,11 @@ model on the same held-out problems with the same sampling seed; the base model'
 the same each time and cost a quarter of a run. `CompletionCache` keeps them under
 `$SPARRING_CACHE/completions/` (default ~/.cache/sparring), one JSON file per sampling call,
 named by a hash of everything the answers depend on: the model's identity (its name and, for a
-folder or a built-in, each file's name, size and modification time), the prompts, the budget,
-temperature, top_p, samples per prompt, seed, rows decoded at once and FORMAT (raise it when
-the decoder's output for the same inputs changes). Sampling draws one stream for a whole call,
+folder or a built-in, each file's name, size and modification time; for an adapter, the same of
+the base model under it), the prompts, the budget, temperature, top_p, samples per prompt,
+seed, rows decoded at once, FORMAT (raise it when an entry's layout changes) and the source of
+the decoding code (DECODER_MODULES: a decoder change is a new key by construction; 8229cb5
+changed what the decoder returns while FORMAT stayed 1). Sampling draws one stream for a whole call,
 so a call is the unit: the same problems in another order or with one more problem is another
 entry. `SPARRING_COMPLETION_CACHE=0` turns it off.
 
@@ -27,7 +29,18 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2
+# the modules whose code decides which tokens a sampling call returns, relative to the package
+DECODER_MODULES = (
+    "sampler.py",
+    "prompts.py",
+    "budget.py",
+    "backends/torch/generation.py",
+    "backends/torch/slot_decoder.py",
+    "backends/torch/decode_attention.py",
+    "backends/torch/models.py",
+    "backends/mlx/generation.py",
+)
 
 
 def cache_root() -> Path:
@@ -41,10 +54,22 @@ def enabled() -> bool:
     }  # fmt: skip
 
 
+def decoder_digest(root: Path | None = None) -> str:
+    """sha256 of the DECODER_MODULES' source (under `root`, default the installed package)."""
+    root = root or Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for rel in DECODER_MODULES:
+        path = root / rel
+        h.update(rel.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"") + b"\0")
+    return h.hexdigest()
+
+
 def model_identity(name: str) -> str:
     """`name` and, where it is a folder or file (a built-in resolves to its cached folder), the
     name, size and modification time of every file in it: a rebuilt or retrained model at the
-    same path is another model."""
+    same path is another model. An adapter's identity holds its base model's: the same adapter
+    files over other base weights answer otherwise."""
+    from sparring.backends.base import read_meta
     from sparring.backends.builtins import BUILTINS, builtin_dir
 
     path = builtin_dir(name) if name in BUILTINS else Path(name)
@@ -55,13 +80,22 @@ def model_identity(name: str) -> str:
             st = f.stat()
             parts.append(f"{f.relative_to(path) if path.is_dir() else f.name}:{st.st_size}:"
                          f"{st.st_mtime_ns}")  # fmt: skip
+        base = str((read_meta(path) or {}).get("base") or "") if path.is_dir() else ""
+        if base and base != name:  # an adapter or a pointer: what lies under it
+            parts.append("base:" + model_identity(base))
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
 def call_key(model: str, messages: Sequence[Any], settings: dict[str, Any]) -> str:
     """The hash naming one sampling call: model identity, the prompts in order, the settings."""
     body = json.dumps(
-        {"format": FORMAT, "model": model, "messages": list(messages), "settings": settings},
+        {
+            "format": FORMAT,
+            "decoder": decoder_digest(),
+            "model": model,
+            "messages": list(messages),
+            "settings": settings,
+        },
         sort_keys=True,
     )
     return hashlib.sha256(body.encode()).hexdigest()

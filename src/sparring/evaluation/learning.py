@@ -30,6 +30,8 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sparring.lineage import check_same_start
+
 
 def paired_delta(
     before: Sequence[float], after: Sequence[float], n_boot: int = 2000, seed: int = 0
@@ -578,6 +580,8 @@ def heldout_per_problem(
 # the model learns, so a gain difference would not be the reward's alone. Library versions
 # (`version.*` params) are the caller's to drop or keep.
 CONTROL_MAY_DIFFER = ("name", "tracking.", "storage.")
+# ... except whether the run starts from the base model or from a registered champion
+CONTROL_MUST_MATCH = ("storage.start_fresh",)
 # The arms a run is paired against, each one config field apart: (LEARN line, field). The
 # treatment of a pair: the honest reward, the run with a generator phase, the sparser tests,
 # the bank in the answerer's reward (against the generator phase screening the draw alone).
@@ -621,8 +625,10 @@ def control_differences(
 ) -> list[str]:
     """The config params (flattened, as the parent run logs them) in which a candidate run of
     the other arm differs from this one, beyond the arm's field and what no arm cares about
-    (name, tracking, storage); [] for a fair pair. A param one side did not log (a run of older
-    code, before the field existed) counts as its value in `defaults`.
+    (name, tracking, storage, but not storage.start_fresh: a run that may start from a
+    champion is no partner of one that starts from the base); [] for a fair pair. A param one
+    side did not log (a run of older code, before the field existed) counts as its value in
+    `defaults`.
 
     >>> a = {"name": "learn", "rewards.answerer": "honest", "lora.top_layers": "0"}
     >>> control_differences(a, {**a, "name": "learn-control", "rewards.answerer": "format_only"})
@@ -631,19 +637,21 @@ def control_differences(
     ['lora.top_layers']
     >>> control_differences({**a, "data.given_tests": "0"}, a, {"data.given_tests": "0"})
     []
+    >>> control_differences({**a, "storage.start_fresh": "True"}, a, {"storage.start_fresh": "0"})
+    ['storage.start_fresh']
     """
     d = defaults or {}
     keys = set(mine) | set(theirs)
     return sorted(
         k
         for k in keys
-        if not k.startswith(CONTROL_MAY_DIFFER)
+        if (not k.startswith(CONTROL_MAY_DIFFER) or k in CONTROL_MUST_MATCH)
         and k != arm_field
         and mine.get(k, d.get(k)) != theirs.get(k, d.get(k))
     )
 
 
-HELDOUT_FORMAT = 2  # 2: with config_digest, seed and tasks; 1 (no "format"): reward and sets
+HELDOUT_FORMAT = 3  # 3: with start and code; 2: config_digest, seed and tasks; 1: reward, sets
 # The measures an arm's line pairs, and its name's suffix: the per-test share, and every test
 # passed, which is where a one-test clause shows (a missed empty-input case costs 1 of 4 tests
 # of the share, and the whole answer here)
@@ -654,12 +662,16 @@ def heldout_record(
     per_problem: Mapping[str, Pairs], tasks: Mapping[str, str], *, reward: str, seed: int,
     config_digest: str, measure: str = "discriminating", arm: Mapping[str, str] | None = None,
     measures: Mapping[str, Mapping[str, Pairs]] | None = None,
+    start: Mapping[str, Any] | None = None, code: str = "",
 ) -> dict[str, Any]:  # fmt: skip
     """What HELDOUT_FILE holds: per held-out set, per problem, [base, final] of `measure`
     (`heldout_per_problem`), each of those problems' task key (its own id when it has none),
     and what a reader must check before pairing or pooling two files: the answerer reward
     trained, the seed, the config digest and the run's `arm` ({field: value} of ARM_FIELDS).
     `measures`: other measures' per-problem pairs, {measure: {set: pairs}} (ARM_MEASURES).
+    `start`: where the run's answerer started (sparring.lineage.start_record; None when its
+    model folder records none: such a file is refused by every pairing and pooling line), and
+    `code` the code version that evaluated it.
 
     >>> r = heldout_record({"new_tasks": {"a": [0.1, 0.5]}}, {"a": "k1"}, reward="honest",
     ...                    seed=0, config_digest="abc")
@@ -677,6 +689,8 @@ def heldout_record(
         "tasks": {pid: tasks.get(pid, pid) for pid in ids},
         "arm": {"rewards.answerer": reward, **(arm or {})},
         "measures": {m: _as_lists(by) for m, by in (measures or {}).items()},
+        "start": dict(start) if start else None,
+        "code": code,
     }
 
 
@@ -743,12 +757,14 @@ def heldout_pair(
 ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, str]]:
     """The {problem id: [base, final]} of one held-out set in two runs' `heldout.json` files,
     and their {problem id: task key}, checked for a fair pair: each holds the set and names its
-    answerer reward, the two differ in `arm_field` (both files name it), and they measured the
-    same problems with the same base scores (one base model, sampled with one seed), in
-    `measure` (ARM_MEASURES). ValueError names what is wrong.
+    answerer reward, the two differ in `arm_field` (both files name it), both started from
+    their configured base model, the same one (sparring.lineage.check_same_start), and they
+    measured the same problems with the same base scores (one base model, sampled with one
+    seed), in `measure` (ARM_MEASURES). ValueError names what is wrong.
 
-    >>> t = {"reward": "honest", "sets": {"new_tasks": {"a": [0.1, 0.5]}}}
-    >>> c = {"reward": "format_only", "sets": {"new_tasks": {"a": [0.1, 0.2]}}}
+    >>> s = {"configured": "m", "model": "m", "champion": None}  # started from its base
+    >>> t = {"reward": "honest", "sets": {"new_tasks": {"a": [0.1, 0.5]}}, "start": s}
+    >>> c = {"reward": "format_only", "sets": {"new_tasks": {"a": [0.1, 0.2]}}, "start": s}
     >>> heldout_pair(t, c)
     ({'a': [0.1, 0.5]}, {'a': [0.1, 0.2]}, {})
     >>> heldout_pair(t, t)
@@ -771,6 +787,7 @@ def heldout_pair(
             )
         if values[0] == values[1]:
             raise ValueError(f"both runs have {arm_field}={values[0]}: not two arms")
+    check_same_start(files)
     check_comparable([("treatment", pairs[0]), ("control", pairs[1])])
     return pairs[0], pairs[1], _merged_tasks(files)
 
@@ -814,8 +831,9 @@ def pool_lines(
     config, given as (name, parsed heldout.json), with `seeds=K`; given control runs' files,
     `LEARN reward_vs_control` on `control_set` pooled over both sides' runs and tasks.
     ValueError (naming the files) unless every file names its reward, the runs share one reward
-    and the controls another, no file is given twice, and all hold the same sets of the same
-    problems with the same base scores and task keys."""
+    and the controls another, no file is given twice, all started from one configured base
+    model (no champion) and hold the same sets of the same problems with the same base scores
+    and task keys."""
     if not runs:
         raise ValueError("no run to pool: give one heldout.json per training seed")
     files = [*runs, *controls]
@@ -841,6 +859,7 @@ def pool_lines(
             f"runs and controls all trained with the answerer reward {runs[0][1]['reward']!r}: "
             "a control trains with another"
         )
+    check_same_start(files)
     tasks = _merged_tasks(files)
     lines = []
     for set_name in HELDOUT_LINES:
@@ -877,10 +896,12 @@ def pooled_arm_line(
     (`seeds=` treatment runs, `control_seeds=` the other arm's). `mine` and `others` are
     (name, parsed heldout.json) of the two arms, one config field (`field`: `mine_value`
     against `other_value`) apart; which one is the treatment is `is_treatment`'s call; paired
-    in `measure` (ARM_MEASURES). ValueError (naming the files) when they did not measure the
-    same problems alike.
+    in `measure` (ARM_MEASURES). ValueError (naming the files) when they did not start from
+    one base model or did not measure the same problems alike.
 
-    >>> def run(final): return {"reward": "honest", "sets": {"new_tasks": {"p": [0.2, final]}}}
+    >>> s = {"configured": "m", "model": "m", "champion": None}
+    >>> def run(final):
+    ...     return {"reward": "honest", "sets": {"new_tasks": {"p": [0.2, final]}}, "start": s}
     >>> selfplay, given = [("s1", run(0.6)), ("s2", run(0.4))], [("g1", run(0.3))]
     >>> pooled_arm_line("selfplay_vs_given", "phase_schedule", given, "answerer",
     ...                 selfplay, "generator_answerer")
@@ -888,6 +909,7 @@ def pooled_arm_line(
     """
     mine_first = is_treatment(field, mine_value, other_value)
     treated, control = (mine, others) if mine_first else (others, mine)
+    check_same_start([*treated, *control])
     tasks = _merged_tasks([*treated, *control])
     gain = control_gain(
         [_set_pairs(n, d, set_name, measure) for n, d in treated],
@@ -910,7 +932,10 @@ def pooled_by_start_line(
     """`LEARN <name>` over arms run from several starting models (`control_gain_by_start`):
     `starts` holds, per start, (treatment files, control files) as (name, parsed
     heldout.json); ` starts=S` ends the line. ValueError (naming the files) when a start's
-    runs did not measure alike or the starts measured other problems."""
+    runs did not start from one model (each from its configured one, no champion), did not
+    measure alike, or the starts measured other problems."""
+    for treated, control in starts:  # the starts differ by design; within one, none may
+        check_same_start([*treated, *control])
     grouped = [
         (
             [_set_pairs(n, d, set_name, measure) for n, d in treated],

@@ -218,5 +218,7 @@ def train_answerer(
     if coach is not None:
         metrics.update(coach_metrics(coach, moves_before, reserve))
         meta["coach"] = coach.to_dict()
-    backend.save_trained(cfg, model, tok, out_model, trained_record(cfg, "answerer", base, meta))
+    backend.save_trained(
+        cfg, model, tok, out_model, trained_record(cfg, "answerer", base, meta, init_model)
+    )
     return metrics

@@ -109,6 +109,14 @@ def copy_file(src: str, dst: str) -> None:
     shutil.copyfile(src, dst)
 
 
-def trained_record(cfg: Config, role: str, base: str, meta: dict[str, Any]) -> dict[str, Any]:
-    """What a trained model artifact records in sparring_model.json besides the backend's own."""
-    return {"base": base, "role": role, "topology": cfg.topology, **meta}
+def trained_record(
+    cfg: Config, role: str, base: str, meta: dict[str, Any], init_model: str | None = None
+) -> dict[str, Any]:
+    """What a trained model artifact records in sparring_model.json besides the backend's own:
+    with the start record its init model carries (sparring.lineage), so the run's last model
+    still says where the run began."""
+    from sparring.lineage import start_of
+
+    start = start_of(init_model)
+    return {"base": base, "role": role, "topology": cfg.topology, **meta,
+            **({"start": start} if start else {})}  # fmt: skip

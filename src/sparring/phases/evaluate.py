@@ -3,8 +3,8 @@
 Covers: `evaluate` (the rounds' snapshots through sparring.evaluation.snapshots, the labelled
 warm-start snapshot judged like a round, held-out gains with intervals over tasks (the
 `task:<key>` tags of val.jsonl), heldout.json (per set, per problem, base and final, with task
-keys, reward, seed and config digest: what `sparring eval control` and `sparring eval pool`
-read), the generators measured held out when the run has a generator phase (the base generator
+keys, reward, seed, config digest, the answerer's start record and the code version: what
+`sparring eval control` and `sparring eval pool` read), the generators measured held out when the run has a generator phase (the base generator
 and the manifest's final one, on the held-out new tasks, against the base answerer's sampled
 answers: sparring.evaluation.generator_heldout), every phase's per-step curves from MLflow,
 report.json and the report's files logged to the run) and its flat metrics.
@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from sparring import tracking
+from sparring import lineage, tracking
 from sparring.bank import BANK_FILE, bank_tests
 from sparring.config import Config
 from sparring.evaluation import generator_heldout, learning
@@ -85,6 +85,8 @@ def evaluate(
         record = learning.heldout_record(
             per_problem, tasks, reward=cfg.rewards.answerer, seed=cfg.seed,
             config_digest=cfg.digest(), arm={f: params[f] for f in learning.ARM_FIELDS},
+            start=lineage.start_of(entries[-1]["answerer_path"] if entries else None),
+            code=lineage.code_digest(),
             measures={
                 m: learning.heldout_per_problem(report, sets, m)
                 for m, _ in learning.ARM_MEASURES if m != "discriminating"

@@ -317,7 +317,9 @@ def train_generator(
         metrics["final_tests_problems"] = float(len(asked_rows))
     write_lines(out_tests, out_rows)
     metrics["generated_tests"] = float(sum(len(r["tests"]) for r in out_rows))
-    backend.save_trained(cfg, model, tok, out_model, trained_record(cfg, "generator", base, meta))
+    backend.save_trained(
+        cfg, model, tok, out_model, trained_record(cfg, "generator", base, meta, init_model)
+    )
     return metrics
 
 

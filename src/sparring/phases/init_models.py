@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from sparring import tracking
+from sparring import lineage, tracking
 from sparring.config import Config
 
 log = logging.getLogger(__name__)
@@ -40,24 +40,38 @@ def write_pointer(cfg: Config, role: str, out_dir: str) -> dict[str, Any]:
 
 def init_models(cfg: Config, out_answerer: str, out_generator: str, champion: bool) -> dict:
     """Initial model folders. With `champion` (recurring training) the answerer starts from the
-    registered champion when there is one; otherwise both are pointers to the base models."""
+    registered champion when there is one; otherwise both are pointers to the base models. The
+    answerer's folder records its start (sparring.lineage): every model trained from it carries
+    the record on to the run's heldout.json."""
     write_pointer(cfg, "generator", out_generator)
-    from_champion = False
+    configured = cfg.model_for("answerer").name
+    got = None
     if champion and not cfg.storage.start_fresh:
         try:
-            from_champion = tracking.download_champion(cfg, out_answerer)
+            got = tracking.download_champion(cfg, out_answerer)
+        except tracking.ChampionRefused:
+            raise  # another base model's champion: never a silent start over
         except Exception as exc:  # an unreachable registry must not block a fresh start
             log.warning("could not download the champion (%s); starting from the base model", exc)
-            from_champion = False
-    if from_champion:
+            got = None
+    if got:
         from sparring import progress
 
         # the run's measures of "base" are the configured model's, not this start's
         progress.say(
-            f"init-models: the answerer starts from {cfg.selection.registered_model}@"
-            f"{cfg.selection.alias}, registered by an earlier run, not from "
-            f"{cfg.model_for('answerer').name} (storage.start_fresh=true starts from the base)"
+            f"init-models: the answerer starts from {got['name']}@{got['alias']} (version "
+            f"{got['version']}), registered by an earlier run, not from {configured} "
+            "(storage.start_fresh=true starts from the base)"
         )
+        loaded = f"models:/{got['name']}@{got['alias']}"
     else:
         write_pointer(cfg, "answerer", out_answerer)
-    return {"answerer_from_champion": 1.0 if from_champion else 0.0}
+        loaded = configured
+    start = lineage.start_record(
+        configured, loaded, champion=got, seed=cfg.seed, training_seed=cfg.training_seed,
+        folder=out_answerer if got else None,
+    )  # fmt: skip
+    meta_file = Path(out_answerer) / POINTER_FILE
+    meta = json.loads(meta_file.read_text())
+    meta_file.write_text(json.dumps({**meta, "start": start}, indent=1, sort_keys=True))
+    return {"answerer_from_champion": 1.0 if got else 0.0}

@@ -87,5 +87,7 @@ def warm_start(
         int(metrics["steps"]), len(problems), metrics.get("loss_first", float("nan")),
         metrics.get("loss_last", float("nan")),
     )  # fmt: skip
-    backend.save_trained(cfg, trained, tok, out_model, trained_record(cfg, "answerer", base, meta))
+    backend.save_trained(
+        cfg, trained, tok, out_model, trained_record(cfg, "answerer", base, meta, init_model)
+    )
     return metrics

@@ -577,13 +577,21 @@ def _register_version(cfg, client, model_id: str, run_id: str, score: float) -> 
     return str(version.version)
 
 
-def download_champion(cfg, out_dir: str) -> bool:
-    """Download `models:/NAME@ALIAS` into out_dir; False when there is no such model or alias.
-    An unreachable server is an error (after the wait), not "no champion": a recurring run
-    must not silently start over from the base model."""
+class ChampionRefused(SparringError):
+    """A registered champion that cannot start this run (another base model)."""
+
+
+def download_champion(cfg, out_dir: str) -> dict[str, str] | None:
+    """Download `models:/NAME@ALIAS` into out_dir: {name, alias, version} of what was
+    downloaded, or None when there is no such model or alias. An unreachable server is an error
+    (after the wait), not "no champion": a recurring run must not silently start over from the
+    base model. A champion trained from another base model than this config's answerer is
+    refused (SparringError naming both): a 1.5B champion must not start a 7B run."""
     mlflow = connect(cfg)
     from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
+
+    from sparring.backends.base import base_name, read_meta
 
     name, alias = cfg.selection.registered_model, cfg.selection.alias
 
@@ -597,15 +605,24 @@ def download_champion(cfg, out_dir: str) -> bool:
 
     version = _call(cfg, "looking up the champion", lookup)
     if version is None:
-        return False
+        return None
     with tempfile.TemporaryDirectory() as tmp:
         got = _call(
             cfg,
             "downloading the champion",
             lambda: mlflow.artifacts.download_artifacts(artifact_uri=version.source, dst_path=tmp),
         )
+        theirs = str((read_meta(got) or {}).get("base") or "")
+        ours = base_name(cfg, "answerer", None)
+        if theirs != ours:
+            raise ChampionRefused(
+                f"the champion {name}@{alias} (version {version.version}) was trained from "
+                f"{theirs or 'an unrecorded base model'}, this run's answerer is {ours}: it "
+                "cannot start this run (give this config its own selection.registered_model, "
+                "or storage.start_fresh: true to start from the base)"
+            )
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         import shutil
 
         shutil.copytree(got, out_dir, dirs_exist_ok=True)
-    return True
+    return {"name": name, "alias": alias, "version": str(version.version)}

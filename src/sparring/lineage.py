@@ -1,0 +1,186 @@
+"""Where a run's answerer started, and which code ran it: the start record.
+
+Every comparison Sparring makes (a treatment against its control, seeds pooled, the study's
+arms) assumes each run started from the model its config names. Until 2026-11-30 runs in one
+checkout silently trained on from the champion the run before had registered, and nothing in a
+result file could show it. So init-models writes a start record into the answerer's start
+folder (`sparring_model.json`, key `start`), every model trained from it carries the record on,
+and the evaluate phase copies it into heldout.json, where the pairing and pooling lines check it.
+
+Covers: `weights_digest` (sha256 over a folder's weight files, names and contents),
+`model_digests` (a name or folder: its own weights and the base weights under it, through
+pointers and an adapter's recorded base), `start_record`, `start_of` (the record a model folder
+carries), `code_digest` (the library's source, hashed: the code version a result names),
+`check_fresh` and `check_same_start` (the refusals, one line naming the run).
+Does not cover: the registry (sparring.tracking) or loading weights (sparring.backends).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+META_FILE = "sparring_model.json"  # sparring.backends.base.META_FILE, without importing it
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".npz")
+# what two starts must share to be one start (the seed and code are the study's to compare)
+START_IDENTITY = ("configured", "model", "weights", "base_weights")
+
+
+def weights_digest(folder: str | Path) -> str | None:
+    """sha256 (hex, 16 characters) over the weight files of `folder` (relative name and
+    contents, in name order); None when it holds none. Tokenizer and config files are left out:
+    the question is which weights, not how they were packed."""
+    root = Path(folder)
+    if not root.is_dir():
+        return None
+    files = sorted(
+        p for p in root.rglob("*")
+        if p.is_file() and p.suffix in WEIGHT_SUFFIXES and p.name != "training_args.bin"
+    )  # fmt: skip
+    if not files:
+        return None
+    h = hashlib.sha256()
+    for f in files:
+        h.update(str(f.relative_to(root)).encode() + b"\0")
+        with f.open("rb") as stream:
+            for chunk in iter(lambda: stream.read(1 << 22), b""):
+                h.update(chunk)
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def _meta(folder: Path) -> dict[str, Any] | None:
+    meta = folder / META_FILE
+    return json.loads(meta.read_text()) if meta.is_file() else None
+
+
+def _local_folder(name: str) -> Path | None:
+    """The folder holding a model name's weights: a path, a built-in's cache (built on first
+    use), or a hub name already in the local Hugging Face cache; None when not on this machine."""
+    if os.path.isdir(name):
+        return Path(name)
+    from sparring.backends.builtins import BUILTINS, builtin_dir
+
+    if name in BUILTINS:
+        return builtin_dir(name)
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(name, local_files_only=True))
+    except Exception:  # not cached here (a cluster task loads it at train time): unknown
+        return None
+
+
+def model_digests(name: str) -> tuple[str, str | None, str | None]:
+    """(base name, digest of the weights `name` loads, digest of the base weights under them)
+    for a base model name or a model folder. A pointer folder is followed to what it names; an
+    adapter's base is the one its `sparring_model.json` records. A model whose weights are not
+    on this machine has digest None."""
+    folder = _local_folder(name)
+    meta = _meta(folder) if folder is not None else None
+    while meta is not None and meta.get("tuning_mode") == "base":  # a pointer: follow it
+        target = str(meta.get("base") or "")
+        folder = _local_folder(target) if target else None
+        name, meta = target, (_meta(folder) if folder is not None else None)
+    own = weights_digest(folder) if folder is not None else None
+    if meta is None:  # plain weights: the base itself
+        return name, own, own
+    base = str(meta.get("base") or name)
+    if meta.get("tuning_mode") == "full":
+        return base, own, own
+    _, base_own, _ = model_digests(base) if base != name else (base, None, None)
+    return base, own, base_own
+
+
+@functools.cache
+def code_digest() -> str:
+    """sha256 (16 hex) of the sparring package's own Python source: the code version a result
+    names. Any edit to the library is another version, so runs compared as one study ran one."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")):
+        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def start_record(
+    configured: str,
+    loaded: str,
+    *,
+    champion: Mapping[str, str] | None = None,
+    seed: int = 0,
+    training_seed: int = 0,
+    folder: str | None = None,
+) -> dict[str, Any]:
+    """The start of a run's answerer: `configured` (models.answerer.name), `loaded` (what it
+    actually starts from: that name, or `models:/NAME@ALIAS` for a champion, whose weights are
+    in `folder`), the base under it and both digests, the champion {name, alias, version} or
+    None, the seeds and the code version."""
+    base, weights, base_weights = model_digests(folder or loaded)
+    return {
+        "configured": configured,
+        "model": loaded,
+        "base": base,
+        "weights": weights,
+        "base_weights": base_weights,
+        "champion": dict(champion) if champion else None,
+        "seed": seed,
+        "training_seed": training_seed,
+        "code": code_digest(),
+    }
+
+
+def start_of(model_dir: str | None) -> dict[str, Any] | None:
+    """The start record a model folder carries (init-models wrote it; training carries it on);
+    None for a folder of older code, a plain name or no folder."""
+    if not model_dir or not os.path.isdir(model_dir):
+        return None
+    meta = _meta(Path(model_dir))
+    start = (meta or {}).get("start")
+    return dict(start) if isinstance(start, Mapping) else None
+
+
+def check_fresh(name: str, data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The start record of a parsed heldout.json, checked to be its configured base model: a
+    ValueError naming the run when it records no start (older code: its start is unknown),
+    started from a registry champion, or loaded another model than its config names."""
+    start = data.get("start")
+    if not isinstance(start, Mapping):
+        raise ValueError(
+            f"{name}: records no start (a run of code before start records), so whether it "
+            "trained from its configured base model is unknown; run it again"
+        )
+    champion = start.get("champion")
+    if champion:
+        raise ValueError(
+            f"{name}: started from the champion {champion.get('name')}@{champion.get('alias')} "
+            f"(version {champion.get('version')}), not from its configured base model "
+            f"{start.get('configured')}: a chained run compares against nothing it asked for "
+            "(storage.start_fresh: true starts from the base)"
+        )
+    if start.get("model") != start.get("configured"):
+        raise ValueError(
+            f"{name}: started from {start.get('model')}, not from its configured base model "
+            f"{start.get('configured')}"
+        )
+    return start
+
+
+def check_same_start(runs: list[tuple[str, Mapping[str, Any]]]) -> None:
+    """ValueError naming the runs unless every parsed heldout.json started fresh
+    (`check_fresh`) from one and the same model and weights."""
+    starts = [(name, check_fresh(name, data)) for name, data in runs]
+    for name, start in starts[1:]:
+        first_name, first = starts[0]
+        differs = [k for k in START_IDENTITY if start.get(k) != first.get(k)]
+        if differs:
+            shown = ", ".join(f"{k} {start.get(k)} against {first.get(k)}" for k in differs)
+            raise ValueError(
+                f"{name} and {first_name} started from different models ({shown}): "
+                "their gains cannot be paired or pooled"
+            )
