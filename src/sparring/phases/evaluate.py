@@ -4,10 +4,11 @@ Covers: `evaluate` (the rounds' snapshots through sparring.evaluation.snapshots,
 warm-start snapshot judged like a round, held-out gains with intervals over tasks (the
 `task:<key>` tags of val.jsonl), heldout.json (per set, per problem, base and final, with task
 keys, reward, seed, config digest, the answerer's start record and the code version: what
-`sparring eval control` and `sparring eval pool` read), the generators measured held out when the run has a generator phase (the base generator
-and the manifest's final one, on the held-out new tasks, against the base answerer's sampled
-answers: sparring.evaluation.generator_heldout), every phase's per-step curves from MLflow,
-report.json and the report's files logged to the run) and its flat metrics.
+`sparring eval control` and `sparring eval pool` read), the generators measured held out when
+the run has a generator phase (the base generator and the manifest's final one, on the held-out
+new tasks, against the base answerer's sampled answers: sparring.evaluation.generator_heldout),
+every phase's per-step curves from MLflow, report.json and the report's files logged to the
+run) and its flat metrics.
 Does not cover: the measures (sparring.evaluation).
 """
 
