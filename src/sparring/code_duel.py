@@ -7,7 +7,9 @@ and a generator half would import each other.
 Covers:
 - the answerer's reward: parse the code (programs.extract_code), run it on the problem's tests
   (baseline + banked adversarial) in the sandbox, `rewards.answerer_credit` (difficulty-aware
-  share of discriminating tests passed; trivial code earns 0);
+  share of discriminating tests passed; trivial code earns 0), or with `rewards.answerer` the
+  format-only control or the binary all-tests baseline (`rewards.all_tests_reward`, read off the
+  same results);
 - the generator's reward: parse the tests (prompts.extract_tests), run only the new tests on the
   reference solution (validity) and on the frozen answerer's cached solutions (hardness), measure
   near-duplicates against the baseline and earlier tests (diversity) and whether the tests call
@@ -112,6 +114,10 @@ def run_cached(
 
 
 # --------------------------------------------------------------------------- answerer
+
+# The answerer rewards (`rewards.answerer`; config.RewardsConfig names the same values): honest
+# (the treatment), format_only (the control), all_tests (the binary all-tests baseline).
+ANSWERER_REWARDS = ("honest", "format_only", "all_tests")
 
 
 def answerer_credits(
@@ -260,9 +266,12 @@ def answerer_rewards(
     definition rate when `signatures` are given). `mode` honest: the honest credit, plus
     `format_bonus` for parsed code that is not trivial; format_only (the control): 1 when the
     completion defines the asked-for function with its parameters, else 0, whatever the tests
-    say (they still run, so the metrics show what the control did to correctness)."""
-    if mode not in ("honest", "format_only"):
-        raise ValueError(f"answerer reward mode {mode!r}: use honest or format_only")
+    say (they still run, so the metrics show what the control did to correctness); all_tests
+    (the baseline): 1 when the code defining the asked-for function passes every test in
+    `tests[i]`, else 0 (`rewards.all_tests_reward`, from the same results as the honest credit;
+    no difficulty weight, no format bonus, no trivial-code check)."""
+    if mode not in ANSWERER_REWARDS:
+        raise ValueError(f"answerer reward mode {mode!r}: use one of {', '.join(ANSWERER_REWARDS)}")
     if mode == "format_only" and signatures is None:
         raise ValueError("the format_only answerer reward needs each problem's signature")
     credits = answerer_credits(
@@ -281,6 +290,9 @@ def answerer_rewards(
     for i, c in enumerate(credits):
         if mode == "format_only":
             out.append(float(defined[i]))  # type: ignore[index]
+            continue
+        if mode == "all_tests":
+            out.append(rewards.all_tests_reward(c))
             continue
         bonus = format_bonus if c.parsed and not c.trivial and c.reward is not None else 0.0
         out.append(None if c.reward is None else round(c.reward + bonus, 6))
@@ -623,7 +635,8 @@ def prompts_function_name(signature: str) -> str:
 
 class AnswererRewardFn:
     """TRL reward function of the answerer: dataset columns `tests`, `difficulty`,
-    `function_name` arrive as keyword lists; returns one reward (or None) per completion.
+    `function_name` arrive as keyword lists; returns one reward (or None) per completion, the
+    one `rewards_cfg.answerer` names (`answerer_rewards`' mode: honest, format_only, all_tests).
     With a `coach` (sparring.coach.Coach), each reward is also counted for its row's `family`
     and `level` columns and the families' levels are logged (`coach_level/<family>`) with the
     step's metrics; with a `reserve` too, `reselect` swaps the groups of a family whose level

@@ -248,10 +248,12 @@ class RewardsConfig:
         {"easy": 0.8, "medium": 1.0, "hard": 1.2}, "answerer: reward scale per difficulty"
     )
     format_bonus: float = _f(0.0, "answerer: bonus for a parseable code block", ge=0.0, le=1.0)
-    answerer: Literal["honest", "format_only"] = _f(
+    answerer: Literal["honest", "format_only", "all_tests"] = _f(
         "honest",
-        "answerer reward: honest (share of the tests no trivial code passes) or format_only "
-        "(1 when the answer defines the asked-for function with its parameters: the control)",
+        "answerer reward: honest (share of the tests no trivial code passes), format_only "
+        "(1 when the answer defines the asked-for function with its parameters: the control) "
+        "or all_tests (1 when the answer defines the asked-for function and passes every test "
+        "the reward sees, given and banked, else 0: the binary baseline)",
     )
     answerer_bank: bool = _f(
         True,

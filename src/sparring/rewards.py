@@ -1,7 +1,8 @@
 """Reward functions: plain Python data in, a float (or None) out.
 
-Covers: the answerer's difficulty-aware pass-rate reward, the generator's weighted adversarial
-reward (hardness against a frozen answerer, validity, diversity, consistency), the proposer's
+Covers: the answerer's difficulty-aware pass-rate reward, its honest credit and the binary
+all-tests baseline read off the same results, the generator's weighted adversarial reward
+(hardness against a frozen answerer, validity, diversity, consistency), the proposer's
 goldilocks reward, near-duplicate detection, and the checkpoint score.
 
 Convention: `None` means "no signal" (the sandbox itself failed); it is never turned into 0, so a
@@ -243,6 +244,33 @@ def answerer_credit(
     share = disc_passed / n_disc if n_disc and not trivial else 0.0
     reward = round(weights.get(difficulty, 1.0) * share, 6)
     return AnswererCredit(reward, n_passed, n, disc_passed, n_disc, trivial, n_passed == n > 0)
+
+
+def all_tests_reward(credit: AnswererCredit) -> float | None:
+    """The binary all-tests reward (`rewards.answerer: all_tests`, the common baseline of
+    arXiv 2605.02944): 1.0 when the answer defines the asked-for function (it parsed: code
+    without it never runs) and passes every test the reward sees, else 0.0. Read off the same
+    pass/fail results as the honest credit (`answerer_credit`: its `strict`), so the sandbox
+    runs once for either; unlike it there is no difficulty weight and no trivial-code check: code
+    that passes every test earns 1.0 whatever a trivial solution passes. A sandbox failure is
+    None (no signal); a problem without tests earns 0.
+
+    >>> all_tests_reward(answerer_credit([True, True, True], [False, True, True]))
+    1.0
+    >>> all_tests_reward(answerer_credit([True, True, False], [True, True, True]))  # 2 of 3
+    0.0
+    >>> all_tests_reward(answerer_credit(None, [True])), all_tests_reward(answerer_credit([], []))
+    (0.0, 0.0)
+    >>> all_tests_reward(answerer_credit([True, None], [True, True])) is None
+    True
+    >>> t = [[True, True]]  # trivial code passing every test: honest pays 0, all_tests 1
+    >>> answerer_credit([True, True], [False, False], t).reward, all_tests_reward(
+    ...     answerer_credit([True, True], [False, False], t))
+    (0.0, 1.0)
+    """
+    if credit.reward is None:
+        return None
+    return 1.0 if credit.parsed and credit.strict else 0.0
 
 
 def credit_view(

@@ -599,6 +599,10 @@ def is_treatment(field: str, mine: str, theirs: str) -> bool:
 
     >>> is_treatment("rewards.answerer", "honest", "format_only")
     True
+    >>> is_treatment("rewards.answerer", "all_tests", "format_only")
+    True
+    >>> is_treatment("rewards.answerer", "all_tests", "honest")
+    False
     >>> is_treatment("phase_schedule", "answerer", "generator_answerer")
     False
     >>> is_treatment("data.given_tests", "3", "100"), is_treatment("data.given_tests", "0", "3")
@@ -606,8 +610,9 @@ def is_treatment(field: str, mine: str, theirs: str) -> bool:
     >>> is_treatment("rewards.answerer_bank", "True", "False")
     True
     """
-    if field == "rewards.answerer":
-        return mine == "honest"
+    if field == "rewards.answerer":  # honest over the binary baseline over format alone
+        order = ("format_only", "all_tests", "honest")
+        return order.index(mine) > order.index(theirs)
     if field == "phase_schedule":
         return mine != "answerer"  # the self-play arm: it has a generator phase
     if field == "data.given_tests":  # 0 gives every test: the densest
