@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from sparring import lineage
 from sparring.config import from_dict
 from sparring.evaluation import learning
 from sparring.phases import evaluate as evaluate_mod
@@ -25,12 +26,19 @@ def test_heldout_json_carries_tasks_reward_seed_and_digest(tmp_path, monkeypatch
     write_jsonl([*same, *bundled], tmp_path / "val.jsonl")
     base = {p.id: 0.0 for p in [*same, *bundled]}
     final = {p.id: 1.0 for p in [*same, *bundled]}
+    both = {"discriminating": base, "defining": base, "defines": base, "strict": base}
     report = {
-        "baseline": {"val_sampled": {"discriminating": base}},
-        "snapshots": [{"round": 1, "val_sampled": {"discriminating": final}}],
+        "baseline": {"val_sampled": both},
+        "snapshots": [{"round": 1, "val_sampled": {**both, "discriminating": final}}],
     }
+    # the last round's answerer carries the start record init-models wrote (sparring.lineage)
+    start = {"configured": "tiny-random", "model": "tiny-random", "champion": None}
+    answerer = tmp_path / "a1"
+    answerer.mkdir()
+    (answerer / "sparring_model.json").write_text(json.dumps({"base": "x", "start": start}))
+    entries = [{"round": 1, "answerer_path": str(answerer), "tests_path": ""}]
     monkeypatch.setattr("sparring.phases.sandboxed.require_isolation", lambda cfg: None)
-    monkeypatch.setattr(evaluate_mod, "resolve_snapshots", lambda path, cache: [])
+    monkeypatch.setattr(evaluate_mod, "resolve_snapshots", lambda path, cache: entries)
     monkeypatch.setattr(evaluate_mod, "evaluate_snapshots", lambda *a, **k: report)
     monkeypatch.setattr(evaluate_mod.tracking, "log_artifacts", lambda *a, **k: None)
     monkeypatch.setattr(evaluate_mod.report_mod, "write_report", lambda *a, **k: [])
@@ -47,6 +55,8 @@ def test_heldout_json_carries_tasks_reward_seed_and_digest(tmp_path, monkeypatch
         **{f"t{i}": "abc" for i in range(6)},
         **{f"b{i}": f"b{i}" for i in range(5)},
     }
+    assert written["start"] == start and written["code"] == lineage.code_digest()
+    assert set(written["measures"]) == {"strict", "defining", "defines"}
     gains = report["learning"]["gains"]
     assert gains["heldout_new_tasks"]["discriminating"]["n"] == 1  # six instances, one task
     assert gains["heldout_bundled"]["discriminating"]["n"] == 5

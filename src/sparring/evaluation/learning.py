@@ -661,6 +661,10 @@ HELDOUT_FORMAT = 3  # 3: with start and code; 2: config_digest, seed and tasks; 
 # passed, which is where a one-test clause shows (a missed empty-input case costs 1 of 4 tests
 # of the share, and the whole answer here)
 ARM_MEASURES = (("discriminating", ""), ("strict", "_strict"))
+# the measures heldout.json keeps besides its own: every test passed, the share among answers
+# that define the asked-for function (a problem without such an answer before and after is left
+# out) and the definition rate: what a study reads beyond format
+STORED_MEASURES = ("strict", "defining", "defines")
 
 
 def heldout_record(

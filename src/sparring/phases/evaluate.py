@@ -90,7 +90,7 @@ def evaluate(
             code=lineage.code_digest(),
             measures={
                 m: learning.heldout_per_problem(report, sets, m)
-                for m, _ in learning.ARM_MEASURES if m != "discriminating"
+                for m in learning.STORED_MEASURES
             },
         )  # fmt: skip
         heldout_file.write_text(json.dumps(record, sort_keys=True))
