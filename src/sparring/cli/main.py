@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "sparring.cli.evaluate",
     "sparring.cli.serve",
     "sparring.cli.game",
+    "sparring.cli.study",
 )
 
 

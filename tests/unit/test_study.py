@@ -1,0 +1,228 @@
+"""The study of issue 62 without a model: its table and contrasts from planted heldout.json files
+(a clearly better arm, a null pair), its refusals (a chained run, a run of other code), and the
+runner's resume rule through its plan, the way `sparring study --dry-list` prints it."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from sparring import study_runner
+from sparring.cli.main import main
+from sparring.evaluation import study
+from sparring.evaluation.study import StudyRun
+
+TASKS = 10  # two renamed instances of each: the matrices count tasks, not problems
+BASE = {f"p{t}-{i}": 0.1 + 0.05 * t + 0.02 * i for t in range(TASKS) for i in range(2)}
+REPS = 1000
+
+
+def start(seed: int, code: str = "c1", champion: dict | None = None) -> dict:
+    return {
+        "configured": "smollm2-135m", "model": "smollm2-135m", "base": "smollm2-135m",
+        "weights": "w1", "base_weights": "w1", "champion": champion, "seed": 0,
+        "training_seed": seed, "code": code,
+    }  # fmt: skip
+
+
+def heldout(final: dict[str, float], seed: int, **start_fields) -> dict:
+    pairs = {pid: [BASE[pid], final[pid]] for pid in BASE}
+    strict = {pid: [0.0, 1.0 if final[pid] > 0.5 else 0.0] for pid in BASE}
+    begun = start(seed, **start_fields)
+    return {
+        "format": 3, "reward": "honest", "measure": "discriminating", "seed": 0,
+        "config_digest": "x", "sets": {"new_tasks": pairs, "bundled": {"b1": [0.5, 0.5]}},
+        "measures": {"strict": {"new_tasks": strict, "bundled": {"b1": [0.0, 0.0]}}},
+        "tasks": {pid: pid.split("-")[0] for pid in BASE}, "start": begun,
+        "code": begun["code"],
+    }  # fmt: skip
+
+
+def arm_runs(arm: str, gain: float, noise: float, rng: random.Random, **start_fields):
+    runs = []
+    for seed in (1, 2, 3):
+        final = {pid: b + gain + rng.uniform(-noise, noise) for pid, b in BASE.items()}
+        data = heldout(final, seed, **start_fields)
+        runs.append(StudyRun(f"study-{arm}-t{seed}", arm, seed, data))
+    return runs
+
+
+@pytest.fixture
+def clear_pair() -> list[StudyRun]:
+    """D gains 0.40 per task, F 0.05, each seed within +-0.05: D is better on every task."""
+    rng = random.Random(0)
+    return arm_runs("D", 0.40, 0.05, rng) + arm_runs("F", 0.05, 0.05, rng)
+
+
+def test_a_clearly_better_arm_shows_in_the_table_and_its_contrast(clear_pair):
+    result = study.analyse(clear_pair, reps=REPS)
+    d_f = next(
+        c for c in result["contrasts"] if c["contrast"] == "D-F" and c["measure"] == "new_tasks"
+    )
+    assert d_f["n"] == TASKS and d_f["seeds"] == [1, 2, 3]
+    assert 0.30 < d_f["delta"] < 0.40
+    assert d_f["lo"] > 0.0, d_f  # the interval over seeds and tasks excludes 0
+    assert d_f["probability_of_improvement"] > 0.9
+    row = next(r for r in result["table"] if r["arm"] == "D" and r["measure"] == "new_tasks")
+    assert row["base"] == pytest.approx(sum(BASE.values()) / len(BASE))
+    assert row["gain_lo"] > 0.3 and row["final_lo"] < row["final"] < row["final_hi"]
+    matrix = result["matrices"]["new_tasks"]
+    assert len(matrix["tasks"]) == TASKS and len(matrix["arms"]["D"]["final"]) == 3
+    table = study.table_text(result)
+    assert "new_tasks (n=10)" in table and "| D | 1,2,3 |" in table
+    line = next(s for s in study.contrast_lines(result) if s.startswith("STUDY D-F new_tasks "))
+    assert "n=10 seeds=3" in line and "poi=1.000" in line
+
+
+def test_a_null_pair_has_an_interval_across_zero():
+    """S holds G's per-seed scores in another seed order: the same distribution, delta 0."""
+    rng = random.Random(1)
+    given = arm_runs("G", 0.2, 0.15, rng)
+    selfplay = [
+        StudyRun(f"study-S-t{k}", "S", k, given[k % 3].heldout | {"start": start(k)})
+        for k in (1, 2, 3)
+    ]
+    result = study.analyse(given + selfplay, reps=REPS)
+    s_g = next(
+        c for c in result["contrasts"] if c["contrast"] == "S-G" and c["measure"] == "new_tasks"
+    )
+    assert s_g["lo"] < 0.0 < s_g["hi"], s_g
+    assert 0.3 < s_g["probability_of_improvement"] < 0.7
+    skipped = {s["contrast"] for s in result["skipped"]}
+    assert {"D-F", "G-F", "D-S", "D-B"} <= skipped
+
+
+def test_the_interval_resamples_tasks_too():
+    """One seed an arm: only resampling tasks can widen the interval around the delta."""
+    rng = random.Random(2)
+    runs = [arm_runs(arm, gain, 0.2, rng)[0] for arm, gain in (("D", 0.3), ("F", 0.1))]
+    (d_f,) = [c for c in study.analyse(runs, reps=REPS)["contrasts"] if c["measure"] == "new_tasks"]
+    assert d_f["seeds"] == [1] and d_f["hi"] - d_f["lo"] > 0.05, d_f
+
+
+def test_a_chained_run_is_refused_by_name(clear_pair):
+    chained = clear_pair[4]
+    data = chained.heldout | {
+        "start": start(2, champion={"name": "sparring-answerer", "alias": "champion", "version": 3})
+    }
+    runs = [*clear_pair[:4], StudyRun(chained.name, "F", 2, data), clear_pair[5]]
+    with pytest.raises(ValueError, match=r"study-F-t2: started from the champion"):
+        study.analyse(runs, reps=REPS)
+
+
+def test_a_run_of_other_code_is_refused_by_name(clear_pair):
+    odd = clear_pair[1]
+    data = odd.heldout | {"start": start(2, code="c2"), "code": "c2"}
+    runs = [clear_pair[0], StudyRun(odd.name, "D", 2, data), *clear_pair[2:]]
+    with pytest.raises(ValueError, match=r"study-D-t2: code c2, not the c1 of 5"):
+        study.analyse(runs, reps=REPS)
+
+
+def test_a_run_whose_code_changed_during_it_is_refused_by_name(clear_pair):
+    odd = clear_pair[3]
+    runs = [
+        *clear_pair[:3],
+        StudyRun(odd.name, "F", 1, odd.heldout | {"code": "c2"}),
+        *clear_pair[4:],
+    ]
+    with pytest.raises(ValueError, match=r"study-F-t1: started at code c1, evaluated at code c2"):
+        study.analyse(runs, reps=REPS)
+
+
+def test_a_measure_no_file_holds_is_listed_missing(clear_pair):
+    result = study.analyse(clear_pair, reps=200)
+    missing = {m["measure"]: m["why"] for m in result["missing"]}
+    assert set(missing) == {"new_tasks_defining", "new_families"}
+    assert "new_tasks_strict" in result["matrices"] and "bundled" in result["matrices"]
+    assert any(
+        s.startswith("STUDY new_tasks_defining missing") for s in study.contrast_lines(result)
+    )
+
+
+def test_the_share_among_defining_answers_is_read_on_the_problems_every_run_holds(clear_pair):
+    """A problem without a defining answer before or after training is missing from a run's
+    `defining` pairs, differently in each run: the matrix keeps the problems all runs hold
+    (without that, the runs would be refused as measuring different problems)."""
+    for i, run in enumerate(clear_pair):
+        pairs = dict(run.heldout["sets"]["new_tasks"])
+        del pairs[f"p{i % TASKS}-0"]  # each run lacks another problem
+        run.heldout["measures"]["defining"] = {"new_tasks": pairs}
+    matrix = study.measure_matrix(clear_pair, "new_tasks", "defining")
+    assert len(matrix["tasks"]) == TASKS  # every task keeps its second instance
+    assert len(matrix["arms"]["D"]["final"][0]) == TASKS
+
+
+def file_run(out: Path, arm: str, seed: int, code: str, digest: str) -> None:
+    folder = out / study_runner.run_name(arm, seed)
+    folder.mkdir(parents=True)
+    (folder / "heldout.json").write_text(json.dumps(heldout(dict(BASE), seed)))
+    record = {"arm": arm, "seed": seed, "code": code, "config_digest": digest, "finished": "t"}
+    (folder / "record.json").write_text(json.dumps(record))
+
+
+def test_the_plan_interleaves_arms_and_keeps_only_runs_of_todays_code_and_config(tmp_path):
+    def digest_of(sets):
+        return "cfg-" + sets[0].removeprefix("name=")
+
+    file_run(tmp_path, "F", 1, "today", "cfg-study-F-t1")  # kept
+    file_run(tmp_path, "D", 1, "older", "cfg-study-D-t1")  # other code: run again
+    file_run(tmp_path, "F", 2, "today", "cfg-before")  # other config: run again
+    items = study_runner.plan(tmp_path, ["D", "F"], [2, 1], "today", digest_of)
+    assert [(i.name, i.action) for i in items] == [
+        ("study-F-t1", "keep"), ("study-D-t1", "run"), ("study-F-t2", "run"),
+        ("study-D-t2", "run"),
+    ]  # fmt: skip
+    why = {i.name: i.why for i in items}
+    assert why["study-D-t1"] == "ran at code older, the code is today now"
+    assert why["study-F-t2"] == "ran config cfg-before, the config is cfg-study-F-t2 now"
+    assert why["study-D-t2"] == "not run yet"
+    sets = items[0].overrides
+    assert sets[:3] == ("name=study-F-t1", "training_seed=1", "storage.start_fresh=true")
+    assert "rewards.answerer=format_only" in sets
+
+
+def test_dry_list_plans_from_the_real_config_and_runs_nothing(tmp_path, monkeypatch, capsys):
+    from sparring import lineage
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("--dry-list ran a run")
+
+    monkeypatch.setattr(study_runner, "run_one", no_run)
+    sets = study_runner.overrides("D", 1)
+    file_run(
+        tmp_path, "D", 1, lineage.code_digest(),
+        study_runner.config_digest("configs/learn.yaml", sets),
+    )  # fmt: skip
+    file_run(  # the right config, other code
+        tmp_path, "F", 1, "0123456789abcdef",
+        study_runner.config_digest("configs/learn.yaml", study_runner.overrides("F", 1)),
+    )  # fmt: skip
+    argv = ["study", "--dry-list", "--arms", "F,D", "--seeds", "1", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "study: 2 runs, 1 to run, 1 kept" in out
+    assert "keep study-D-t1" in out
+    assert "run  study-F-t1     ran at code 0123456789abcdef" in out
+
+
+def test_the_runner_refuses_to_move_what_it_sets_itself():
+    with pytest.raises(Exception, match=r"the study sets storage\.start_fresh"):
+        study_runner.overrides("S", 1, ["storage.start_fresh=false"])
+
+
+def test_the_report_files_every_run_and_draws_the_figure(clear_pair, tmp_path):
+    result = study.analyse(clear_pair, reps=200)
+    runs = [(run, {"name": run.name, "code": "c1"}) for run in clear_pair]
+    path = study_runner.write_report(result, runs, tmp_path / "results", tmp_path / "study.png")
+    data = json.loads(path.read_text())
+    assert [r["start"]["champion"] for r in data["runs"]] == [None] * 6
+    assert data["matrices"]["new_tasks"]["arms"]["F"]["seeds"] == [1, 2, 3]
+    assert (tmp_path / "study.png").stat().st_size > 10_000
+
+
+def test_the_doc_examples():
+    assert doctest.testmod(study).failed == 0
