@@ -52,8 +52,8 @@ PURE = (
     "sparring.backends.builtins",
     "sparring.schedule",
     # the learning canary's problem families and its calibration summaries
-    "sparring.families", "sparring.families.base", "sparring.families.numeric",
-    "sparring.families.text", "sparring.calibration",
+    "sparring.families", "sparring.families.base", "sparring.families.spec",
+    "sparring.families.catalog", "sparring.calibration",
     # the curriculum coach's rule
     "sparring.coach",
 )  # fmt: skip
@@ -70,7 +70,7 @@ UPWARD_ALLOWED = {
 }
 # Modules outside sparring.backends that may compare a backend's name, and why.
 BACKEND_BRANCH_ALLOWED = {
-    "sparring.config": "config validation: what each backend supports",
+    "sparring.config.checks": "config validation: what each backend supports",
     "components": "the component image per backend (image_for)",
     "pipelines.selfplay": "the compile-time error: the warm start runs on torch only",
 }

@@ -1,0 +1,138 @@
+"""Checks across the fields of a validated Config: what each field allows given the others
+(topology and tuning mode, batch size and group size, reasoning stages and their order, pass@k
+and samples, known family names and levels, what each backend supports, TrainJob timeouts, vLLM
+modes), each refused with a one-line ConfigError naming the field and the fix.
+
+Covers: `check_cross_fields` (every check; run by `from_dict`) and `processes_per_node`.
+
+Does not cover: a field's own type and bounds (sparring.config.validate), or what the fields do.
+"""
+
+from __future__ import annotations
+
+from sparring.config.fields import ConfigError
+from sparring.config.problems import REASONING_STAGES
+from sparring.config.schema import Config
+
+
+def check_cross_fields(cfg: Config) -> None:
+    if cfg.topology == "shared" and not cfg.shared_model:
+        raise ConfigError(
+            "shared_model: required when topology is 'shared'; name the common base model"
+        )
+    if cfg.topology == "shared" and cfg.tuning_mode != "lora":
+        raise ConfigError(
+            "topology: 'shared' needs tuning_mode 'lora' (one adapter per role on one base)"
+        )
+    if cfg.grpo.per_device_batch_size % cfg.grpo.num_generations:
+        raise ConfigError(
+            f"grpo.per_device_batch_size: {cfg.grpo.per_device_batch_size} must be a multiple of "
+            f"grpo.num_generations ({cfg.grpo.num_generations})"
+        )
+    if cfg.grpo.revisit_order != "dataset" and not cfg.grpo.skip_flat_problems:
+        raise ConfigError(
+            f"grpo.revisit_order: {cfg.grpo.revisit_order!r} orders the problems sampled again "
+            "once some are skipped; set grpo.skip_flat_problems: true, or leave it 'dataset'"
+        )
+    stages = cfg.reasoning.stages
+    if not stages or stages[-1] != "code":
+        raise ConfigError("reasoning.stages: must be non-empty and end with 'code'")
+    if len(set(stages)) != len(stages):
+        raise ConfigError("reasoning.stages: each stage may appear once")
+    order = [REASONING_STAGES.index(s) for s in stages]
+    if order != sorted(order):
+        raise ConfigError(f"reasoning.stages: keep the order {', '.join(REASONING_STAGES)}")
+    for k in cfg.data.pass_k:
+        if k < 1 or k > cfg.data.eval_samples:
+            raise ConfigError(
+                f"data.pass_k: {k} needs 1 <= k <= data.eval_samples ({cfg.data.eval_samples})"
+            )
+    for level in cfg.rewards.difficulty_weights:
+        if level not in ("easy", "medium", "hard"):
+            raise ConfigError(
+                f"rewards.difficulty_weights.{level}: unknown level; use easy, medium, hard"
+            )
+    if cfg.backend == "mlx" and cfg.tuning_mode != "lora":
+        raise ConfigError("backend: 'mlx' supports tuning_mode 'lora' only")
+    if cfg.backend == "mlx" and cfg.topology != "dual":
+        raise ConfigError("backend: 'mlx' supports topology 'dual' only")
+    if cfg.backend == "mlx" and cfg.warm_start.steps:
+        raise ConfigError(
+            "warm_start.steps: the warm start (TRL SFTTrainer) runs on torch only; "
+            "set warm_start.steps: 0 with backend: mlx"
+        )
+    if not cfg.data.train:
+        raise ConfigError("data.train: name at least one problem source, e.g. [bundled]")
+    coach = cfg.coach
+    if coach.failure_threshold >= coach.success_threshold:
+        raise ConfigError(
+            f"coach.failure_threshold: {coach.failure_threshold} must be below "
+            f"coach.success_threshold ({coach.success_threshold})"
+        )
+    _check_families(cfg)
+    _check_distributed(cfg)
+
+
+def _check_families(cfg: Config) -> None:
+    from sparring.families import FAMILIES, LEVELS
+
+    fam = cfg.data.families
+    for key in ("families", "heldout_families"):
+        for name in getattr(fam, key):
+            if name not in FAMILIES:
+                raise ConfigError(
+                    f"data.families.{key}: unknown family {name!r}; known: {', '.join(FAMILIES)}"
+                )
+    for level in fam.levels:
+        if level not in LEVELS:
+            raise ConfigError(f"data.families.levels: {level}; use levels among {list(LEVELS)}")
+    if not fam.levels:
+        raise ConfigError("data.families.levels: name at least one level, e.g. [1, 2]")
+    both = sorted(set(fam.families) & set(fam.heldout_families))
+    if both:
+        raise ConfigError(
+            f"data.families.heldout_families: {both[0]!r} is also trained (data.families."
+            "families); a held-out family must not be trained"
+        )
+    if "families" in cfg.data.train and fam.heldout_seed == fam.seed and fam.heldout_per_family:
+        raise ConfigError(
+            "data.families.heldout_seed: equals data.families.seed, so the held-out instances "
+            "would be the training ones; choose another seed"
+        )
+
+
+def processes_per_node(cfg: Config) -> int:
+    """Training processes per node: `kubernetes.trainer.processes_per_node`, else one per GPU."""
+    k8s = cfg.kubernetes
+    return k8s.trainer.processes_per_node or max(1, k8s.gpu.count)
+
+
+def _check_distributed(cfg: Config) -> None:
+    """Cross-field checks of `kubernetes.trainer` and `distributed`."""
+    tr, d = cfg.kubernetes.trainer, cfg.distributed
+    if tr.nodes > 1 and cfg.backend != "torch":
+        raise ConfigError(
+            "kubernetes.trainer.nodes: TrainJobs run the torch backend; set backend: torch "
+            "or kubernetes.trainer.nodes: 1"
+        )
+    if tr.timeout_s and tr.timeout_s >= cfg.kubernetes.timeout_s:
+        raise ConfigError(
+            f"kubernetes.trainer.timeout_s: {tr.timeout_s} must be below kubernetes.timeout_s "
+            f"({cfg.kubernetes.timeout_s}), the limit of the task that waits for the TrainJob"
+        )
+    if d.strategy != "ddp" and cfg.topology == "shared":
+        raise ConfigError(
+            f"distributed.strategy: {d.strategy!r} shards one model per role; topology 'shared' "
+            "needs strategy 'ddp'"
+        )
+    if cfg.grpo.use_vllm and d.vllm_mode == "server" and not d.vllm_server_url:
+        raise ConfigError(
+            "distributed.vllm_server_url: required with distributed.vllm_mode 'server' "
+            "(the URL of a running `trl vllm-serve`)"
+        )
+    n = processes_per_node(cfg)
+    if cfg.grpo.use_vllm and d.vllm_mode == "colocate" and n % d.vllm_tensor_parallel_size:
+        raise ConfigError(
+            f"distributed.vllm_tensor_parallel_size: {d.vllm_tensor_parallel_size} must divide "
+            f"the {n} training processes per node (a vLLM engine may not span nodes)"
+        )

@@ -1,0 +1,111 @@
+"""The top-level Config: the run's own fields (name, seeds, rounds, topology, phase schedule,
+tuning mode, backend) and one field per section, plus the config as plain data and its digest.
+
+Covers: `Config` (with `model_for`, the model of a role under either topology, and `digest`, a
+short stable hash of the resolved config) and `to_dict`.
+
+Does not cover: the sections' fields (sparring.config.training, .problems, .infra), reading YAML
+and `--set` (sparring.config.load), validation (sparring.config.validate, .checks).
+"""
+
+# `_f(...)` returns a dataclasses.field carrying a field's doc and bounds
+# ruff: noqa: RUF009
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sparring.config.fields import _f
+from sparring.config.infra import (
+    DistributedConfig,
+    KubernetesConfig,
+    ServingConfig,
+    StorageConfig,
+    TrackingConfig,
+)
+from sparring.config.problems import (
+    DataConfig,
+    ReasoningConfig,
+    RewardsConfig,
+    SandboxConfig,
+    SelectionConfig,
+)
+from sparring.config.training import (
+    CoachConfig,
+    GameConfig,
+    GrpoConfig,
+    LoraConfig,
+    ModelConfig,
+    ModelsConfig,
+    StepsConfig,
+    WarmStartConfig,
+)
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str = _f("sparring", "experiment name: MLflow run names and output folders")
+    seed: int = _f(0, "random seed of sampling, splits and training", ge=0)
+    training_seed: int = _f(
+        0,
+        "a further seed of training alone (GRPO draws, sampling, LoRA init): runs that differ in "
+        "it alone share their problems and base scores, so their held-out gains pool "
+        "(`sparring eval pool`); 0 leaves training seeded by `seed` alone",
+        ge=0,
+    )
+    rounds: int = _f(2, "self-play rounds (unrolled into the DAG)", ge=1, le=100)
+    topology: Literal["dual", "shared"] = _f("dual", "dual: two models; shared: one base")
+    shared_model: str = _f("", "base model of both roles when topology is shared")
+    phase_schedule: Literal["generator_answerer", "answerer_generator_answerer", "answerer"] = _f(
+        "generator_answerer",
+        "phase order within a round; answerer: no generator phase and no bank (the given tests "
+        "alone, the arm self-play is measured against)",
+    )
+    generator_mode: Literal["tests", "problems"] = _f(
+        "tests", "tests: adversarial unit tests; problems: proposer of new problems"
+    )
+    tuning_mode: Literal["full", "lora"] = _f("lora", "full fine-tune or LoRA adapters")
+    backend: Literal["torch", "mlx"] = _f("torch", "torch (TRL) or mlx (Apple Silicon)")
+    dry_run: bool = _f(False, "materialize everything, skip GRPO updates")
+    lora: LoraConfig = _f(LoraConfig, "LoRA settings (tuning_mode: lora)")
+    models: ModelsConfig = _f(ModelsConfig, "models of each role (topology: dual)")
+    grpo: GrpoConfig = _f(GrpoConfig, "GRPO settings shared by both roles")
+    steps: StepsConfig = _f(StepsConfig, "step counts of the staged schedule")
+    coach: CoachConfig = _f(CoachConfig, "curriculum of the answerer over family levels")
+    warm_start: WarmStartConfig = _f(
+        WarmStartConfig, "supervised warm start of the answerer before self-play"
+    )
+    rewards: RewardsConfig = _f(RewardsConfig, "reward weights")
+    selection: SelectionConfig = _f(SelectionConfig, "checkpoint selection and promotion")
+    reasoning: ReasoningConfig = _f(ReasoningConfig, "answerer reasoning stages")
+    sandbox: SandboxConfig = _f(SandboxConfig, "limits of untrusted code execution")
+    data: DataConfig = _f(DataConfig, "problem sources and splits")
+    tracking: TrackingConfig = _f(TrackingConfig, "MLflow")
+    storage: StorageConfig = _f(StorageConfig, "pipeline root and S3")
+    kubernetes: KubernetesConfig = _f(KubernetesConfig, "cluster settings")
+    game: GameConfig = _f(GameConfig, "self-play engine: the game and how it is trained")
+    distributed: DistributedConfig = _f(
+        DistributedConfig, "multi-process training recipe (torchrun, TrainJob nodes)"
+    )
+    serving: ServingConfig = _f(ServingConfig, "sampling through an inference server; KServe")
+
+    def model_for(self, role: str) -> ModelConfig:
+        """The model config of a role, honouring the shared topology."""
+        if self.topology == "shared":
+            base = self.models.answerer
+            return dataclasses.replace(base, name=self.shared_model)
+        return getattr(self.models, role)
+
+    def digest(self) -> str:
+        """A short stable hash of the resolved config (for checkpoints and caching)."""
+        text = json.dumps(to_dict(self), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def to_dict(cfg: Any) -> dict[str, Any]:
+    """The config as plain data (the inverse of from_dict)."""
+    return dataclasses.asdict(cfg)
