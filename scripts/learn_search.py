@@ -162,9 +162,10 @@ def main() -> int:
 
     from sparring.calibration import calibrate
     from sparring.config import load_config
+    from sparring.families.sets import trained_families
     from sparring.lineage import code_digest
     from sparring.phases.answerer import train_answerer
-    from sparring.phases.materialize import materialize, trained_families
+    from sparring.phases.materialize import materialize
 
     out = ROOT / args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -174,7 +175,7 @@ def main() -> int:
     common = [f"models.answerer.name={args.model}", f"steps.answerer={args.steps}", "rounds=1"]
     base_cfg = load_config(learn, common)
     levels = list(base_cfg.data.families.levels)
-    families = trained_families(base_cfg)
+    families = trained_families(base_cfg.data.families)
 
     def dev_rows(model: str) -> list[dict]:
         # base_cfg for every arm: the same temperature, budget and sampling seed

@@ -14,7 +14,7 @@ import ast
 import gzip
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -265,6 +265,11 @@ def split(problems: list[Problem], val_fraction: float, seed: int) -> tuple[list
 
 
 HELDOUT_TAG = "heldout:"  # + the held-out set's name: seen, unseen, or a data.heldout source
+
+
+def heldout_tagged(problems: list[Problem], name: str) -> list[Problem]:
+    """The problems, each tagged as a member of the held-out set `name`."""
+    return [replace(p, tags=[*p.tags, HELDOUT_TAG + name]) for p in problems]
 
 
 def heldout_sets(problems: list[Problem]) -> dict[str, list[str]]:

@@ -21,7 +21,7 @@ from sparring.problems import write_jsonl
 pytestmark = pytest.mark.integration
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[2]
-FAMILY = "digits"
+FAMILY = "digit_ops"
 SETS = [
     "coach.enabled=true",
     "coach.start_level=2",

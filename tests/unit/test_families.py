@@ -16,16 +16,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import sparring.families as families_module
 from sparring.cli.main import main
 from sparring.errors import SparringError
 from sparring.families import (
     FAMILIES,
     LEVELS,
+    NEW_FAMILIES,
     OP_TAG,
     SPECS,
     TASK_TAG,
-    Draft,
-    Family,
+    TRAINED_FAMILIES,
     FamilyError,
     build_draft,
     check_instance,
@@ -33,8 +34,8 @@ from sparring.families import (
     generate,
     normalized_key,
 )
-from sparring.families.base import make
 from sparring.families.identity import task_key
+from sparring.families.spec import FamilySpec, Op, as_family
 from sparring.given_tests import EDGE_TAG
 from sparring.problems import load_source, write_jsonl
 from sparring.trivial import trivial_family
@@ -43,7 +44,7 @@ PAIRS = [(name, level) for name in FAMILIES for level in FAMILIES[name].levels]
 ID = re.compile(r"fam-(?P<family>[a-z_]+)-L(?P<level>[0123])-s(?P<seed>\d+)-(?P<index>\d+)")
 
 
-def _define(draft: Draft):
+def _define(draft):
     namespace: dict = {}
     exec(draft.source, namespace)
     return namespace[draft.name]
@@ -55,6 +56,20 @@ def test_at_least_12_families_over_lists_strings_integers_and_mappings():
     for name, family in FAMILIES.items():
         assert family.name == name
         assert {0, 1} <= set(family.levels) <= set(LEVELS) and family.description
+    # one family system: every family is a spec read by the one generator
+    assert list(FAMILIES) == list(SPECS)
+
+
+def test_the_trained_families_are_the_ones_configs_learn_yaml_trains_on():
+    """`sparring problems families` defaults to them: they must be what `make learn` trains."""
+    from pathlib import Path
+
+    from sparring.config import load_config
+
+    learn = load_config(Path(__file__).resolve().parents[2] / "configs" / "learn.yaml")
+    assert list(learn.data.families.families) == list(TRAINED_FAMILIES)
+    assert list(learn.data.families.heldout_families) == list(NEW_FAMILIES)
+    assert set(TRAINED_FAMILIES) | set(NEW_FAMILIES) == set(FAMILIES)
 
 
 @pytest.mark.parametrize(("family", "level"), PAIRS)
@@ -98,10 +113,8 @@ def test_every_instance_passes_its_checks(seed):
             TASK_TAG + task_key(p),
         ]
         assert p.tags[4].startswith(EDGE_TAG)
-        if m["family"] in SPECS:  # the operation drawn, constants aside
-            assert p.tags[5:] == [OP_TAG + f"{m['family']}/" + p.tags[5].split("/", 1)[1]]
-        else:
-            assert p.tags[5:] == []
+        # the operation drawn, constants aside
+        assert p.tags[5:] == [OP_TAG + f"{m['family']}/" + p.tags[5].split("/", 1)[1]]
         assert p.difficulty == {"0": "easy", "1": "easy", "2": "medium", "3": "hard"}[m["level"]]
         assert 8 <= len(p.baseline_tests) <= 10
         assert all(t.startswith(f"assert {p.function_name}(") for t in p.baseline_tests)
@@ -139,11 +152,11 @@ def test_different_seeds_give_different_instances():
 
 
 def test_counts_ids_and_subsets():
-    problems = generate(9, 3, families=["digits", "word_ops"], levels=[1, 3])
+    problems = generate(9, 3, families=["digit_ops", "word_list"], levels=[1, 2])
     assert len(problems) == 2 * 2 * 3
     ids = [p.id for p in problems]
     assert len(set(ids)) == len(ids)
-    assert ids[0] == "fam-digits-L1-s9-0" and ids[-1] == "fam-word_ops-L3-s9-2"
+    assert ids[0] == "fam-digit_ops-L1-s9-0" and ids[-1] == "fam-word_list-L2-s9-2"
     # an instance depends on (seed, family, level, index), not on what else was asked for
     full = {p.id: p for p in generate(9, 3)}
     assert all(full[p.id] == p for p in problems)
@@ -163,7 +176,7 @@ def test_problems_round_trip_through_the_loaders(tmp_path):
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"families": ["nope"]}, "unknown problem family 'nope'; known: filter_aggregate"),
+        ({"families": ["nope"]}, "unknown problem family 'nope'; known: list_stat"),
         ({"levels": [4]}, "unknown level 4; known: 0, 1, 2, 3"),
         ({"levels": [True]}, "unknown level True"),
         ({"per_family": 0}, "per_family 0"),
@@ -184,13 +197,13 @@ def test_bad_arguments_are_one_line_family_errors(kwargs, message):
 # --- the checks catch what they check ----------------------------------------------------
 
 
-def _one(family: str = "filter_aggregate", level: int = 1):
+def _one(family: str, level: int):
     return generate(5, 1, families=[family], levels=[level])[0]
 
 
 def test_check_catches_a_wrong_reference():
-    p = _one("multiples", 1)
-    off_by_one = p.reference_solution.replace(" + 1)", ")")
+    p = _one("list_stat", 0)  # the sum of the first two elements
+    off_by_one = p.reference_solution.replace("return ", "return 1 + ")
     assert off_by_one != p.reference_solution
     issues = check_instance(replace(p, reference_solution=off_by_one))
     assert issues and all(i.startswith("the reference fails assert ") for i in issues), issues
@@ -199,10 +212,10 @@ def test_check_catches_a_wrong_reference():
 
 
 def test_check_catches_tests_that_trivial_code_passes():
-    p = _one("rearrange", 1)
+    p = _one("list_filter", 1)  # the elements greater than -3, sorted
     name = p.function_name
     trivial_tests = [f"assert {name}({[i, i]!r}) == {[i, i]!r}" for i in range(8)]
-    # the reference passes them (rotating [i, i] gives [i, i]), so only discrimination fails
+    # the reference passes them (sorting [i, i] gives [i, i]), so only discrimination fails
     issues = check_instance(replace(p, baseline_tests=trivial_tests))
     assert len(issues) == 1 and issues[0].startswith("discriminating tests: 0 of 8"), issues
     assert "echo_0" in issues[0] and "list_first" in issues[0]
@@ -228,7 +241,7 @@ def _trivially_passed(test: str, name: str) -> bool:
 
 
 def test_check_catches_counts_lengths_tags_and_repeats():
-    p = _one("digits", 2)
+    p = _one("digit_ops", 2)
     assert check_instance(p) == []
     few = check_instance(replace(p, baseline_tests=p.baseline_tests[:5]))
     assert "test count 5; need 8 to 10" in few
@@ -249,16 +262,14 @@ def test_check_catches_counts_lengths_tags_and_repeats():
 
 
 def test_a_family_that_cannot_make_a_valid_instance_is_a_clear_error(monkeypatch):
-    def build(rng: random.Random, level: int) -> Draft:
-        # every answer is 0: trivial code passes every test
-        return make(
-            rng, ["zero"], [("xs", "list[int]")], "int", ["Return 0.", "Zero.", "Nothing."], {},
-            "    return 0\n", lambda xs: 0, [([],)], lambda r: ([r.randint(0, 9)],),
-        )  # fmt: skip
-
-    monkeypatch.setitem(
-        FAMILIES, "broken", Family("broken", "lists", "d", {1: "", 2: "", 3: ""}, build)
-    )
+    # every answer is 0: trivial code passes every test
+    zero = Op("zero", ("zero",), ("return 0",), "0")
+    spec = FamilySpec(
+        "broken", "lists", "d", ((("xs",), "list[int]"),), "int", ("{Task}.",), {1: (zero,)},
+        (([],),), lambda r: ([r.randint(0, 9)],),
+    )  # fmt: skip
+    monkeypatch.setitem(SPECS, "broken", spec)
+    monkeypatch.setitem(FAMILIES, "broken", as_family(spec))
     with pytest.raises(
         FamilyError,
         match=r"^family broken level 1: no valid instance for seed 0 index 0 in 40 tries",
@@ -268,15 +279,16 @@ def test_a_family_that_cannot_make_a_valid_instance_is_a_clear_error(monkeypatch
 
 def test_a_reference_that_disagrees_is_a_bug_not_redrawn(monkeypatch):
     """Redrawing would hide a broken variant behind the other variants of its level."""
-    family = FAMILIES["window"]
+    render = families_module.render
 
-    def build(rng: random.Random, level: int) -> Draft:
-        draft = family.build(rng, level)
-        return replace(draft, body="    return None\n")
+    def broken(*args):
+        return replace(render(*args), body="    return None\n")
 
-    monkeypatch.setitem(FAMILIES, "window", replace(family, build=build))
-    with pytest.raises(FamilyError, match=r"^family window level 2 is broken: the reference fails"):
-        generate(0, 1, families=["window"], levels=[2])
+    monkeypatch.setattr(families_module, "render", broken)
+    with pytest.raises(
+        FamilyError, match=r"^family list_map level 2 is broken: the reference fails"
+    ):
+        generate(0, 1, families=["list_map"], levels=[2])
 
 
 # --- the CLI ----------------------------------------------------------------------------
@@ -286,16 +298,16 @@ def test_cli_writes_a_file_that_problems_list_reads(tmp_path):
     out = tmp_path / "sub" / "fam.json"
     cmd = [sys.executable, "-m", "sparring.cli.main", "problems"]
     made = subprocess.run(
-        [*cmd, "families", "--seed", "3", "--per-family", "2", "--families", "digits,window",
+        [*cmd, "families", "--seed", "3", "--per-family", "2", "--families", "digit_ops,word_list",
          "--levels", "1,2", "--out", str(out)],
         capture_output=True, text=True,
     )  # fmt: skip
     assert made.returncode == 0, made.stderr
     assert made.stdout == (
-        f"wrote 8 problems (2 families x 2 levels x 2) to {out}: 8 distinct tasks, "
-        "8 distinct prompts\n"
+        f"wrote 8 problems (2 families x 2 levels x 2) to {out}: 7 distinct tasks, "
+        "7 distinct prompts\n"
     )
-    assert load_source(str(out)) == generate(3, 2, ["digits", "window"], [1, 2])
+    assert load_source(str(out)) == generate(3, 2, ["digit_ops", "word_list"], [1, 2])
     listed = subprocess.run([*cmd, "list", "--source", str(out)], capture_output=True, text=True)
     assert listed.returncode == 0 and listed.stdout.endswith("8 problems\n")
 
@@ -316,17 +328,21 @@ def test_cli_writes_jsonl(tmp_path, capsys):
     out = tmp_path / "fam.jsonl"
     rc = main(["problems", "families", "--seed", "0", "--per-family", "1", "--out", str(out)])
     assert rc == 0
-    # the default levels, 1-3 (level 0 is asked for by name); the spec families have level 1
-    n = sum(len({1, 2, 3} & set(f.levels)) for f in FAMILIES.values())
-    assert capsys.readouterr().out.startswith(f"wrote {n} problems ({len(FAMILIES)} families")
+    # the default: the families configs/learn.yaml trains on, levels 1 and 2 (level 0 is asked
+    # for by name)
+    n = 2 * len(TRAINED_FAMILIES)
+    assert capsys.readouterr().out.startswith(
+        f"wrote {n} problems ({len(TRAINED_FAMILIES)} families x 2 levels"
+    )
     assert len(out.read_text().splitlines()) == n
-    assert [p.id for p in load_source(str(out))] == [p.id for p in generate(0, 1)]
+    default = generate(0, 1, list(TRAINED_FAMILIES), [1, 2])
+    assert [p.id for p in load_source(str(out))] == [p.id for p in default]
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--families", "digits,nope"], "unknown problem family 'nope'"),
+        (["--families", "list_stat,nope"], "unknown problem family 'nope'"),
         (["--levels", "1,4"], "--levels: '4' is not one of 0, 1, 2, 3"),
         (["--levels", "two"], "--levels: 'two'"),
         (["--per-family", "0"], "--per-family 0: must be at least 1"),

@@ -13,8 +13,8 @@ from sparring.config import ConfigError, from_dict
 from sparring.families import NEW_FAMILIES, renamed, task_tag
 from sparring.families import sets as family_sets_mod
 from sparring.families.identity import prompt_key
-from sparring.families.sets import family_task_keys
-from sparring.phases.materialize import problem_sets, trained_families
+from sparring.families.sets import family_task_keys, trained_families
+from sparring.phases.materialize import problem_sets
 from sparring.problems import heldout_sets, load_bundled
 from sparring.problems import split as split_problems
 
@@ -45,7 +45,7 @@ def test_training_is_the_trained_families_only():
     }
     assert not any(t.startswith("heldout:") for p in sets.train for t in p.tags)
     everything_else = _cfg(families=[])
-    assert set(trained_families(everything_else)).isdisjoint(NEW_FAMILIES)
+    assert set(trained_families(everything_else.data.families)).isdisjoint(NEW_FAMILIES)
 
 
 def test_heldout_sets_are_split_by_task():
@@ -116,3 +116,32 @@ def test_a_planted_training_task_is_dropped_from_the_new_tasks(monkeypatch):
     assert "fam-planted-L0-s1-0" not in {p.id for p in clean.heldout}
     assert clean.dropped["new_tasks"] == baseline.dropped["new_tasks"] + 1
     assert clean.task_overlap == 0
+
+
+def test_each_source_owns_its_split():
+    """Files and families in one data.train: the families' instances all train (their
+    held-out sets are fresh draws), the files' problems are the pool of the validation split;
+    materialize only asks the sets (`split_val`), naming no source."""
+    cfg = from_dict(
+        {
+            "data": {
+                "train": ["bundled", "families"],
+                "families": {
+                    "families": TRAINED[:2],
+                    "levels": [0],
+                    "per_family": 2,
+                    "heldout_per_family": 0,
+                },
+                "val_fraction": 0.2,
+            }
+        }
+    )
+    sets = problem_sets(cfg)
+    bundled = load_bundled()
+    assert [p.id for p in sets.train[: len(bundled)]] == [p.id for p in bundled]
+    assert sets.val_pool == {p.id for p in bundled}
+    assert sets.heldout == [] and sets.dropped == {} and sets.task_overlap == 0
+    train, val = sets.split_val(sets.train, 0.2, cfg.seed)
+    bundled_train, bundled_val = split_problems(bundled, 0.2, cfg.seed)
+    assert val == bundled_val
+    assert train == [*bundled_train, *sets.train[len(bundled) :]]

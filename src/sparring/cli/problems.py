@@ -54,15 +54,18 @@ def add_commands(sub) -> None:
         help="write seeded problems generated from the procedural problem families",
         description=(
             "Writes --per-family instances of every chosen (family, level) pair: short "
-            "function-writing problems over lists, strings, integers and dicts whose function "
-            "and parameter names, constants and phrasing come from --seed. Level 1 is one "
-            "simple step; levels 2 and 3 add steps and edge-case rules. Every instance has 8-10 "
-            "tests that its reference solution passes, at least 3 (and half) of which no "
-            "trivial solution passes. The same arguments write the same file; ids are "
-            "fam-<family>-L<level>-s<seed>-<index>. An unknown family name is refused with the "
-            "list of known ones. It prints how many instances, distinct tasks (functions, "
-            "compared by their outputs on a fixed pool of inputs) and distinct prompts (names "
-            "taken out) it wrote."
+            "function-writing problems over lists, strings, integers and dicts, each drawn "
+            "from a family's operations and their constants, with function and parameter "
+            "names and phrasing from --seed. Level 0 is one step with drawn constants, level "
+            "1 two steps, level 2 level 0 with a stated value for the empty input. Every "
+            "instance has 8-10 tests that its reference solution passes, at least 3 (and "
+            "half) of which no trivial solution passes. The same arguments write the same "
+            "file; ids are fam-<family>-L<level>-s<seed>-<index>. Without --families it "
+            "writes the 14 families that configs/learn.yaml (`make learn`) trains on; name "
+            "others with --families (the held-out digit_ops and dict_keys, or any of the "
+            "16); an unknown name is refused with the list of known ones. It prints how many "
+            "instances, distinct tasks (functions, compared by their outputs on a fixed pool "
+            "of inputs) and distinct prompts (names taken out) it wrote."
         ),
         epilog="Example: sparring problems families --seed 1 --per-family 5 --out fam.jsonl",
     )
@@ -77,13 +80,16 @@ def add_commands(sub) -> None:
         help="required: instances of each family at each level (>= 1)",
     )
     p.add_argument(
-        "--families", metavar="A,B", help="comma-separated family names (default: all of them)"
+        "--families",
+        metavar="A,B",
+        help="comma-separated family names (default: the 14 that configs/learn.yaml trains "
+        "on; the held-out ones are digit_ops,dict_keys)",
     )
     p.add_argument(
         "--levels",
-        metavar="1,2",
-        default="1,2,3",
-        help="comma-separated levels, 0 to 3 (default: 1,2,3; 0 is one built-in step)",
+        metavar="0,1",
+        default="1,2",
+        help="comma-separated levels, 0 to 2 (default: 1,2; configs/learn.yaml trains on 0)",
     )
     p.add_argument(
         "--out",
@@ -174,17 +180,19 @@ def _problems_check(args: argparse.Namespace) -> int:
 
 def _problems_families(args: argparse.Namespace) -> int:
     from sparring.atomic import write_file
-    from sparring.families import LEVELS, FamilyError, generate
+    from sparring.families import LEVELS, TRAINED_FAMILIES, FamilyError, generate
 
     seed = _int_option(args.seed, "--seed", 0, FamilyError)
     per_family = _int_option(args.per_family, "--per-family", 1, FamilyError)
     if not args.out:
         raise FamilyError("--out FILE is required: where to write the problems (.json or .jsonl)")
-    families = None
+    families = list(TRAINED_FAMILIES)
     if args.families is not None:
         families = [name.strip() for name in args.families.split(",") if name.strip()]
         if not families:
-            raise FamilyError("--families: name at least one family, or leave it out for all")
+            raise FamilyError(
+                "--families: name at least one family, or leave it out for the default"
+            )
     levels = []
     for part in args.levels.split(","):
         level = part.strip()

@@ -1,18 +1,23 @@
 """Problem families: procedurally generated function-writing problems, seeded and checked.
 
-Covers: `FAMILIES` (14 families over integer lists, strings, integers and mappings, each with
-levels 0-3: level 0 is one built-in step, level 1 one simple step with a condition, each
-further level adds a step or an edge-case rule; `generate` makes levels 1-3 unless level 0 is
-named), `generate` (per_family instances of every (family, level) pair,
-identical for the same seed in any process), and `check_instance` (the reference passes every
-test, and at least 3 tests, and at least half, are passed by no trivial solution of
-sparring.trivial). A family level picks, per instance, its function and parameter names, its
-constants and one of at least three phrasings; its inputs always include the edge cases.
+Covers: `FAMILIES` (the 16 drawn-operation families of sparring.families.catalog, over integer
+lists, strings, integers and mappings, each a `FamilySpec` read by the one generator of
+sparring.families.spec: level 0 is one step with drawn constants, level 1 two steps, level 2
+level 0 with a stated value for the empty input; `TRAINED_FAMILIES` are the 14 that
+configs/learn.yaml trains on, `NEW_FAMILIES` the 2 it holds out), `generate` (per_family
+instances of every (family, level) pair, identical for the same seed in any process; levels 1
+and 2 unless others are named), `renamed` (a task shown again under other names) and
+`check_instance` (the reference passes every test, and at least 3 tests, and at least half, are
+passed by no trivial solution of sparring.trivial). An instance draws its task (operation and
+constants) from one stream and its function and parameter names, phrasing and tests from
+another; its inputs always include the edge cases.
 
 Does not cover: the sandbox. Expected values come from each family's own Python (trusted: it
 is this package's code), and the checks exec the reference and the trivial solutions
-in-process. Materializing datasets and scoring answers are the pipeline's (sparring.phases).
-The families themselves live in sparring.families.numeric and sparring.families.text.
+in-process. The specs themselves (sparring.families.catalog), drawing and rendering
+(sparring.families.spec), task identity (sparring.families.identity), the training and
+held-out sets (sparring.families.sets); materializing datasets and scoring answers are the
+pipeline's (sparring.phases).
 """
 
 from __future__ import annotations
@@ -27,12 +32,9 @@ from typing import Any
 
 from sparring.errors import SparringError
 from sparring.families.base import Args, Draft, Family
-from sparring.families.catalog import NEW_FAMILIES, SPECS
+from sparring.families.catalog import NEW_FAMILIES, SPECS, TRAINED_FAMILIES
 from sparring.families.identity import prompt_key, task_key
-from sparring.families.level0 import LEVEL0, SUMMARY
-from sparring.families.numeric import FAMILIES_NUMERIC
 from sparring.families.spec import as_family, draw_task, render
-from sparring.families.text import FAMILIES_TEXT
 from sparring.given_tests import edge_tag
 from sparring.problems import Problem
 from sparring.trivial import argument_count, trivial_family
@@ -44,6 +46,7 @@ __all__ = [
     "OP_TAG",
     "SPECS",
     "TASK_TAG",
+    "TRAINED_FAMILIES",
     "Draft",
     "Family",
     "FamilyError",
@@ -56,17 +59,11 @@ __all__ = [
     "task_tag",
 ]
 
-FAMILIES: dict[str, Family] = {
-    **{
-        f.name: replace(f, levels={0: SUMMARY[f.name], **f.levels})
-        for f in (*FAMILIES_NUMERIC, *FAMILIES_TEXT)
-    },
-    **{name: as_family(spec) for name, spec in SPECS.items()},
-}
+FAMILIES: dict[str, Family] = {name: as_family(spec) for name, spec in SPECS.items()}
 LEVELS = (0, 1, 2, 3)
 TASK_TAG = "task:"  # + the instance's task key (sparring.families.identity)
-OP_TAG = "op:"  # + `family/op` of a spec family's instance: the operation, constants aside
-DEFAULT_LEVELS = (1, 2, 3)  # level 0 (one built-in step) is asked for by name
+OP_TAG = "op:"  # + `family/op` of an instance: the operation, constants aside
+DEFAULT_LEVELS = (1, 2)  # level 0 (one step with drawn constants) is asked for by name
 DIFFICULTY = {0: "easy", 1: "easy", 2: "medium", 3: "hard"}
 MIN_TESTS, MAX_TESTS = 8, 10
 MIN_DISCRIMINATING = 3
@@ -104,22 +101,17 @@ def build_draft(family: str, level: int, rng: random.Random) -> Draft:
 
 
 def _build(family: Family, rng: random.Random, level: int) -> Draft:
-    if family.name in SPECS:
-        return family.build(rng, level)
-    return LEVEL0[family.name](rng) if level == 0 else family.build(rng, level)
+    return family.build(rng, level)
 
 
 def _draft(family: Family, level: int, key: str, rename: str = "") -> tuple[Draft, random.Random]:
-    """The draft of one sub-seed `key` and the stream its tests are drawn from. A spec family
-    draws its task from one stream and its names, phrasing and tests from another, so
-    `rename` shows the same task under other names."""
-    if family.name in SPECS:
-        spec = SPECS[family.name]
-        task = draw_task(spec, random.Random(key + ":task"), level)
-        rng = random.Random(key + ":names" + (f":{rename}" if rename else ""))
-        return render(spec, task, rng), rng
-    rng = random.Random(key + (f":{rename}" if rename else ""))
-    return _build(family, rng, level), rng
+    """The draft of one sub-seed `key` and the stream its tests are drawn from. The task is
+    drawn from one stream and the names, phrasing and tests from another, so `rename` shows
+    the same task under other names."""
+    spec = SPECS[family.name]
+    task = draw_task(spec, random.Random(key + ":task"), level)
+    rng = random.Random(key + ":names" + (f":{rename}" if rename else ""))
+    return render(spec, task, rng), rng
 
 
 def generate(
@@ -128,8 +120,8 @@ def generate(
     families: Sequence[str] | None = None,
     levels: Sequence[int] = DEFAULT_LEVELS,
 ) -> list[Problem]:
-    """`per_family` checked instances of each (family, level) pair that exists (the spec
-    families have levels 0 and 1), families in `FAMILIES` order unless named, ids
+    """`per_family` checked instances of each (family, level) pair that exists (every family
+    has levels 0, 1 and 2), families in `FAMILIES` order unless named, ids
     `fam-<family>-L<level>-s<seed>-<index>`; a family with none of `levels` is an error. The
     same arguments give the same problems in any process; an instance depends only on (seed,
     family, level, index), unless it repeats an earlier one (prompt, or task while new ones
@@ -162,12 +154,12 @@ def generate(
 
 
 def renamed(problem: Problem, rename: str) -> Problem:
-    """The task of a spec family's generated instance shown in other words: other names,
-    another phrasing (another prompt key) and other tests, seeded by `rename`; its id gains
-    `-r<rename>`. FamilyError for an instance no spec family made."""
+    """The task of a generated instance shown in other words: other names, another phrasing
+    (another prompt key) and other tests, seeded by `rename`; its id gains `-r<rename>`.
+    FamilyError for an instance no family made."""
     family, level, seed, index = _origin(problem)
-    if family not in SPECS:
-        raise FamilyError(f"{problem.id}: only instances of spec families can be renamed")
+    if family not in FAMILIES:
+        raise FamilyError(f"{problem.id}: not an instance of a known family")
     fam = FAMILIES[family]
     keys = (_sub_seed(seed, family, level, index, attempt) for attempt in range(ATTEMPTS))
     key = next(

@@ -1,17 +1,15 @@
 """The parts every problem family is built from: the `Draft` of one instance, the `Family`
-record, conditions with their text, source and test, and the seeded input generators.
+record, the parameter names and the seeded input generators.
 
-Does not cover: the families themselves (sparring.families.numeric, sparring.families.text) or
-choosing tests and checking instances (sparring.families).
+Does not cover: the families themselves (sparring.families.catalog), drawing and rendering
+(sparring.families.spec), or choosing tests and checking instances (sparring.families).
 """
 
 from __future__ import annotations
 
 import random
-import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from string import Template
 from typing import Any
 
 Args = tuple[Any, ...]
@@ -62,75 +60,6 @@ class Family:
     build: Callable[[random.Random, int], Draft]
 
 
-@dataclass(frozen=True)
-class Cond:
-    """A yes/no property with its English (`text`, fits "... that are TEXT"), its Python
-    (`expr`, `$v` stands for the variable) and its trusted test."""
-
-    text: str
-    expr: str
-    test: Callable[[Any], bool]
-    word: str  # for function names: sum_<word>
-
-    def src(self, var: str) -> str:
-        return Template(self.expr).substitute(v=var)
-
-
-def int_cond(rng: random.Random, kind: str) -> Cond:
-    """A condition on an integer list element, with a fresh random constant."""
-    if kind == "even":
-        return Cond("even", "$v % 2 == 0", lambda x: x % 2 == 0, "even")
-    if kind == "odd":
-        return Cond("odd", "$v % 2 != 0", lambda x: x % 2 == 1, "odd")
-    if kind == "gt":
-        t = rng.randint(0, 25)
-        return Cond(f"greater than {t}", f"$v > {t}", lambda x: x > t, rng.choice(["big", "large"]))
-    if kind == "lt":
-        t = rng.randint(-5, 20)
-        return Cond(f"less than {t}", f"$v < {t}", lambda x: x < t, rng.choice(["small", "low"]))
-    if kind == "div":
-        k = rng.choice([3, 4, 5])
-        return Cond(f"divisible by {k}", f"$v % {k} == 0", lambda x: x % k == 0, f"div{k}")
-    if kind == "pos":
-        return Cond("positive", "$v > 0", lambda x: x > 0, "positive")
-    if kind == "neg":
-        return Cond("negative", "$v < 0", lambda x: x < 0, "negative")
-    raise ValueError(kind)
-
-
-def code(text: str, **names: str) -> str:
-    """A reference body from an indented template: `$name` placeholders filled, four spaces in."""
-    body = Template(textwrap.dedent(text).strip("\n")).substitute(names)
-    return textwrap.indent(body, "    ") + "\n"
-
-
-def make(
-    rng: random.Random,
-    names: Sequence[str],
-    params: Sequence[tuple[str, str]],
-    returns: str,
-    templates: Sequence[str],
-    fields: dict[str, Any],
-    body: str,
-    impl: Callable[..., Any],
-    edges: Sequence[Args],
-    random_input: Callable[[random.Random], Args],
-) -> Draft:
-    """A Draft with its function name and its phrasing chosen by the seed."""
-    template = rng.choice(list(templates))
-    return Draft(
-        name=rng.choice(list(names)),
-        params=tuple(params),
-        returns=returns,
-        description=template.format(**fields),
-        template=template,
-        body=body,
-        impl=impl,
-        edge_inputs=tuple(edges),
-        random_input=random_input,
-    )
-
-
 def int_list(
     rng: random.Random, min_len: int = 2, max_len: int = 8, lo: int = -20, hi: int = 50
 ) -> list[int]:
@@ -168,55 +97,3 @@ SHORT_WORDS = (
 
 def sentence(rng: random.Random, min_words: int = 2, max_words: int = 6) -> str:
     return " ".join(rng.choice(SHORT_WORDS) for _ in range(rng.randint(min_words, max_words)))
-
-
-# kind -> plural noun, singular noun (with article), Python test of `$v`, name word
-CHAR_CLASSES: dict[str, dict[str, str]] = {
-    "vowel": {
-        "pl": "vowels (a, e, i, o, u, lowercase or uppercase)",
-        "sg": "vowel (a, e, i, o, u, lowercase or uppercase)",
-        "a": "a vowel (a, e, i, o, u in either case)",
-        "expr": "$v in 'aeiouAEIOU'",
-        "word": "vowels",
-    },
-    "upper": {
-        "pl": "uppercase letters",
-        "sg": "uppercase letter",
-        "a": "an uppercase letter",
-        "expr": "$v.isupper()",
-        "word": "upper",
-    },
-    "lower": {
-        "pl": "lowercase letters",
-        "sg": "lowercase letter",
-        "a": "a lowercase letter",
-        "expr": "$v.islower()",
-        "word": "lower",
-    },
-    "digit": {
-        "pl": "digits",
-        "sg": "digit",
-        "a": "a digit",
-        "expr": "$v.isdigit()",
-        "word": "digits",
-    },
-    "space": {
-        "pl": "spaces",
-        "sg": "space",
-        "a": "a space",
-        "expr": "$v == ' '",
-        "word": "spaces",
-    },
-}
-CHAR_TESTS: dict[str, Callable[[str], bool]] = {
-    "vowel": lambda c: c.lower() in "aeiou",
-    "upper": lambda c: "A" <= c <= "Z",
-    "lower": lambda c: "a" <= c <= "z",
-    "digit": lambda c: c in DIGITS,
-    "space": lambda c: c == " ",
-}
-
-
-def char_cond(kind: str) -> Cond:
-    cls = CHAR_CLASSES[kind]
-    return Cond(cls["pl"], cls["expr"], CHAR_TESTS[kind], cls["word"])

@@ -936,3 +936,6 @@ SPECS: dict[str, FamilySpec] = {
     )
 }
 NEW_FAMILIES = ("digit_ops", "dict_keys")  # operations no other family uses
+# the families configs/learn.yaml trains on (data.families.families), in SPECS order: the
+# default of `sparring problems families`
+TRAINED_FAMILIES = tuple(name for name in SPECS if name not in NEW_FAMILIES)

@@ -1,5 +1,9 @@
 """What a run trains on and what it is measured on, from the problem families, split by task.
 
+`configured_sets` is the families' problem source (`families` in data.train, read by
+sparring.problem_sources): `family_sets` of what data.families asks for, the trained families
+being data.families.families or else every family not held out (`trained_families`).
+
 `family_sets` generates the training instances and three held-out sets:
 
 - `new_tasks`: instances of the trained families under the held-out seed whose function no
@@ -19,8 +23,8 @@ operations with new constants. Its instances carry both tags (`heldout:new_tasks
 Every drop is counted (`dropped`), and `overlap` recounts, after the drops, the held-out
 instances outside `trained_tasks` whose task key is a training key: it must be 0.
 
-Covers: the split. Does not cover: other problem sources or writing datasets
-(sparring.phases.materialize), the keys themselves (sparring.families.identity).
+Covers: the split. Does not cover: other problem sources (sparring.problem_sources), writing
+datasets (sparring.phases.materialize), the keys themselves (sparring.families.identity).
 """
 
 from __future__ import annotations
@@ -30,11 +34,12 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import Any
 
-from sparring.families import OP_TAG, SPECS, generate, renamed, task_tag
+from sparring.families import FAMILIES, OP_TAG, SPECS, generate, renamed, task_tag
 from sparring.families.identity import prompt_key, source_key
 from sparring.families.spec import Task, render
-from sparring.problems import HELDOUT_TAG, Problem
+from sparring.problems import HELDOUT_TAG, Problem, heldout_tagged
 
 NEW_TASKS, TRAINED_TASKS, NEW_FAMILIES = "new_tasks", "trained_tasks", "new_families"
 NEW_OPS = "new_ops"  # the subset of new_tasks whose operation no training instance uses
@@ -58,8 +63,8 @@ class FamilySets:
 
 @lru_cache(maxsize=64)
 def family_task_keys(family: str, level: int) -> frozenset[str]:
-    """The task key of every (op, constants) a spec family can draw at `level` (empty for a
-    family that is not a spec: its tasks cannot be listed)."""
+    """The task key of every (op, constants) a family can draw at `level` (empty for a level
+    it does not have)."""
     spec = SPECS.get(family)
     if spec is None or level not in spec.levels:
         return frozenset()
@@ -72,8 +77,25 @@ def family_task_keys(family: str, level: int) -> frozenset[str]:
     return frozenset(keys)
 
 
-def _tagged(problems: Sequence[Problem], name: str) -> list[Problem]:
-    return [replace(p, tags=[*p.tags, HELDOUT_TAG + name]) for p in problems]
+def trained_families(families: Any) -> list[str]:
+    """The families a run trains on: `families.families` (a config's data.families), or every
+    family not in `families.heldout_families`."""
+    named = list(families.families)
+    return named or [f for f in FAMILIES if f not in families.heldout_families]
+
+
+def configured_sets(families: Any) -> FamilySets:
+    """`family_sets` as a config's data.families section (`families`) asks for them."""
+    return family_sets(
+        families.seed,
+        families.per_family,
+        trained_families(families),
+        families.levels,
+        families.heldout_seed,
+        families.heldout_per_family,
+        families.heldout_families,
+        families.heldout_families_per_family or families.heldout_per_family,
+    )
 
 
 def family_sets(
@@ -104,7 +126,7 @@ def family_sets(
             if task_tag(p) not in banned_tasks and prompt_key(p) not in train_prompts
         ]
         sets.dropped[name] = len(problems) - len(kept)
-        sets.heldout[name] = _tagged(kept, name)
+        sets.heldout[name] = heldout_tagged(kept, name)
 
     fresh = generate(heldout_seed, heldout_per_family, families, levels)
     keep(fresh, train_tasks, NEW_TASKS)
@@ -120,8 +142,6 @@ def family_sets(
     renamed_per_pair = max(1, heldout_per_family // 2)
     shown_again = []
     for family in families:
-        if family not in SPECS:
-            continue  # only a spec family's task can be drawn again under other names
         for level in levels:
             of_pair = [
                 p for p in train if f"family:{family}" in p.tags and f"level:{level}" in p.tags
@@ -129,7 +149,8 @@ def family_sets(
             shown_again += [renamed(p, str(heldout_seed)) for p in of_pair[:renamed_per_pair]]
     clash = [p for p in shown_again if prompt_key(p) in train_prompts]
     sets.dropped[TRAINED_TASKS] = len(clash)
-    sets.heldout[TRAINED_TASKS] = _tagged([p for p in shown_again if p not in clash], TRAINED_TASKS)
+    kept = [p for p in shown_again if p not in clash]
+    sets.heldout[TRAINED_TASKS] = heldout_tagged(kept, TRAINED_TASKS)
 
     if heldout_families:
         every_trained_task = set(train_tasks).union(

@@ -1,10 +1,12 @@
 """The materialize phase: load, check, split and write the datasets and the carried-in bank.
 
-Covers: `materialize` (problems loaded from `data.train`, capped, reference solutions checked
-in the sandbox, split train/val, the training problems' given tests (`data.given_tests`), the
-eval set, what trivial code passes, a manifest) and
-`load_bank` (the persisted adversarial bank at `storage.bank_uri`, carried into a new run).
-Does not cover: loading problem files (sparring.problems).
+Covers: `materialize` (the training problems and held-out sets of the config's problem
+sources, capped, reference solutions checked in the sandbox, split train/val, the training
+problems' given tests (`data.given_tests`), the eval set, what trivial code passes, a
+manifest) and `load_bank` (the persisted adversarial bank at `storage.bank_uri`, carried into a
+new run).
+Does not cover: the problem sources and their split (sparring.problem_sources: one call,
+`problem_sets`), loading problem files (sparring.problems).
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import json
 import logging
 import random
 import tempfile
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +23,15 @@ from sparring.bank import BANK_FILE, parse_rows, read_rows, write_rows
 from sparring.config import Config
 from sparring.errors import SparringError
 from sparring.given_tests import given_view
+from sparring.problem_sources import problem_sets
 from sparring.problems import (
-    HELDOUT_TAG,
     Problem,
     compute_trivial_passes,
     heldout_sets,
     load_humaneval,
     load_source,
-    load_sources,
     write_jsonl,
 )
-from sparring.problems import split as split_problems
 from sparring.sandbox.limits import untrusted_limits
 
 log = logging.getLogger(__name__)
@@ -72,11 +71,7 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
     heldout = [p for p, r in zip(heldout, heldout_reports, strict=True) if r.pass_rate == 1.0]
     if not checked:
         raise SparringError("materialize: no problem's reference solution passes its tests")
-    generated = [p for p in checked if _is_family(p)]
-    train, val = split_problems(
-        [p for p in checked if not _is_family(p)], cfg.data.val_fraction, cfg.seed
-    )
-    train = [*train, *generated]  # family instances all train: their held-out sets are fresh ones
+    train, val = sets.split_val(checked, cfg.data.val_fraction, cfg.seed)
     val = [*val, *heldout]
     try:
         if cfg.data.eval == "humaneval":
@@ -141,77 +136,6 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
         "tests_withheld": float(withheld),
         **{k: float(v) for k, v in honest.items()},
     }
-
-
-FAMILIES_SOURCE = "families"
-
-
-def _is_family(problem: Problem) -> bool:
-    return any(t.startswith("family:") for t in problem.tags)
-
-
-def trained_families(cfg: Config) -> list[str]:
-    """The families a run trains on: data.families.families, or every family not held out."""
-    from sparring.families import FAMILIES
-
-    fam = cfg.data.families
-    return list(fam.families) or [f for f in FAMILIES if f not in fam.heldout_families]
-
-
-@dataclass
-class ProblemSets:
-    """What a run trains on and what it is measured on and never trains on (each held-out
-    problem tagged `heldout:<set>`), with the held-out instances dropped per set for showing a
-    training task or prompt, and the overlap left after the drops (must be 0)."""
-
-    train: list[Problem]
-    heldout: list[Problem]
-    dropped: dict[str, int] = field(default_factory=dict)
-    task_overlap: int = 0
-
-
-def problem_sets(cfg: Config) -> ProblemSets:
-    """The problems of `data.train` (each source loaded; `families` generated from
-    data.families) and the held-out sets: the family sets split by task
-    (sparring.families.sets: new_tasks, trained_tasks, new_families) and the held-out part of
-    each data.heldout source (named after it). A held-out problem whose prompt (names taken
-    out) is a training prompt is dropped from every set and counted."""
-    from sparring.families.identity import prompt_key
-
-    sources = [s for s in cfg.data.train if s != FAMILIES_SOURCE]
-    train = load_sources(sources) if sources else []
-    heldout: list[Problem] = []
-    dropped: dict[str, int] = {}
-    overlap = 0
-    fam = cfg.data.families
-    if FAMILIES_SOURCE in cfg.data.train:
-        from sparring.families.sets import family_sets
-
-        sets = family_sets(
-            fam.seed,
-            fam.per_family,
-            trained_families(cfg),
-            fam.levels,
-            fam.heldout_seed,
-            fam.heldout_per_family,
-            fam.heldout_families,
-            fam.heldout_families_per_family or fam.heldout_per_family,
-        )
-        train += sets.train
-        heldout += sets.heldout_problems()
-        dropped.update(sets.dropped)
-        overlap = sets.overlap
-    train_prompts = {prompt_key(p) for p in train}
-    for source in cfg.data.heldout:
-        _, part = split_problems(load_source(source), cfg.data.val_fraction, cfg.seed)
-        kept = [p for p in part if prompt_key(p) not in train_prompts]
-        dropped[source] = len(part) - len(kept)
-        heldout += _tagged(kept, source)
-    return ProblemSets(train, heldout, dropped, overlap)
-
-
-def _tagged(problems: list[Problem], name: str) -> list[Problem]:
-    return [replace(p, tags=[*p.tags, HELDOUT_TAG + name]) for p in problems]
 
 
 def _discrimination_metrics(problems: list[Problem]) -> dict[str, Any]:
