@@ -93,7 +93,7 @@ def append(path: Path, record: dict) -> None:
 
 
 def table(results: dict[str, dict]) -> str:
-    from sparring.evaluation.learning import paired_delta
+    from sparring.evaluation.intervals import paired_delta
 
     base = results["base"]["problems"]
     ids = sorted(base)
@@ -140,7 +140,7 @@ def results_name(model: str, steps: int, dev_per_family: int, samples: int) -> s
 
 def gain_text(d: dict) -> str:
     """`+0.107 (0.027,0.191 n=36)`: a paired gain with its interval, or n/a under 5 problems."""
-    from sparring.evaluation.learning import interval_text
+    from sparring.evaluation.intervals import interval_text
 
     return f"{d['delta']:+.3f} ({interval_text(d).removeprefix('ci95_delta=')})"
 

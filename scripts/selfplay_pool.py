@@ -13,7 +13,7 @@ held-out problem):
                  "control": ["docs/results/learn-given-screen-l2-dev-t1-2026-11-29"]}]}
 
 The generator's held-out catch rate is pooled over a start's self-play runs that kept their
-`-generator.json` (`learning.task_gain`: one base generator and one pool of answers per start,
+`-generator.json` (`intervals.task_gain`: one base generator and one pool of answers per start,
 so the base numbers agree; the interval resamples tasks and runs), one line per start.
 
 What it leaves out: running anything, and choosing (every run of the manifest counts).
@@ -33,12 +33,8 @@ import re
 import sys
 from pathlib import Path
 
-from sparring.evaluation.learning import (
-    ARM_MEASURES,
-    interval_text,
-    pooled_by_start_line,
-    task_gain,
-)
+from sparring.evaluation.intervals import interval_text, task_gain
+from sparring.evaluation.learning import ARM_MEASURES, pooled_by_start_line
 
 
 def load(prefix: str) -> tuple[str, dict]:

@@ -11,7 +11,7 @@ where a prefix names a run's files: `<prefix>-heldout.json` (its evaluate phase'
 with the every-test-passed measure in `measures.strict`), `<prefix>-learn.txt` (the LEARN lines it
 printed) and, for a self-play run, `<prefix>-bank.jsonl` (its validated bank). Every row pairs
 the configuration's final against the given arm's final over the held-out new tasks
-(`learning.control_gain`: the interval resamples tasks), on every test passed and on the share
+(`intervals.control_gain`: the interval resamples tasks), on every test passed and on the share
 of tests passed, and adds what its LEARN lines and its bank say.
 
 What it leaves out: running anything (each row is a finished `make learn`), choosing (the reader
@@ -27,7 +27,8 @@ import re
 import sys
 from pathlib import Path
 
-from sparring.evaluation.learning import control_gain, heldout_pair
+from sparring.evaluation.intervals import control_gain
+from sparring.evaluation.learning import heldout_pair
 
 # the value a level-2 problem states for its empty input (sparring.families.spec.EMPTY_VALUES):
 # a banked test expecting one of them tests the clause (or, banked before 4953def, calls the

@@ -72,7 +72,8 @@ def _heldout(base: Mapping[str, Any], champion: Mapping[str, Any], seed: int) ->
     """Held-out rates of base and champion (one answer per problem: what every run measures),
     and when both were also sampled (`val_sampled`: evaluate samples the base and the last
     round) the gain over sampled answers with its paired-bootstrap interval."""
-    from sparring.evaluation.learning import MIN_PER_SIDE, stage_gain
+    from sparring.evaluation.intervals import MIN_PER_SIDE
+    from sparring.evaluation.learning import stage_gain
 
     out: list[Point] = []
     for measure, key in MEASURES.items():

@@ -211,7 +211,7 @@ def learn_lines(cfg, parent_run_id: str) -> list[str]:
     import mlflow
 
     from sparring import tracking
-    from sparring.evaluation import learning
+    from sparring.evaluation import intervals, learning
 
     runs = tracking.child_runs(cfg, parent_run_id)
     summary, breaks, useful, trained = learning.from_phase_runs(
@@ -220,7 +220,7 @@ def learn_lines(cfg, parent_run_id: str) -> list[str]:
     step_rewards = learning.answerer_step_rewards(
         tracking.step_curves(cfg, parent_run_id, keys=("reward",))
     )
-    change = learning.train_reward_change(step_rewards, seed=cfg.seed)
+    change = intervals.train_reward_change(step_rewards, seed=cfg.seed)
     lines = learning.learn_lines(summary, breaks, useful, trained, change)
     client = mlflow.MlflowClient()
     for name, field in learning.ARMS:

@@ -141,7 +141,7 @@ def _heldout_tasks(root, name):
     """The distinct tasks (`task:` tags; a problem without one is its own) of a held-out set."""
     import json
 
-    from sparring.evaluation.learning import task_keys
+    from sparring.evaluation.intervals import task_keys
 
     val = next(root.glob("**/materialize/**/val.jsonl"))
     rows = [json.loads(line) for line in val.read_text().splitlines() if line.strip()]

@@ -12,7 +12,7 @@ import pytest
 from sparring import code_duel
 from sparring.config import from_dict
 from sparring.evaluation import generator_heldout as gh
-from sparring.evaluation import learning
+from sparring.evaluation import intervals, learning
 from sparring.problems import Problem
 from sparring.sandbox import Sandbox, SandboxLimits
 
@@ -66,7 +66,7 @@ def test_learn_lines_count_distinct_tasks_not_instances():
     # six problems, five tasks: a1 and a2 are instances of one task (A); one more problem has
     # no wrong answer in the pool
     tags = {"a1": ["task:A"], "a2": ["task:A"], "b": [], "c": [], "d": [], "e": [], "f": []}
-    tasks = learning.task_keys(tags)
+    tasks = intervals.task_keys(tags)
     base = {pid: _numbers(0.0, 1.0) for pid in tags}
     final = {pid: _numbers(1.0, 1.0) for pid in tags}
     final["a1"] = _numbers(1.0, 0.0)  # task A's validity: the mean of its instances, 0.5

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sparring.evaluation import learning
+from sparring.evaluation import intervals, learning
 
 # a run that started from its configured base model (sparring.lineage.start_record's fields)
 FRESH = {"configured": "smollm2-135m", "model": "smollm2-135m", "base": "smollm2-135m",
@@ -22,19 +22,19 @@ def snap(label=None, **measures):
 
 
 def test_paired_delta_known_gain_and_known_zero():
-    d = learning.paired_delta([0.0, 0.5, 1.0], [0.5, 0.5, 1.0])
+    d = intervals.paired_delta([0.0, 0.5, 1.0], [0.5, 0.5, 1.0])
     assert d["n"] == 3
     assert d["before"] == pytest.approx(0.5) and d["after"] == pytest.approx(2 / 3)
     assert d["delta"] == pytest.approx(1 / 6)
     # the resampled means of deltas (0.5, 0, 0) lie in [0, 0.5]; both ends are reachable
     assert d["lo"] == pytest.approx(0.0) and 1 / 6 < d["hi"] <= 0.5
-    same = learning.paired_delta([0.2, 0.4], [0.2, 0.4])
+    same = intervals.paired_delta([0.2, 0.4], [0.2, 0.4])
     assert (same["delta"], same["lo"], same["hi"]) == (0.0, 0.0, 0.0)
 
 
 def test_paired_delta_refuses_mismatched_lengths():
     with pytest.raises(ValueError, match="2 items before, 1 after"):
-        learning.paired_delta([0.1, 0.2], [0.3])
+        intervals.paired_delta([0.1, 0.2], [0.3])
 
 
 def test_stage_gain_pairs_shared_problems_and_is_none_when_unsampled():
@@ -115,14 +115,14 @@ def test_from_phase_runs_reads_breaks_useful_share_and_completions():
 
 def test_train_reward_change_first_and_last_quarter():
     rewards = [0.0, 0.2, 0.9, 0.1, 0.5, 0.5, 0.4, 0.6]  # quarters of 2 steps
-    d = learning.train_reward_change(rewards)
+    d = intervals.train_reward_change(rewards)
     assert d["first"] == pytest.approx(0.1) and d["last"] == pytest.approx(0.5)
     assert d["delta"] == pytest.approx(0.4) and d["steps"] == 8
     # resampled: last in [0.4, 0.6], first in [0.0, 0.2], so the delta lies in [0.2, 0.6]
     assert 0.2 - 1e-9 <= d["lo"] <= d["delta"] <= d["hi"] <= 0.6 + 1e-9
-    flat = learning.train_reward_change([0.3] * 12)
+    flat = intervals.train_reward_change([0.3] * 12)
     assert (flat["delta"], flat["lo"], flat["hi"]) == (0.0, 0.0, 0.0)
-    assert learning.train_reward_change([0.1, 0.2, 0.3]) is None
+    assert intervals.train_reward_change([0.1, 0.2, 0.3]) is None
 
 
 def _gain(before, after, lo, hi, n):
@@ -176,13 +176,13 @@ def test_learn_lines_in_the_issue_order_with_n_on_every_interval():
 
 def test_an_interval_on_fewer_than_five_values_per_side_is_never_a_number():
     """make run trains one step per quarter: a zero-width interval must not read as certainty."""
-    change = learning.train_reward_change([0.0, 0.2, 0.4, 0.6])  # one step per quarter
+    change = intervals.train_reward_change([0.0, 0.2, 0.4, 0.6])  # one step per quarter
     assert change["per_side"] == 1
     line = learning.learn_lines({}, [], None, 12.0, change)[1]
     assert line == "LEARN train_reward first=0.000 last=0.600 ci95_delta=n/a (n=1)"
-    many = learning.train_reward_change([0.1] * 10 + [0.3] * 10)  # five steps per quarter
+    many = intervals.train_reward_change([0.1] * 10 + [0.3] * 10)  # five steps per quarter
     assert learning.learn_lines({}, [], None, 0.0, many)[1].endswith(" n=5")
-    assert learning.interval_text({"lo": 0.1, "hi": 0.2, "n": 4}) == "ci95_delta=n/a (n=4)"
+    assert intervals.interval_text({"lo": 0.1, "hi": 0.2, "n": 4}) == "ci95_delta=n/a (n=4)"
 
 
 def test_heldout_sets_get_their_own_gains_and_per_problem_pairs():
@@ -210,7 +210,7 @@ def test_a_heldout_sets_interval_counts_tasks_not_instances():
     both = {**ten, **others}
     base = snap(discriminating={k: v[0] for k, v in both.items()})
     final = snap(discriminating={k: v[1] for k, v in both.items()})
-    tasks = learning.task_keys({**{k: ["task:abc"] for k in ten}, **{k: [] for k in others}})
+    tasks = intervals.task_keys({**{k: ["task:abc"] for k in ten}, **{k: [] for k in others}})
     report = {"baseline": base, "snapshots": [final]}
     summary = learning.learning_summary(report, sets={"new_tasks": list(both)}, tasks=tasks)
     d = summary["gains"]["heldout_new_tasks"]["discriminating"]
@@ -225,14 +225,14 @@ def test_a_heldout_sets_interval_counts_tasks_not_instances():
 
 def test_task_keys_fall_back_to_the_problems_own_id():
     tags = {"a": ["heldout:new_tasks", "task:k1"], "b": ["task:k1"], "HumanEval/0": ["humaneval"]}
-    assert learning.task_keys(tags) == {"a": "k1", "b": "k1", "HumanEval/0": "HumanEval/0"}
+    assert intervals.task_keys(tags) == {"a": "k1", "b": "k1", "HumanEval/0": "HumanEval/0"}
 
 
 def test_task_gain_with_one_run_and_lone_instances_is_paired_delta():
     before, after = [0.1 * (i % 5) for i in range(12)], [0.1 * (i % 7) for i in range(12)]
     run = {f"p{i:02d}": [b, a] for i, (b, a) in enumerate(zip(before, after, strict=True))}
-    d = learning.task_gain([run])
-    expected = learning.paired_delta(before, after)
+    d = intervals.task_gain([run])
+    expected = intervals.paired_delta(before, after)
     assert {k: d[k] for k in ("n", "delta", "lo", "hi")} == {
         k: expected[k] for k in ("n", "delta", "lo", "hi")
     }
@@ -244,31 +244,31 @@ def test_task_gain_resamples_seeds_as_well_as_tasks():
     would give a zero-width interval at 0.4; resampling runs gives 0.2 (both draws run 1) to
     0.6 (both run 2), each a quarter of the draws."""
     runs = [{f"p{i}": [0.2, 0.2 + g] for i in range(8)} for g in (0.2, 0.6)]
-    d = learning.task_gain(runs)
+    d = intervals.task_gain(runs)
     assert (d["n"], d["seeds"]) == (8, 2)
     assert d["delta"] == pytest.approx(0.4) and d["after"] == pytest.approx(0.6)
     assert d["lo"] == pytest.approx(0.2) and d["hi"] == pytest.approx(0.6)
-    assert learning.interval_text(d) == "ci95_delta=0.200,0.600 n=8 seeds=2"
-    assert learning.interval_text({**d, "n": 3}) == "ci95_delta=n/a (n=3) seeds=2"
+    assert intervals.interval_text(d) == "ci95_delta=0.200,0.600 n=8 seeds=2"
+    assert intervals.interval_text({**d, "n": 3}) == "ci95_delta=n/a (n=3) seeds=2"
 
 
 def test_task_gain_refuses_runs_that_did_not_evaluate_alike():
     one = {"a": [0.2, 0.5], "b": [0.4, 0.4]}
     with pytest.raises(ValueError, match="run 2 and run 1 measured different problems"):
-        learning.task_gain([one, {"a": [0.2, 0.5]}])
+        intervals.task_gain([one, {"a": [0.2, 0.5]}])
     with pytest.raises(ValueError, match=r"base model's score on problem 'b' \(0.300 against"):
-        learning.task_gain([one, {"a": [0.2, 0.9], "b": [0.3, 0.4]}])
+        intervals.task_gain([one, {"a": [0.2, 0.9], "b": [0.3, 0.4]}])
 
 
 def test_control_gain_groups_tasks_and_pools_both_sides_runs():
     tasks = {f"p{i}": f"k{i // 3}" for i in range(15)}  # five tasks of three instances
     treatment = {f"p{i}": [0.2, 0.6] for i in range(15)}
     control = {f"p{i}": [0.2, 0.3] for i in range(15)}
-    d = learning.control_gain([treatment], [control], tasks)
+    d = intervals.control_gain([treatment], [control], tasks)
     assert d["n"] == 5 and d["delta"] == pytest.approx(0.3)
     assert d["lo"] == pytest.approx(0.3) and d["hi"] == pytest.approx(0.3)
     more = {f"p{i}": [0.2, 0.7] for i in range(15)}
-    pooled = learning.control_gain([treatment, more], [control], tasks)
+    pooled = intervals.control_gain([treatment, more], [control], tasks)
     assert (pooled["seeds"], pooled["control_seeds"]) == (2, 1)
     assert pooled["delta"] == pytest.approx(0.35)
     assert pooled["lo"] == pytest.approx(0.3) and pooled["hi"] == pytest.approx(0.4)
@@ -281,16 +281,16 @@ def test_control_gain_by_start_weighs_starts_and_resamples_runs_within_each():
     a_ctrl = [{f"p{i}": [0.0, 0.1] for i in range(6)}]
     b_treat = [{f"p{i}": [0.5, 0.7] for i in range(6)}]
     b_ctrl = [{f"p{i}": [0.5, 0.7] for i in range(6)}, {f"p{i}": [0.5, 0.7] for i in range(6)}]
-    d = learning.control_gain_by_start([(a_treat, a_ctrl), (b_treat, b_ctrl)], tasks)
+    d = intervals.control_gain_by_start([(a_treat, a_ctrl), (b_treat, b_ctrl)], tasks)
     assert (d["starts"], d["seeds"], d["control_seeds"], d["n"]) == (2, 3, 3, 6)
     assert d["delta"] == pytest.approx(0.2)  # (0.4 + 0.0) / 2, not weighted by runs
     # A's two treatment runs gain 0.6 and 0.4: drawing them with replacement moves the delta by
     # (0.6 - 0.5) / 2 either way, and nothing else varies
     assert d["lo"] == pytest.approx(0.15) and d["hi"] == pytest.approx(0.25)
     with pytest.raises(ValueError, match="start 2 control run 1 and start 2 treatment run 1"):
-        learning.control_gain_by_start([(a_treat, a_ctrl), (a_treat, b_ctrl)], tasks)
+        intervals.control_gain_by_start([(a_treat, a_ctrl), (a_treat, b_ctrl)], tasks)
     with pytest.raises(ValueError, match="start 2 measured other problems"):
-        learning.control_gain_by_start(
+        intervals.control_gain_by_start(
             [(a_treat, a_ctrl), ([{"q": [0.5, 0.7]}], [{"q": [0.5, 0.7]}])]
         )
 

@@ -10,10 +10,10 @@ from sparring import rewards, trivial
 from sparring.engine import credit
 from sparring.engine.core import Rollout
 from sparring.engine.credit import GRPOCredit, group_advantages
-from sparring.evaluation import learning
+from sparring.evaluation import intervals, learning
 
 
-@pytest.mark.parametrize("module", [rewards, credit, trivial, learning])
+@pytest.mark.parametrize("module", [rewards, credit, trivial, learning, intervals])
 def test_doctests(module):
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
@@ -73,9 +73,9 @@ def test_children_are_compared_only_with_their_siblings():
 
 def test_paired_bootstrap_interval_excludes_zero_only_for_a_real_gain():
     before = [0.1 * (i % 5) for i in range(40)]
-    gain = learning.paired_delta(before, [b + 0.2 for b in before])
+    gain = intervals.paired_delta(before, [b + 0.2 for b in before])
     assert gain["lo"] == pytest.approx(0.2) and gain["hi"] == pytest.approx(0.2)
-    noise = learning.paired_delta(before, before[::-1])  # same values, other problems
+    noise = intervals.paired_delta(before, before[::-1])  # same values, other problems
     assert noise["lo"] < 0 < noise["hi"]
 
 

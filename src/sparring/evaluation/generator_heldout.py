@@ -11,7 +11,7 @@ the generator's prompt and sampling; per generator and problem:
   without a wrong answer has none: it is skipped, and counted);
 - false alarms: the share of the pool's right answers that some valid test fails.
 The catch rate is paired base against final over tasks (`task:<key>` instances together,
-`learning.task_gain`): the `LEARN generator_catch_heldout` line; validity and false alarms are
+`intervals.task_gain`): the `LEARN generator_catch_heldout` line; validity and false alarms are
 means over tasks (`LEARN generator_validity`, `LEARN generator_false_alarms`).
 
 Covers: the pure core (`PoolAnswer`, `labelled_pool`, `problem_numbers`, `generator_summary`),
@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple
 
 from sparring import code_duel
-from sparring.evaluation.learning import task_gain
+from sparring.evaluation.intervals import task_gain
 
 HELDOUT_SET = "new_tasks"  # the held-out set measured: fresh tasks of the trained families
 SEED_OFFSET = 2  # the generators sample with cfg.seed + 2 (the answers: + 1), base and final alike
@@ -136,7 +136,7 @@ def generator_summary(
 ) -> dict[str, dict[str, float]]:
     """Pure: the base and final generators' numbers ({problem id: GeneratorOnProblem} each)
     summed up over the problems both were measured on. `generator_catch_heldout`: the catch
-    rate paired over tasks (`learning.task_gain`: before = base, after = final, n = tasks) over
+    rate paired over tasks (`intervals.task_gain`: before = base, after = final, n = tasks) over
     the problems with a wrong answer in the pool, and `skipped`, the problems without one;
     `generator_validity` and `generator_false_alarms`: {base, final}, means over tasks (None
     where a side has no value).

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from sparring import storage
-from sparring.evaluation.learning import MIN_PER_SIDE, answerer_step_rewards
+from sparring.evaluation.intervals import MIN_PER_SIDE
+from sparring.evaluation.learning import answerer_step_rewards
 
 CURVES = (
     ("answerer_reward", "answerer reward (val)"),

@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from sparring.evaluation.learning import _merged_tasks, _set_pairs, _task_table, check_comparable
+from sparring.evaluation.intervals import check_comparable, task_table
+from sparring.evaluation.learning import _merged_tasks, _set_pairs
 from sparring.lineage import check_same_start
 
 # Each arm: configs/learn.yaml with these overrides (and the run's name, training seed and
@@ -159,7 +160,7 @@ def measure_matrix(runs: Sequence[StudyRun], set_name: str, measure: str) -> dic
         pairs = [(name, {pid: p[pid] for pid in common}) for name, p in pairs]
     check_comparable(pairs)
     tasks = _merged_tasks([(run.name, run.heldout) for run in runs])
-    base, final = _task_table([p for _, p in pairs], tasks)
+    base, final = task_table([p for _, p in pairs], tasks)
     keys = sorted({tasks.get(pid, pid) for pid in pairs[0][1]})
     by_arm: dict[str, dict[int, list[float]]] = {}
     for run, row in zip(runs, final, strict=True):

@@ -23,7 +23,7 @@ from typing import Any
 from sparring import lineage, tracking
 from sparring.bank import BANK_FILE, bank_tests
 from sparring.config import Config
-from sparring.evaluation import generator_heldout, learning
+from sparring.evaluation import generator_heldout, intervals, learning
 from sparring.evaluation import report as report_mod
 from sparring.evaluation.hacking import hacking_signals
 from sparring.evaluation.selection import choose_best
@@ -51,7 +51,7 @@ def evaluate(
     val_file = Path(data_dir) / "val.jsonl"
     val = read_jsonl(val_file) if val_file.is_file() else []
     sets = heldout_sets(val)
-    tasks = learning.task_keys({p.id: p.tags for p in val})  # instances of a task: one unit
+    tasks = intervals.task_keys({p.id: p.tags for p in val})  # instances of a task: one unit
     base_pool: dict[str, list] = {}  # the base answerer's sampled held-out answers, labelled
     generators: dict = {}
     with tempfile.TemporaryDirectory() as cache:
