@@ -1,24 +1,28 @@
 """The code duel: completions of either role turned into rewards through the sandbox and rewards.py.
 
-Why one module: both roles' rewards share its result cache and trivial-solution view, and the
-generator's reward is defined by what the answerer's frozen solutions earn; an answerer half
-and a generator half would import each other.
-
 Covers:
 - the answerer's reward: parse the code (programs.extract_code), run it on the problem's tests
   (baseline + banked adversarial) in the sandbox, `rewards.answerer_credit` (difficulty-aware
   share of discriminating tests passed; trivial code earns 0), or with `rewards.answerer` the
   format-only control or the binary all-tests baseline (`rewards.all_tests_reward`, read off the
   same results);
-- the generator's reward: parse the tests (prompts.extract_tests), run only the new tests on the
-  reference solution (validity) and on the frozen answerer's cached solutions (hardness), measure
-  near-duplicates against the baseline and earlier tests (diversity) and whether the tests call
-  the right function (consistency), then `rewards.generator_reward`;
 - the proposer's reward (generator_mode: problems): validity gate on the proposed problem's own
   tests, then `rewards.goldilocks_reward` on the frozen solver's pass rate;
-- a per (solution, test) result cache so a test already run on a solution is never run again;
 - TRL reward-function adapters (`AnswererRewardFn`, `GeneratorRewardFn`) that take the dataset
   columns as keyword arguments and return one float or None per completion.
+
+Two parts live in modules below this one, which import nothing from here (no import runs back
+up): the generator's reward (parse the tests, run only the new ones on the reference
+solution, the frozen answerer's cached solutions and the trivial ones, diversity, consistency,
+then `rewards.generator_reward`) is sparring.generator_scoring, and the per (solution, test)
+result cache both roles share is sparring.result_cache. The generator's reward is defined by
+what the frozen answerer's solutions earn, but only through their cached sandbox results, never
+through the answerer's reward code, so it needs nothing from here. Its public names stay
+reachable here (`code_duel.GeneratorScorer`, `code_duel.ProblemInfo`, `code_duel.problem_info`,
+`code_duel.generator_score`, `code_duel.reference_in_domain`, `code_duel.run_cached`,
+`code_duel.ResultCache`), as callers name them. What stays together here: the answerer's and
+the proposer's rewards and the TRL adapters of both roles (`GeneratorRewardFn` wraps a
+`GeneratorScorer`).
 
 Pure assembly (`rewards.answerer_credit`, `generator_score`) is separated from running so it is
 unit-tested with fake results. Honest credit: an answer earns only on tests that no trivial
@@ -30,15 +34,21 @@ Does not cover: sampling (sparring.sampler) or training (sparring.phases, sparri
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from sparring import programs, prompts, rewards
-from sparring.domain import fits_signature
-from sparring.sandbox.limits import INFRA_ERROR, PASSED
+from sparring.generator_scoring import (  # noqa: F401 (re-exported: callers name code_duel.X)
+    GeneratorScore,
+    GeneratorScorer,
+    ProblemInfo,
+    generator_score,
+    problem_info,
+    reference_in_domain,
+    score_metrics,
+)
+from sparring.result_cache import ResultCache, run_cached
 
 
 def completion_text(completion: Any) -> str:
@@ -50,67 +60,6 @@ def completion_text(completion: Any) -> str:
         if isinstance(last, dict):
             return str(last.get("content", ""))
     return ""
-
-
-def _h(code: str) -> str:
-    return hashlib.sha1(code.encode()).hexdigest()
-
-
-class ResultCache:
-    """Outcome of running test T on solution S, keyed by (hash(S), T); infra errors not kept."""
-
-    def __init__(self) -> None:
-        self._data: dict[tuple[str, str], bool] = {}
-        self.hits = 0
-        self.misses = 0
-
-    def get(self, code: str, test: str) -> bool | None:
-        value = self._data.get((_h(code), test))
-        if value is None:
-            self.misses += 1
-        else:
-            self.hits += 1
-        return value
-
-    def put(self, code: str, test: str, passed: bool) -> None:
-        self._data[(_h(code), test)] = passed
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-
-def run_cached(
-    sandbox: Any, jobs: Sequence[tuple[str, Sequence[str]]], cache: ResultCache | None
-) -> list[list[bool | None]]:
-    """Per job, per test: passed (True/False) or None (sandbox failure). Only (solution, test)
-    pairs not in the cache run, each once even when several jobs repeat it, in one `run_many`."""
-    out: list[list[bool | None]] = []
-    todo: dict[str, list[str]] = {}  # solution -> tests to run (ordered, unique)
-    for code, tests in jobs:
-        row: list[bool | None] = []
-        for t in tests:
-            value = cache.get(code, t) if cache is not None else None
-            row.append(value)
-            if value is None:
-                pending = todo.setdefault(code, [])
-                if t not in pending:
-                    pending.append(t)
-        out.append(row)
-    got: dict[tuple[str, str], bool | None] = {}
-    if todo:
-        reports = sandbox.run_many(list(todo.items()))
-        for (code, tests), report in zip(todo.items(), reports, strict=True):
-            for t, result in zip(tests, report.results, strict=False):
-                if report.infra_error is not None or result.outcome == INFRA_ERROR:
-                    continue
-                got[(code, t)] = result.outcome == PASSED
-                if cache is not None:
-                    cache.put(code, t, got[(code, t)])
-    for (code, tests), row in zip(jobs, out, strict=True):
-        for i, t in enumerate(tests):
-            if row[i] is None:
-                row[i] = got.get((code, t))
-    return out
 
 
 # --------------------------------------------------------------------------- answerer
@@ -297,249 +246,6 @@ def answerer_rewards(
         bonus = format_bonus if c.parsed and not c.trivial and c.reward is not None else 0.0
         out.append(None if c.reward is None else round(c.reward + bonus, 6))
     return out, metrics
-
-
-# --------------------------------------------------------------------------- generator
-
-
-@dataclass
-class GeneratorScore:
-    reward: float | None
-    n_tests: int
-    validity: float
-    hardness: float
-    diversity: float
-    consistency: float
-    tests: list[str] = field(default_factory=list)
-    valid_tests: list[str] = field(default_factory=list)
-    honest: float = 0.0  # share of tests valid AND failed by every trivial solution
-
-
-def generator_score(
-    all_tests: Sequence[str],
-    function_name: str,
-    reference_passed: Sequence[bool | None],
-    solutions_passed: Sequence[Sequence[bool | None]],
-    earlier_tests: Sequence[str],
-    weights: Mapping[str, float] | None = None,
-    duplicate_similarity: float = 0.9,
-    trivial_passed: Sequence[Sequence[bool | None]] = (),
-) -> GeneratorScore:
-    """Pure: the generator's reward for one completion.
-
-    `all_tests`: the asserts it wrote; `reference_passed[i]`: test i on the reference solution;
-    `solutions_passed[s][i]`: test i on frozen solution s (parseable solutions only);
-    `trivial_passed[t][i]`: test i on trivial solution t. Break credit is earned only on
-    *honest* tests (valid, and failed by every trivial solution): frozen pass rate = mean over
-    solutions of the share of honest tests passed; with no honest tests or no parseable frozen
-    solutions it is 1 (no hardness credit).
-    """
-    n = len(all_tests)
-    if n == 0:
-        return GeneratorScore(0.0, 0, 0.0, 0.0, 0.0, 0.0)
-    if any(v is None for v in reference_passed):
-        return GeneratorScore(None, n, 0.0, 0.0, 0.0, 0.0, list(all_tests))
-    consistency = sum(_calls(t, function_name) for t in all_tests) / n
-    valid_idx = [i for i, ok in enumerate(reference_passed) if ok]
-    validity = len(valid_idx) / n
-    honest_idx = [i for i in valid_idx if not any(row[i] is not False for row in trivial_passed)]
-    frozen_rate: float | None = 1.0
-    if honest_idx and solutions_passed:
-        rates = []
-        for row in solutions_passed:
-            vals = [row[i] for i in honest_idx]
-            if any(v is None for v in vals):
-                frozen_rate = None
-                break
-            rates.append(sum(bool(v) for v in vals) / len(vals))
-        else:
-            frozen_rate = sum(rates) / len(rates)
-    diversity = 1.0 - rewards.near_duplicate_rate(
-        list(all_tests), list(earlier_tests), duplicate_similarity
-    )
-    honest = len(honest_idx) / n
-    reward = rewards.generator_reward(
-        validity, frozen_rate, diversity, consistency, weights, n, honest=honest
-    )
-    hardness = 0.0 if frozen_rate is None else (1.0 - frozen_rate) * honest
-    return GeneratorScore(
-        reward,
-        n,
-        validity,
-        hardness,
-        diversity,
-        consistency,
-        list(all_tests),
-        [all_tests[i] for i in valid_idx],
-        honest,
-    )
-
-
-def reference_in_domain(
-    reference_passed: Sequence[bool | None], tests: Sequence[str], function_name: str,
-    signature: str,
-) -> list[bool | None]:  # fmt: skip
-    """The reference's results with a test that calls the function outside its declared
-    parameters marked failed: validation does not bank it, so the generator earns nothing
-    for it (a reference guarding with `not xs` passes `f(None) == 99`).
-
-    >>> reference_in_domain([True, True, None], ["assert f([]) == 9", "assert f(None) == 9",
-    ...                     "assert f(0) == 9"], "f", "def f(xs: list[int]) -> int:")
-    [True, False, None]
-    """
-    if not signature:
-        return list(reference_passed)
-    return [
-        ok if ok is None else ok and fits_signature(t, function_name, signature)
-        for ok, t in zip(reference_passed, tests, strict=True)
-    ]
-
-
-def _calls(test: str, name: str) -> bool:
-    return bool(prompts.extract_tests(test, name, limit=1)) if name else True
-
-
-@dataclass
-class ProblemInfo:
-    """What the generator's reward needs about one problem."""
-
-    id: str
-    function_name: str
-    reference_solution: str
-    baseline_tests: list[str]
-    frozen_solutions: list[str]  # parseable frozen answerer solutions ("" dropped)
-    trivial_solutions: list[str] = field(default_factory=list)  # sparring.trivial family
-    # the declared parameters: a test calling outside them is invalid (sparring.domain)
-    function_signature: str = ""
-
-
-def problem_info(problem: Any, frozen_solutions: Sequence[str]) -> ProblemInfo:
-    """ProblemInfo of a `sparring.problems.Problem`, with its trivial family."""
-    from sparring.trivial import argument_count, trivial_family
-
-    family = trivial_family(problem.function_name, argument_count(problem.function_signature))
-    return ProblemInfo(
-        problem.id,
-        problem.function_name,
-        problem.reference_solution,
-        list(problem.baseline_tests),
-        [s for s in frozen_solutions if s],
-        list(family.values()),
-        problem.function_signature,
-    )
-
-
-class GeneratorScorer:
-    """Scores generator completions against cached frozen solutions, reusing every result.
-
-    `earlier` holds, per problem, the tests diversity is measured against: the baseline, the
-    banked tests, and every test of earlier scoring calls (not of the current batch, so identical
-    completions of one GRPO group are treated alike).
-    """
-
-    def __init__(
-        self,
-        problems: Mapping[str, ProblemInfo],
-        sandbox: Any,
-        weights: Mapping[str, float] | None = None,
-        duplicate_similarity: float = 0.9,
-        cache: ResultCache | None = None,
-        max_tests: int = 8,
-        reference_expected: bool = False,
-    ) -> None:
-        self.problems = problems
-        self.reference_expected = reference_expected
-        self._rewritten: dict[tuple[str, str], str] = {}  # (problem, test) -> oracle form
-        self.sandbox = sandbox
-        self.weights = dict(weights or {})
-        self.duplicate_similarity = duplicate_similarity
-        self.cache = cache if cache is not None else ResultCache()
-        self.max_tests = max_tests
-        self.earlier: dict[str, list[str]] = {
-            pid: list(p.baseline_tests) for pid, p in problems.items()
-        }
-        self.generated: dict[str, list[str]] = defaultdict(list)  # every test seen, in order
-
-    def score(self, completions: Sequence[str], problem_ids: Sequence[str]) -> list[GeneratorScore]:
-        parsed = [prompts.extract_tests(text, "", limit=self.max_tests) for text in completions]
-        if self.reference_expected:
-            parsed = self._with_reference_expected(parsed, problem_ids)
-        jobs: list[tuple[str, list[str]]] = []
-        for tests, pid in zip(parsed, problem_ids, strict=True):
-            p = self.problems[pid]
-            jobs.append((p.reference_solution, tests))
-            jobs.extend((s, tests) for s in p.frozen_solutions)
-            jobs.extend((t, tests) for t in p.trivial_solutions)
-        results = run_cached(self.sandbox, [j for j in jobs if j[1]], self.cache)
-        it = iter(results)
-        out = []
-        for tests, pid in zip(parsed, problem_ids, strict=True):
-            p = self.problems[pid]
-            if not tests:
-                out.append(generator_score([], p.function_name, [], [], []))
-                continue
-            ref = reference_in_domain(next(it), tests, p.function_name, p.function_signature)
-            sols = [next(it) for _ in p.frozen_solutions]
-            trivial = [next(it) for _ in p.trivial_solutions]
-            out.append(
-                generator_score(
-                    tests,
-                    p.function_name,
-                    ref,
-                    sols,
-                    self.earlier[pid],
-                    self.weights,
-                    self.duplicate_similarity,
-                    trivial,
-                )
-            )
-        for tests, pid in zip(parsed, problem_ids, strict=True):
-            for t in tests:
-                if t not in self.earlier[pid]:
-                    self.earlier[pid].append(t)
-                if t not in self.generated[pid]:
-                    self.generated[pid].append(t)
-        return out
-
-    def _with_reference_expected(
-        self, parsed: list[list[str]], problem_ids: Sequence[str]
-    ) -> list[list[str]]:
-        """Each test in its oracle form (sandbox/oracle.py), one sandbox request per problem;
-        tests that become identical within one completion are kept once."""
-        from sparring.sandbox.oracle import with_reference_expected
-
-        todo: dict[str, list[str]] = defaultdict(list)
-        for tests, pid in zip(parsed, problem_ids, strict=True):
-            for t in tests:
-                if (pid, t) not in self._rewritten and t not in todo[pid]:
-                    todo[pid].append(t)
-        for pid, tests in todo.items():
-            ref = self.problems[pid].reference_solution
-            for t, new in zip(
-                tests, with_reference_expected(ref, tests, self.sandbox), strict=True
-            ):
-                self._rewritten[(pid, t)] = new
-        return [
-            list(dict.fromkeys(self._rewritten[(pid, t)] for t in tests))
-            for tests, pid in zip(parsed, problem_ids, strict=True)
-        ]
-
-
-def score_metrics(scores: Sequence[GeneratorScore]) -> dict[str, float]:
-    """Means of the generator's reward components over a batch."""
-    if not scores:
-        return {}
-    n = len(scores)
-    kept = [s.reward for s in scores if s.reward is not None]
-    return {
-        "reward": sum(kept) / len(kept) if kept else 0.0,
-        "validity": sum(s.validity for s in scores) / n,
-        "honest_test_share": sum(s.honest for s in scores) / n,
-        "hardness": sum(s.hardness for s in scores) / n,
-        "diversity": sum(s.diversity for s in scores) / n,
-        "consistency": sum(s.consistency for s in scores) / n,
-        "tests_per_completion": sum(s.n_tests for s in scores) / n,
-    }
 
 
 # --------------------------------------------------------------------------- proposer

@@ -203,7 +203,7 @@ def test_shared_prompt_forward_equals_trls_per_row_forward(tmp_path, monkeypatch
     """The loss's log-probs with each distinct prompt run once (its KV cache shared by the
     group) equal TRL's per-row forward, values and LoRA gradients, on left-padded prompts of
     different lengths and right-padded completions."""
-    from sparring.backends.torch import grpo
+    from sparring.backends.torch import grpo_loss as grpo  # the shared-prompt forward's home
     from sparring.backends.torch.grpo import _trainer_class, grpo_args
 
     calls = []

@@ -3,8 +3,8 @@
 
 import doctest
 
-from sparring.backends.torch import grpo
-from sparring.backends.torch.grpo import swap_flat_problems
+from sparring.backends.torch import grpo_sampling
+from sparring.backends.torch.grpo_sampling import swap_flat_problems
 
 
 def _rows(*pids: str, group: int = 2) -> list[dict]:
@@ -19,7 +19,7 @@ POOL = [{"problem_id": p} for p in ("a", "b", "c", "d", "e")]
 
 
 def test_doctests():
-    result = doctest.testmod(grpo)
+    result = doctest.testmod(grpo_sampling)
     assert result.attempted > 0 and result.failed == 0
 
 

@@ -116,7 +116,8 @@ def validate_tests(
 def _trivially_passed(problem: Problem, tests: list[str], sandbox: Any) -> set[str]:
     """The tests among `tests` that some trivial solution of the problem passes (run here,
     judged by sparring.bank.trivially_passed)."""
-    from sparring.code_duel import problem_info, run_cached
+    from sparring.generator_scoring import problem_info
+    from sparring.result_cache import run_cached
 
     family = problem_info(problem, []).trivial_solutions
     return trivially_passed(tests, run_cached(sandbox, [(code, tests) for code in family], None))

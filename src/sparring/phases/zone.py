@@ -57,7 +57,7 @@ def frozen_zone(
     the tests the answerer's reward sees (the problem's given tests, then `banked`'s tests of
     it: where the given tests pass every sample and a banked test fails some, the problem is in
     the zone), unparseable samples earning 0, summarised by `zone_stats`."""
-    from sparring.code_duel import run_cached
+    from sparring.result_cache import run_cached
 
     zone: dict[str, dict[str, float]] = {}
     for pid, codes in solutions.items():

@@ -4,10 +4,6 @@ This TRL subclass is the torch implementation of the code duel's policy-gradient
 TRL's distributed (DDP, FSDP, ZeRO-3) and vLLM paths; the engine's step on torch is
 `sparring.backends.torch.policy` (`records_batch`, `policy_loss`, `TorchPolicy.train`).
 
-Why one module: the trainer subclass, its arguments and `run_grpo` share the TRL internals the
-subclass overrides (generation, scoring, logging of a step); split, each half would reach into
-the other's private assumptions about TRL 1.16.
-
 Covers: `grpo_args` (cfg.grpo -> GRPOConfig: num_generations, epsilon, beta, loss_type, learning
 rate, completion length, mask_truncated_completions, temperature, top_p, batch sizes; GPU
 switches `use_vllm` -> vLLM colocate mode and `bf16`; no `report_to`: TRL's loss, kl, entropy,
@@ -18,62 +14,25 @@ phase's MLflow run through `sparring.tracking.trainer_callbacks`, which survives
 TRL's logged metrics averaged over the phase plus step time, tokens/s, peak memory and the group
 counts of dynamic sampling.
 
-`SparringGRPOTrainer` adds to TRL 1.16's GRPOTrainer, which has neither:
-- stop at the closing code fence (`stop_at_fence`): TRL calls `model.generate(**inputs,
-  generation_config=...)` without `tokenizer=` (so `stop_strings` cannot work) and takes no
-  custom stopping criteria, so `_generate_single_turn` passes a
-  `sparring.backends.torch.generation.FenceStop` to that call, cuts each stopped row just after
-  its closing fence and appends EOS. TRL calls a
-  completion "truncated" when its last token is not EOS/pad (clipped_ratio,
-  mask_truncated_completions), so the EOS makes a fenced answer a finished one; that EOS was not
-  sampled, so it is masked out of the loss. Plain HF generation only (not vLLM, not continuous
-  batching: their completions are left as TRL makes them).
-- sampling from the LoRA adapter merged into the base (`merge_lora_sampling`, `lora_merged`;
-  refill decoder, unsharded weights): one matmul per adapted linear in each decode step, the
-  base weights restored bit for bit before the update.
-- scoring overlapped with sampling (`overlap_scoring`; Sparring's decoders only): a finished
-  row's tests run in the sandbox, into the answerer reward's result cache, while the other rows
-  still decode (sparring.scoring_overlap); TRL's reward call then reads the cache, so rewards
-  and metrics are those of the plain path. `scoring_overlapped_seconds` says how much sandbox
-  time was hidden; the wait for what was left after sampling counts as reward time.
-- dynamic sampling, DAPO-style "drop" (`drop_flat_groups`): after TRL scores a generation batch,
-  groups whose rewards are all equal (zero advantage, no gradient) leave the loss batch; every
-  per-row tensor is sliced alike and `num_items_in_batch` recounted. When no useful group (or no
-  unmasked loss token) remains, the whole optimizer update is skipped (no forward/backward; all
-  grads stay None so AdamW leaves every weight alone), rather than stepping on zero advantages,
-  which costs a full backward and still moves the weights through Adam's momentum. Counts:
-  `groups_total`, `groups_useful`, `batches_skipped`; per generation batch TRL logs
-  `sparring/useful_group_share` (and `sparring/fence_stop_ratio`) with its own metrics.
-  With `steps_per_generation > 1` the kept rows are topped up with zero-advantage rows of dropped
-  groups to a multiple of it (TRL splits the batch into that many equal slices), and over
-  several processes to the most rows any of them keeps (`rows_to_keep`: TRL's collectives need
-  equal counts).
-- dynamic sampling, "refill" (`refill_flat_batches`): when every group of a generation batch is
-  flat, up to that many fresh batches of problems not yet tried in this step are generated and
-  scored in its place before the step is skipped. TRL's metrics of a replaced batch are taken back
-  so that they describe the batch trained on; `sparring/refilled_batches` counts the replacements
-  (each one a full generation: the price of a step that trains). Single process only.
-- dynamic sampling, "skip" (`skip_flat_problems`): a problem whose last group in this phase was
-  flat (every completion passed, or none did) or reached a mean reward of `skip_mastered_at`
-  (mastered: its next group is likely all-pass), or that the frozen answerer's screen saw flat
-  (a dataset column `screened_flat`, `steps.screen_pool`), is not sampled while it stays so and
-  other problems remain: before a
-  generation batch is sampled its groups are swapped for problems not seen flat
-  (`swap_flat_problems`), so fewer sampled completions leave the loss batch;
-  once no problem is left unmarked, a group goes to the problem seen failing (flat below
-  `skip_mastered_at`, or screened so) the longest ago, since the answerer has trained since.
-  `revisit_order: lowest_reward` re-points a group of a problem already sampled in the phase
-  too, and sends such groups to a problem not yet sampled, else to the one whose last group
-  earned the least (`groups_revisited`, `revisits_flat` count the returns).
-  `groups_swapped` counts the swaps, `groups_retried` those of them to a failing problem,
-  `groups_mastered` the groups that marked a problem mastered and `groups_flat_at_zero` the
-  flat groups in which nothing earned a reward. Single process only.
-- the curriculum coach's per-step re-selection (`coach.enabled`, sparring.coach): before a
-  generation batch is sampled, the reward's `reselect` swaps each group of a family whose level
-  the coach moved since the phase drew its problems for rows at the family's new level (prompts
-  longer than `max_prompt_length` are not used). Single process only (a group may span
-  processes, and each process's coach counts its own rows); elsewhere the phase's draw, made at
-  the levels the phase starts with, is trained as drawn.
+`SparringGRPOTrainer` is TRL 1.16's GRPOTrainer with three mixins, one module each, that share
+TRL's internals through the trainer (its `accelerator`, `args`, `train_dataset`, ...):
+- `Rollout` (sparring.backends.torch.grpo_rollout): stop at the closing code fence, Sparring's
+  refill decoder, sampling from the LoRA adapter merged into the base, scoring overlapped with
+  sampling;
+- `SamplingOrder` (sparring.backends.torch.grpo_sampling): which problems a generation batch
+  samples: dynamic sampling's "skip" of flat or mastered problems (`skip_flat_problems`,
+  `skip_mastered_at`, `revisit_order`), the fresh batch of "refill", the coach's re-selection;
+- `LossBatch` (sparring.backends.torch.grpo_loss): dynamic sampling's "drop" of flat groups
+  (`drop_flat_groups`), the update skipped when no signal is left, one prompt forward per group.
+This module is the step that joins them: per generation batch it re-selects and swaps problems,
+samples (timed: `generation_seconds`; a sampling slower than `SLOW_SAMPLING_S` says a line),
+scores (`reward_seconds`), masks the EOS appended after a fence out of the loss, notes each
+group's spread and mean, refills an all-flat batch with up to `refill_flat_batches` fresh ones
+(TRL's metrics of a replaced batch are taken back so that they describe the batch trained on;
+`sparring/refilled_batches` counts the replacements, each one a full generation: the price of a
+step that trains; single process only), drops the flat groups and counts: `groups_total`,
+`groups_useful`, `batches_skipped`; per generation batch TRL logs
+`sparring/useful_group_share` (and `sparring/fence_stop_ratio`) with its own metrics.
 
 Multi-process: `sparring.cluster.entry` runs a phase under `torchrun` (or `accelerate launch`)
 on one node or on the nodes of a Kubeflow TrainJob; TRL/Accelerate handle the process group,
@@ -89,24 +48,28 @@ problem statement in half would train on a different problem); reward functions 
 None, which TRL turns into NaN and drops with nansum/nanmean, so a sandbox failure is "no
 signal", not 0.
 Does not cover: rewards (sparring.code_duel), which model/adapter is trained
-(sparring.phases), DAPO's "resample until the batch is full" variant (dropping shrinks the batch
-instead), multimodal batches (no dropping when images are present), multi-GPU runs of the
-subclass (untested here).
+(sparring.phases), what each mixin does in detail (its module), multi-GPU runs of the subclass
+(untested here).
 """
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import logging
-import math
 import resource
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sparring import progress, tracking
-from sparring.backends.torch.generation import cache_kwarg
+from sparring.backends.torch.grpo_loss import (  # noqa: F401 (rows_to_keep: re-exported for tests)
+    LossBatch,
+    group_means,
+    rows_to_keep,
+    useful_groups,
+)
+from sparring.backends.torch.grpo_rollout import Rollout
+from sparring.backends.torch.grpo_sampling import SamplingOrder
 from sparring.budget import resolve_completion_length
 from sparring.config import Config
 from sparring.errors import SparringError
@@ -205,192 +168,12 @@ def fit_prompts(dataset: Any, tokenizer: Any, max_tokens: int) -> tuple[Any, int
     return kept, len(dataset) - len(kept)
 
 
-@contextlib.contextmanager
-def _generate_with(model: Any, **extra: Any) -> Iterator[None]:
-    """While inside, `model.generate(...)` also receives `extra` (an instance attribute shadows
-    the method and is removed, or the previous one restored, on exit)."""
-    had = "generate" in vars(model)
-    previous = vars(model).get("generate")
-    original = model.generate
-
-    def generate(*args: Any, **kwargs: Any) -> Any:
-        return original(*args, **{**extra, **kwargs})
-
-    object.__setattr__(model, "generate", generate)
-    try:
-        yield
-    finally:
-        if had:
-            object.__setattr__(model, "generate", previous)
-        else:
-            vars(model).pop("generate", None)
-
-
-def useful_groups(rewards_per_func: Any, weights: Any, num_generations: int) -> Any:
-    """Bool per group of `num_generations` consecutive rows: True when the group's weighted
-    rewards (NaN = unscorable, ignored) are not all equal, i.e. it carries an advantage."""
-    import torch
-
-    grouped = _grouped_rewards(rewards_per_func, weights, num_generations)
-    present = ~torch.isnan(grouped)
-    hi = torch.where(present, grouped, torch.full_like(grouped, -math.inf)).amax(dim=1)
-    lo = torch.where(present, grouped, torch.full_like(grouped, math.inf)).amin(dim=1)
-    spread = present.sum(dim=1) >= 2
-    return spread & ~torch.isclose(hi, lo, rtol=1e-5, atol=1e-6)
-
-
-def group_means(rewards_per_func: Any, weights: Any, num_generations: int) -> list[float]:
-    """Per group of `num_generations` consecutive rows, the mean weighted reward of its
-    scorable rows (NaN where none is)."""
-    import torch
-
-    grouped = _grouped_rewards(rewards_per_func, weights, num_generations)
-    return torch.nanmean(grouped, dim=1).tolist()
-
-
-def _grouped_rewards(rewards_per_func: Any, weights: Any, num_generations: int) -> Any:
-    """[groups, num_generations] weighted rewards, NaN where a row is unscorable."""
-    import torch
-
-    unscorable = torch.isnan(rewards_per_func).all(dim=1)
-    rewards = (rewards_per_func * weights.to(rewards_per_func.device).unsqueeze(0)).nansum(dim=1)
-    return rewards.masked_fill(unscorable, float("nan")).view(-1, num_generations)
-
-
-def screened_flat_ids(dataset: Any) -> dict[Any, float]:
-    """The problem ids of the rows of `dataset` (a datasets.Dataset, or None) whose
-    `screened_flat` column is true, each with the reward the screen saw (`screened_mean`, 0
-    without that column): the frozen answerer's screen saw every sample earn the same reward
-    (sparring.phases.zone.screened_flat); empty without the column."""
-    columns = getattr(dataset, "column_names", ())
-    if dataset is None or "screened_flat" not in columns:
-        return {}
-    ids, flags = dataset["problem_id"], dataset["screened_flat"]
-    means = dataset["screened_mean"] if "screened_mean" in columns else [0.0] * len(ids)
-    return {pid: m for pid, flat, m in zip(ids, flags, means, strict=True) if flat}
-
-
-def swap_flat_problems(
-    rows: list[dict[str, Any]],
-    group: int,
-    flat: set[Any],
-    pool: Any,
-    cursor: int,
-    stale: Sequence[dict[str, Any]] = (),
-    revisits: Sequence[dict[str, Any]] | None = None,
-) -> tuple[list[dict[str, Any]], int, int, int]:
-    """`rows` (GRPO groups of `group` copies) with each group of a problem in `flat` (its last
-    group this phase had no reward spread, or nearly all passed) swapped for a pool row whose
-    problem is neither flat nor already in the batch, taken from `pool` from `cursor` on, round
-    robin. When the pool has no such row, the group goes to the first of `stale` (rows of flat
-    problems that were failing, the longest ago first: the model has trained since) not in the
-    batch, else it stays. Returns (rows, next cursor, groups swapped, of them from `stale`).
-    Pure.
-
-    With `revisits` (rows of the problems sampled this phase and not flat, the lowest last
-    reward first: `grpo.revisit_order: lowest_reward`), the pool gives only problems not among
-    them, a group of one of them is re-pointed too, and a group the pool cannot place goes to
-    the first revisit not in the batch (or stays, if that is its own) before `stale`.
-
-    >>> pool = [{"problem_id": p} for p in "abcd"]
-    >>> rows = [{"problem_id": "a"}] * 2 + [{"problem_id": "b"}] * 2
-    >>> out, cursor, swapped, retried = swap_flat_problems(rows, 2, {"a"}, pool, 0)
-    >>> [r["problem_id"] for r in out], swapped, retried
-    (['c', 'c', 'b', 'b'], 1, 0)
-    >>> stale = [{"problem_id": "d"}]
-    >>> out, _, swapped, retried = swap_flat_problems(rows, 2, {"a", "c", "d"}, pool[:3], 0, stale)
-    >>> [r["problem_id"] for r in out], swapped, retried
-    (['d', 'd', 'b', 'b'], 1, 1)
-    >>> seen = [{"problem_id": "b"}, {"problem_id": "c"}]  # b earned less than c
-    >>> out, *_ = swap_flat_problems(rows, 2, {"a"}, pool, 0, (), seen)
-    >>> [r["problem_id"] for r in out]
-    ['d', 'd', 'b', 'b']
-    >>> out, *_ = swap_flat_problems(rows, 2, {"a", "d"}, pool, 0, (), seen)
-    >>> [r["problem_id"] for r in out]
-    ['c', 'c', 'b', 'b']
-    """
-    seen = {r["problem_id"] for r in revisits or ()}
-    if not (flat or seen) or not rows or len(rows) % group:
-        return rows, cursor, 0, 0
-    in_batch = {rows[i]["problem_id"] for i in range(0, len(rows), group)}
-    taken = flat | seen  # the pool gives only problems in neither
-    out: list[dict[str, Any]] = []
-    swapped = retried = 0
-    n = len(pool)
-    for start in range(0, len(rows), group):
-        chunk = rows[start : start + group]
-        pid = chunk[0].get("problem_id")
-        if pid in taken:
-            found = None
-            for _ in range(n):
-                row = pool[cursor % n]
-                cursor += 1
-                other = row.get("problem_id")
-                if other is not None and other not in taken and other not in in_batch:
-                    found = row
-                    break
-            if found is None:
-                found = _first_free(revisits or (), pid, in_batch)
-            if found is None:
-                found = _first_free(stale, pid, in_batch)
-                retried += found is not None and found["problem_id"] != pid
-            if found is not None and found["problem_id"] != pid:
-                in_batch.add(found["problem_id"])
-                chunk = [dict(found) for _ in range(group)]
-                swapped += 1
-        out.extend(chunk)
-    return out, cursor, swapped, retried
-
-
-def _first_free(rows: Sequence[dict[str, Any]], pid: Any, in_batch: set[Any]) -> Any:
-    """The first of `rows` whose problem is `pid` itself or not in the batch, else None."""
-    free = (r for r in rows if r["problem_id"] == pid or r["problem_id"] not in in_batch)
-    return next(free, None)
-
-
-def rows_to_keep(keep: Any, most_kept: int, slices: int) -> tuple[Any, Any]:
-    """(useful rows, filler rows) of one process's batch, `keep` marking its useful rows and
-    `most_kept` the most any process keeps: every process keeps as many rows, that most in
-    whole `slices` (TRL splits the batch into steps_per_generation equal ones), its own flat
-    rows as filler. Equal counts matter: TRL gathers per-row metrics without padding, so
-    processes keeping different counts sent mismatched collectives and aborted."""
-    import torch
-
-    rows = torch.nonzero(keep).flatten()
-    target = max(slices, -(-most_kept // slices) * slices)
-    return rows, torch.nonzero(~keep).flatten()[: target - len(rows)]
-
-
-def _select_rows(out: dict[str, Any], index: Any, n: int) -> dict[str, Any]:
-    """`out` with every per-row entry (a tensor or list of length `n`) reduced to `index`."""
-    picked: dict[str, Any] = {}
-    idx = index.tolist()
-    for key, value in out.items():
-        if hasattr(value, "index_select") and value.dim() > 0 and value.size(0) == n:
-            picked[key] = value.index_select(0, index.to(value.device))
-        elif isinstance(value, list) and len(value) == n:
-            picked[key] = [value[i] for i in idx]
-        else:
-            picked[key] = value
-    return picked
-
-
 def _trainer_class() -> type:
-    import torch
     from trl import GRPOTrainer
 
-    from sparring.backends.torch.generation import (
-        FenceStop,
-        _as_stopping_criteria,
-        _refill_supported,
-        decode,
-        decoder_for,
-    )
-    from sparring.backends.torch.models import lora_merged
-
-    class SparringGRPOTrainer(GRPOTrainer):
-        """GRPOTrainer + stop at the closing code fence + DAPO-style dropping of flat groups
-        (the module docstring says what each override does and why)."""
+    class SparringGRPOTrainer(Rollout, LossBatch, SamplingOrder, GRPOTrainer):
+        """GRPOTrainer + stop at the closing code fence + dynamic sampling (this module's
+        docstring and each mixin's module docstring say what each override does and why)."""
 
         def __init__(
             self,
@@ -422,32 +205,10 @@ def _trainer_class() -> type:
             self.generation_seconds = 0.0
             self.reward_seconds = 0.0
             self.drop_flat_groups = drop_flat_groups
-            self.refill_flat_batches = refill_flat_batches
-            self.skip_flat_problems = skip_flat_problems
-            self.skip_mastered_at = skip_mastered_at
-            self.revisit_order = revisit_order
-            # per problem sampled this phase: (its last group's mean reward, the batch that
-            # scored it), the order of `grpo.revisit_order: lowest_reward`
-            self._last_reward: dict[Any, tuple[float, int]] = {}
-            self.groups_revisited = 0  # groups of a problem already sampled in this phase
-            self.revisits_flat = 0  # of them, flat
-            self.groups_mastered = 0  # useful groups whose mean reached skip_mastered_at
-            self.groups_retried = 0  # swapped for a problem last seen failing, when none was new
-            self.groups_flat_at_zero = 0  # flat groups in which no completion earned anything
-            # last group this phase (or, before it, the frozen answerer's screen) had no spread
-            screened = screened_flat_ids(kw.get("train_dataset")) if skip_flat_problems else {}
-            self._flat_problems: set[Any] = set(screened)
-            # the skipped problems that were failing, with the generation batch that last saw
-            # them so (-1: the screen): retried, the longest ago first, once no other is left
-            self._failing_since: dict[Any, int] = {
-                pid: -1 for pid, mean in screened.items() if mean < skip_mastered_at
-            }
-            self._batches_scored = 0
-            self._row_of: dict[Any, int] | None = None
-            self._skip_cursor = 0
-            self.groups_swapped = 0
-            self.batches_refilled = 0
-            self._refill_cursor = 0
+            self._init_sampling_order(
+                kw.get("train_dataset"), refill_flat_batches, skip_flat_problems,
+                skip_mastered_at, revisit_order,
+            )  # fmt: skip
             self.groups_total = 0
             self.groups_useful = 0
             self.batches_skipped = 0
@@ -458,7 +219,7 @@ def _trainer_class() -> type:
             self._rewards_per_func: Any = None
             super().__init__(*args, **kw)
 
-        # -- stop at the closing fence -----------------------------------------------------
+        # -- sampling (grpo_rollout), timed ----------------------------------------------
         def _generate_single_turn(
             self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False
         ):
@@ -479,119 +240,7 @@ def _trainer_class() -> type:
                         f"in {progress.fmt_seconds(took)}; scoring and updating"
                     )
 
-        def _generate_fenced(
-            self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images
-        ):
-            self._fence_stopped = None
-            args = (prompt_ids, images, multimodal_fields, num_generations, has_tool_images)
-            if not self.stop_at_fence or self.use_vllm or self.use_transformers_continuous_batching:
-                return super()._generate_single_turn(*args)
-            stop = FenceStop(self._tokenizer, eos_token_ids=self.eos_token_ids)
-            model = self.accelerator.unwrap_model(self.model_wrapped)  # what TRL generates with
-            if self.sampler == "refill" and not images and _refill_supported(model):
-                return self._generate_refilled(model, prompt_ids, stop)
-            with _generate_with(model, stopping_criteria=_as_stopping_criteria(stop)):
-                completion_ids, logprobs = super()._generate_single_turn(*args)
-            eos = self._tokenizer.eos_token_id
-            eos = self.eos_token_ids[0] if eos is None else eos
-            stopped = []
-            for i, ids in enumerate(completion_ids):
-                end = stop.stopped_at[i] if i < len(stop.stopped_at) else None
-                if end:  # drop what generate padded after the fence; end with one EOS
-                    completion_ids[i] = [*ids[:end], eos]
-                stopped.append(bool(end))
-            self._fence_stopped = stopped
-            return completion_ids, logprobs
-
-        def _generate_refilled(self, model, prompt_ids, stop):
-            """Completions from Sparring's refill decoder (a finished row's slot goes to the
-            next prompt at once): ids up to the closing fence or EOS, each finished one ending
-            in EOS (after a fence: appended, masked out of the loss in `_score_batch`), a row
-            cut at max_completion_length without one (TRL calls it truncated)."""
-            stop.start(len(prompt_ids))
-            was_training = model.training
-            model.eval()
-            prefetcher, finished = self._prefetcher(len(prompt_ids))
-
-            def on_done(i: int, ids: list[int]) -> None:
-                finished[i] = list(ids)
-                prefetcher.submit(i)
-
-            # the slot decoder's CUDA graphs hold the unmerged kernels; shards cannot be merged
-            sharded = self.is_fsdp_enabled or self.is_deepspeed_enabled
-            mergeable = self.merge_lora_sampling and not sharded and decoder_for(model) == "refill"
-            merge = lora_merged(model) if mergeable else contextlib.nullcontext(False)
-            try:
-                with merge, torch.inference_mode():
-                    rows = decode(
-                        model,
-                        [list(p) for p in prompt_ids],
-                        max_new_tokens=self.max_completion_length,
-                        batch_size=self.rollout_batch_size,
-                        temperature=self.temperature,
-                        top_p=self.top_p,
-                        stop=stop,
-                        pad_token_id=self._tokenizer.pad_token_id,
-                        on_done=on_done if prefetcher is not None else None,
-                    )
-            finally:
-                model.train(was_training)
-                if prefetcher is not None:
-                    self._close_prefetcher(prefetcher)
-            eos = self._tokenizer.eos_token_id
-            eos = self.eos_token_ids[0] if eos is None else eos
-            stopped = [s is not None for s in stop.stopped_at]
-            completion_ids = [
-                [*ids, eos] if fenced or ended else ids
-                for ids, fenced, ended in zip(rows, stopped, stop.ended, strict=True)
-            ]
-            self._fence_stopped = stopped
-            return completion_ids, None
-
-        # -- scoring overlapped with sampling ---------------------------------------------
-        def _prefetcher(self, n_rows):
-            """A `Prefetcher` that runs the sandbox on finished rows into the reward's cache
-            (sparring.scoring_overlap), and the dict it reads their ids from; (None, {}) when
-            the switch is off or the reward or the batch does not allow it."""
-            from sparring.scoring_overlap import Prefetcher
-
-            inputs = self._batch_inputs
-            reward = self.reward_funcs[0] if len(self.reward_funcs) == 1 else None
-            if (
-                not self.overlap_scoring
-                or not hasattr(reward, "prefetch")
-                or inputs is None
-                or len(inputs) != n_rows
-                or not all("tests" in r and "function_name" in r for r in inputs)
-            ):
-                return None, {}
-            finished: dict[int, list[int]] = {}
-            decode_text = self._tokenizer.batch_decode
-
-            def warm(rows):
-                texts = decode_text([finished[i] for i in rows], skip_special_tokens=True)
-                reward.prefetch(
-                    texts,
-                    [inputs[i]["tests"] for i in rows],
-                    [inputs[i]["function_name"] for i in rows],
-                )
-
-            return Prefetcher(warm), finished
-
-        def _close_prefetcher(self, prefetcher):
-            sampled_at = time.perf_counter()
-            report = prefetcher.close()
-            self._prefetch_wait = report.waited_s
-            self.scoring_overlapped_seconds += sum(
-                max(0.0, min(end, sampled_at) - start) for start, end, _ in report.calls
-            )
-            if report.error is not None:
-                log.warning(
-                    "scoring during sampling failed (%s); the reward call scores the batch",
-                    report.error,
-                )
-
-        # -- dynamic sampling --------------------------------------------------------------
+        # -- the step: score, refill, drop, count ----------------------------------------
         def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
             start = time.perf_counter()
             rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
@@ -665,230 +314,10 @@ def _trainer_class() -> type:
             g = self.num_generations
             useful = useful_groups(self._rewards_per_func, self.reward_weights, g)
             means = group_means(self._rewards_per_func, self.reward_weights, g)
-            self.groups_flat_at_zero += sum(
-                1 for spread, mean in zip(useful.tolist(), means, strict=True)
-                if not spread and mean == 0.0
-            )  # fmt: skip
-            if self.skip_flat_problems and self.accelerator.num_processes == 1:
-                for i, (spread, mean) in enumerate(zip(useful.tolist(), means, strict=True)):
-                    pid = inputs[i * g].get("problem_id") if i * g < len(inputs) else None
-                    if pid is None:
-                        continue
-                    mastered = spread and mean >= self.skip_mastered_at
-                    self.groups_mastered += mastered
-                    if pid in self._last_reward:
-                        self.groups_revisited += 1
-                        self.revisits_flat += not spread
-                    self._last_reward[pid] = (mean, self._batches_scored)
-                    if spread and not mastered:
-                        self._flat_problems.discard(pid)
-                    else:
-                        self._flat_problems.add(pid)
-                    if not spread and mean < self.skip_mastered_at:
-                        self._failing_since[pid] = self._batches_scored
-                    else:
-                        self._failing_since.pop(pid, None)
-            self._batches_scored += 1
+            self._note_groups(inputs, useful.tolist(), means)
             return out, useful, stopped
 
-        def _unflat(self, inputs):
-            """`inputs` with the groups of problems whose last group this phase was flat
-            swapped for problems not seen flat (`swap_flat_problems`; one process only: the
-            processes would have to agree)."""
-            if not self.skip_flat_problems or self.accelerator.num_processes != 1:
-                return inputs
-            rows, self._skip_cursor, swapped, retried = swap_flat_problems(
-                inputs, self.num_generations, self._flat_problems, self.train_dataset,
-                self._skip_cursor, self._stale_rows(), self._revisit_rows(),
-            )  # fmt: skip
-            self.groups_swapped += swapped
-            self.groups_retried += retried
-            return rows
-
-        def _stale_rows(self):
-            """Rows of the problems last seen failing, the longest ago first."""
-            order = sorted(self._failing_since, key=self._failing_since.__getitem__)
-            return self._rows_of(order)
-
-        def _revisit_rows(self):
-            """Under `revisit_order: lowest_reward`, rows of the problems sampled this phase
-            and not marked flat, the lowest last reward first (ties: the longest ago); else
-            None (dataset order)."""
-            if self.revisit_order != "lowest_reward":
-                return None
-            seen = [pid for pid in self._last_reward if pid not in self._flat_problems]
-            return self._rows_of(sorted(seen, key=self._last_reward.__getitem__))
-
-        def _rows_of(self, pids):
-            if self._row_of is None:
-                self._row_of = {pid: i for i, pid in enumerate(self.train_dataset["problem_id"])}
-            return [self.train_dataset[self._row_of[pid]] for pid in pids if pid in self._row_of]
-
-        def _coached(self, inputs):
-            """`inputs` with the groups of a family the coach has moved since the phase drew
-            its problems swapped for rows at the family's level (the reward's `reselect`; one
-            process only: a group may span processes)."""
-            reward = self.reward_funcs[0] if len(self.reward_funcs) == 1 else None
-            if not hasattr(reward, "reselect") or self.accelerator.num_processes != 1:
-                return inputs
-            return reward.reselect(inputs, self.num_generations, self.prompt_fits)
-
-        def _refill_inputs(self, n_rows, tried):
-            """A fresh generation batch of `n_rows` rows (each prompt `num_generations` times)
-            from problems not tried in this step, or None when there are not enough (or when
-            several processes train: they would have to agree on a refill)."""
-            g = self.num_generations
-            if self.accelerator.num_processes != 1 or n_rows % g:
-                return None
-            data = self.train_dataset
-            picked = []
-            for _ in range(len(data)):
-                row = data[self._refill_cursor % len(data)]
-                self._refill_cursor += 1
-                pid = row.get("problem_id")
-                if pid is None or pid not in tried:
-                    tried.add(pid)
-                    picked.append(row)
-                    if len(picked) == n_rows // g:
-                        return [dict(r) for r in picked for _ in range(g)]
-            return None
-
-        def _loss_tokens(self, out):
-            mask = out["completion_mask"]
-            if out.get("tool_mask") is not None:
-                mask = mask * out["tool_mask"]
-            return self.accelerator.gather(mask.sum()).sum()
-
-        def _keep_rows(self, out, keep):
-            """`out` without the rows of flat groups, or flagged `sparring_skip` when no useful
-            group or no loss token is left (collectives run alike on every process)."""
-            n = keep.numel()
-            kept = self.accelerator.gather(keep.sum().long().reshape(1))
-            if not bool(kept.sum() > 0):
-                out["sparring_skip"] = torch.tensor(True)
-                return out
-            rows, filler = rows_to_keep(keep, int(kept.max()), self.args.steps_per_generation)
-            useful_tokens = self._loss_tokens(_select_rows(out, rows, n))
-            if len(rows) + len(filler) < n:
-                index = torch.cat([rows, filler]).sort().values
-                out = _select_rows(out, index, n)
-                out["advantages"][torch.isin(index, filler)] = 0.0
-            out["num_items_in_batch"] = useful_tokens
-            if not bool(useful_tokens > 0):  # e.g. every useful completion was truncated
-                out["sparring_skip"] = torch.tensor(True)
-            return out
-
-        # -- one prompt forward per group ---------------------------------------------------
-        def _get_per_token_logps_and_entropies(
-            self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
-            compute_entropy=False, compute_aux_loss=False, **extra,
-        ):  # fmt: skip
-            """TRL's per-token log-probs of the completions, with each distinct prompt run once
-            (its KV cache shared by the group's rows) instead of once per row: a GRPO group's
-            rows repeat one prompt, and the prompt is most of each row's tokens. Same values
-            as TRL's (tests/integration/test_backends_torch_grpo.py); TRL's own path for
-            multimodal inputs, MoE aux losses, sharded models, or when no prompt repeats."""
-            plain = not compute_aux_loss and all(v is None for v in extra.values())
-            prompt_len = input_ids.size(1) - logits_to_keep
-            if not (self.share_prompt_forward and plain and prompt_len > 1) or (
-                self.is_fsdp_enabled or self.is_deepspeed_enabled
-            ):
-                return super()._get_per_token_logps_and_entropies(
-                    model, input_ids, attention_mask, logits_to_keep, batch_size,
-                    compute_entropy, compute_aux_loss, **extra,
-                )  # fmt: skip
-            prompts = torch.cat([input_ids[:, :prompt_len], attention_mask[:, :prompt_len]], 1)
-            unique, slot = torch.unique(prompts, dim=0, return_inverse=True)
-            if unique.size(0) == input_ids.size(0):
-                return super()._get_per_token_logps_and_entropies(
-                    model, input_ids, attention_mask, logits_to_keep, batch_size,
-                    compute_entropy, compute_aux_loss, **extra,
-                )  # fmt: skip
-            return _shared_prompt_logps(
-                model, self.accelerator, input_ids, attention_mask, logits_to_keep, unique,
-                slot, prompt_len, compute_entropy,
-            )  # fmt: skip
-
-        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-            if "sparring_skip" in inputs:  # no signal: no forward/backward, grads stay None
-                return torch.zeros((), device=self.accelerator.device, requires_grad=True)
-            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
-
     return SparringGRPOTrainer
-
-
-# Rows per completion pass of the shared-prompt loss: few enough that each chunk's longest
-# completion is close to its others (less padding), enough to keep the matmuls wide.
-SHARED_CHUNK_ROWS = 8
-
-
-def _shared_prompt_logps(
-    model: Any,
-    accelerator: Any,
-    input_ids: Any,
-    attention_mask: Any,
-    logits_to_keep: int,
-    unique: Any,
-    slot: Any,
-    prompt_len: int,
-    compute_entropy: bool,
-    chunk_rows: int | None = None,
-) -> tuple[Any, Any, None]:
-    """Per-token log-probs (and entropies) of the last `logits_to_keep` tokens of each row, the
-    prompt part (all but its last token) run once per distinct prompt (`unique`, rows mapped to
-    it by `slot`) with gradients; then rows, sorted by completion length and taken `chunk_rows`
-    at a time, each run its last prompt token and its completion, cut to the chunk's longest
-    (one clipped completion would otherwise pad every row to the cap), on a copy of their
-    prompts' KV cache, through TRL's fused LM head as TRL does. Positions past a row's end
-    get 0 (TRL masks them)."""
-    import torch
-    from transformers import DynamicCache
-
-    unwrapped = accelerator.unwrap_model(model)
-    config = unwrapped.config
-    cache_kw = cache_kwarg(unwrapped)
-    head = prompt_len - 1
-    shared = DynamicCache(config=config)
-    with accelerator.autocast():
-        model(
-            input_ids=unique[:, :head],
-            attention_mask=unique[:, prompt_len : prompt_len + head],
-            **{cache_kw: shared},
-            use_cache=True,
-            logits_to_keep=1,
-        )
-    lengths = attention_mask[:, prompt_len:].sum(dim=1)
-    logps = input_ids.new_zeros((input_ids.size(0), logits_to_keep), dtype=torch.float32)
-    entropies = torch.zeros_like(logps) if compute_entropy else None
-    pieces, entropy_pieces, rows_done = [], [], []
-    for rows in torch.argsort(lengths).split(chunk_rows or SHARED_CHUNK_ROWS):
-        width = max(1, int(lengths[rows].max()))
-        cache = DynamicCache(config=config)
-        for i, layer in enumerate(shared.layers):  # index_select keeps the graph to the prompt
-            cache.update(layer.keys.index_select(0, slot[rows]),
-                         layer.values.index_select(0, slot[rows]), i)  # fmt: skip
-        tail = input_ids[rows, head : prompt_len + width]
-        labels = tail.masked_fill(attention_mask[rows, head : prompt_len + width] == 0, -100)
-        labels[:, 0] = -100  # the last prompt token is context, not scored
-        with accelerator.autocast():
-            out = model(
-                input_ids=tail,
-                attention_mask=attention_mask[rows, : prompt_len + width],
-                **{cache_kw: cache},
-                use_cache=True,
-                labels=labels,
-                fused_lm_head=True,
-            )
-        pad = (0, logits_to_keep - width)
-        pieces.append(torch.nn.functional.pad(out.log_probs[:, -width:].float(), pad))
-        if compute_entropy:
-            entropy_pieces.append(torch.nn.functional.pad(out.entropy[:, -width:].float(), pad))
-        rows_done.append(rows)
-    order = torch.cat(rows_done)
-    logps = logps.index_copy(0, order, torch.cat(pieces))
-    if compute_entropy:
-        entropies = entropies.index_copy(0, order, torch.cat(entropy_pieces))
-    return logps, entropies, None
 
 
 def run_grpo(
