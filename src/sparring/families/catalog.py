@@ -7,8 +7,9 @@ the empty input, derived (sparring.families.spec.with_stated_empty). Two familie
 operations that no other family uses (digits of an integer, keys of a mapping):
 `NEW_FAMILIES`, the held-out new-family set of configs/learn.yaml.
 
-Why one module: it is one table, read top to bottom; a family's ops sit next to the frames and
-inputs they use, and splitting the table by domain would only scatter that.
+Why one module: the ten families beside the list ones and the SPECS table are one table, read
+top to bottom. The six list families are in sparring.families.catalog_lists, the pieces every
+spec is built from (input drawers, frames, constant ranges, `op`) in sparring.families.ops.
 
 Covers: the specs. Does not cover: drawing and rendering (sparring.families.spec), choosing
 tests and checking instances (sparring.families), task identity (sparring.families.identity).
@@ -16,424 +17,45 @@ tests and checking instances (sparring.families), task identity (sparring.famili
 
 from __future__ import annotations
 
-import random
-
 from sparring.families.base import DICT_PARAMS as DICTS
-from sparring.families.base import INT_LIST_PARAMS as LISTS
 from sparring.families.base import INT_PARAMS as INTS
 from sparring.families.base import SENTENCE_PARAMS as SENTENCES
-from sparring.families.base import SHORT_WORDS, int_list, mixed_text, sentence
 from sparring.families.base import STR_PARAMS as TEXTS
 from sparring.families.base import WORD_LIST_PARAMS as WORD_LISTS
-from sparring.families.spec import FamilySpec, Op, with_stated_empty
-
-LIST = "list[int]"
-K_SMALL = tuple(range(2, 11))
-K_ANY = tuple(range(-5, 16))
-K_POS = tuple(range(1, 13))
-LETTERS = tuple("abcdeiostxyz")  # the letters mixed_text draws from
-NAMES = ("ann", "bob", "cy", "dan", "eve", "finn", "gus", "ivy")
-
-LIST_FRAMES = (
-    "{Task}.",
-    "Given a list of integers {p}, {task}.",
-    "Write a function that takes a list of integers {p} and should {task}.",
+from sparring.families.catalog_lists import (
+    LIST_COUNT,
+    LIST_FILTER,
+    LIST_INDEX,
+    LIST_MAP,
+    LIST_SLICE,
+    LIST_STAT,
 )
-INT_FRAMES = (
-    "{Task}. {p} is never negative.",
-    "Given a non-negative integer {p}, {task}.",
-    "Write a function that takes a non-negative integer {p} and should {task}.",
+from sparring.families.ops import (
+    DICT_FRAMES,
+    INT_FRAMES,
+    K_SMALL,
+    NAMES,
+    PAIR_FRAMES,
+    SENTENCE_FRAMES,
+    TEXT_FRAMES,
+    WORDS_FRAMES,
+    draw_int_range_input,
+    draw_mapping,
+    draw_nonneg,
+    draw_pair,
+    draw_sentence,
+    draw_text,
+    draw_words,
+    op,
 )
-TEXT_FRAMES = (
-    "{Task}.",
-    "Given a string {p}, {task}.",
-    "Write a function that takes a string {p} and should {task}.",
-)
-SENTENCE_FRAMES = ("{Task}. Words are separated by single spaces.", "Given a sentence {p}, {task}.")
-WORDS_FRAMES = (
-    "{Task}.",
-    "Given a list of words {p}, {task}.",
-    "Write a function that takes a list of strings {p} and should {task}.",
-)
-PAIR_FRAMES = (
-    "{Task}.",
-    "Given two integers {p} and {q}, {task}.",
-    "Write a function that takes two integers, {p} and {q}, and should {task}.",
-)
-DICT_FRAMES = (
-    "{Task}.",
-    "Given a dict {p} that maps names to integers, {task}.",
-    "Write a function that takes a dict {p} from names to integers and should {task}.",
-)
+from sparring.families.spec import FamilySpec, with_stated_empty
 
-
-def _int_list(rng: random.Random) -> tuple:
-    # half the lists draw from a small range, so counts, ties and repeats show up often
-    if rng.random() < 0.5:
-        return (int_list(rng, 2, 8, -3, 12),)
-    return (int_list(rng, 2, 8),)
-
-
-def _nonneg(rng: random.Random) -> tuple:
-    return (rng.choice([rng.randint(0, 30), rng.randint(10, 999), rng.randint(100, 99999)]),)
-
-
-def _text(rng: random.Random) -> tuple:
-    return (mixed_text(rng),)
-
-
-def _sentence(rng: random.Random) -> tuple:
-    return (sentence(rng, 1, 6),)
-
-
-def _words(rng: random.Random) -> tuple:
-    return ([rng.choice(SHORT_WORDS) for _ in range(rng.randint(1, 6))],)
-
-
-def _pair(rng: random.Random) -> tuple:
-    return (rng.randint(-20, 40), rng.randint(1, 30))
-
-
-def _mapping(rng: random.Random) -> tuple:
-    return ({k: rng.randint(-10, 40) for k in rng.sample(NAMES, rng.randint(2, 6))},)
-
-
-def _int_range_input(rng: random.Random) -> tuple:
-    return (rng.randint(2, 40),)
-
-
-def op(key: str, names: str, consts: dict, text: str, code: str, returns: str = "") -> Op:
-    """An `Op` from one row of a spec: function-name templates separated by spaces, each
-    constant's choices (a range, a string of characters or a tuple), one phrasing, the code."""
-    choices = {k: tuple(v) for k, v in consts.items()}
-    return Op(key, tuple(names.split()), (text,), code, choices, returns)
-
-
-def cond_ops(
-    prefix: str, names: str, what: str, build: str, joiner: str = " that are "
-) -> tuple[Op, ...]:
-    """One op per element condition (greater than k, even, divisible by k, ...): `build` is
-    Python with {cond} over x; the phrasing is `what` + `joiner` + the condition; in `names`,
-    {c} stands for the condition's key."""
-    conds = (
-        ("gt", "greater than {k}", "x > {k}", {"k": K_ANY}),
-        ("lt", "less than {k}", "x < {k}", {"k": K_ANY}),
-        ("eq", "equal to {k}", "x == {k}", {"k": (-2, -1, *range(1, 10))}),  # 0: sum is constant
-        ("even", "even", "x % 2 == 0", {}),
-        ("odd", "odd", "x % 2 != 0", {}),
-        ("pos", "positive", "x > 0", {}),
-        ("neg", "negative", "x < 0", {}),
-        ("div", "divisible by {k}", "x % {k} == 0", {"k": (3, 4, 5, 6, 7)}),
-    )
-    return tuple(
-        op(
-            f"{prefix}_{key}",
-            " ".join(n.format(c=key) + ("_{k}" if consts else "") for n in names.split()),
-            consts,
-            what + joiner + text,
-            build.format(cond=cond, p="{p}"),
-        )
-        for key, text, cond, consts in conds
-    )
-
-
-# Each op below: op(key, "function-name templates", {constant: choices}, phrasing, code).
 # fmt: off
-LIST_STAT = FamilySpec(
-    "list_stat", "lists", "one number from a list of integers",
-    params=((LISTS, "list[int]"),), returns="int", frames=LIST_FRAMES,
-    edges=(([],), ([7],), ([-3, 0, 5],), ([4, 4, 4],)),
-    draw=_int_list,
-    levels={
-        0: (
-            op("sum", "total list_sum", {},
-               "return the sum of the elements of {p} (0 for an empty list)",
-               "sum({p})"),
-            op("sum_plus", "sum_plus_{k} total_plus_{k}", {"k": K_POS},
-               "return the sum of the elements of {p} plus {k}",
-               "sum({p}) + {k}"),
-            op("sum_times", "sum_times_{k} scaled_total_{k}", {"k": K_SMALL},
-               "return the sum of the elements of {p} multiplied by {k}",
-               "sum({p}) * {k}"),
-            op("max_or", "largest_or_{k} max_or_{k}", {"k": (0, -1, None)},
-               "return the largest element of {p}, or {k} if {p} is empty",
-               "max({p}) if {p} else {k}"),
-            op("min_or", "smallest_or_{k} min_or_{k}", {"k": (0, -1, None)},
-               "return the smallest element of {p}, or {k} if {p} is empty",
-               "min({p}) if {p} else {k}"),
-            op("spread", "spread value_range", {},
-               "return the largest element of {p} minus the smallest one (0 for an empty list)",
-               "max({p}) - min({p}) if {p} else 0"),
-            op("product", "product multiply_all", {},
-               "return the product of the elements of {p} (1 for an empty list)",
-               "out = 1\n"
-               "for x in {p}:\n"
-               "    out *= x\n"
-               "return out"),
-            op("sum_first", "sum_first_{k} head_total_{k}", {"k": K_SMALL},
-               "return the sum of the first {k} elements of {p} (of all of them if there are "
-               "fewer)",
-               "sum({p}[:{k}])"),
-            op("sum_last", "sum_last_{k} tail_total_{k}", {"k": K_SMALL},
-               "return the sum of the last {k} elements of {p} (of all of them if there are fewer)",
-               "sum({p}[-{k}:])"),
-            op("sum_squares", "sum_of_squares square_total", {},
-               "return the sum of the squares of the elements of {p}",
-               "sum(x * x for x in {p})"),
-            op("sum_abs", "sum_abs total_size", {},
-               "return the sum of the absolute values of the elements of {p}",
-               "sum(abs(x) for x in {p})"),
-            op("mean_floor", "mean_floor average_down", {},
-               "return the average of the elements of {p} rounded down to an integer (0 for an "
-               "empty list)",
-               "sum({p}) // len({p}) if {p} else 0"),
-        ),
-        1: (
-            *cond_ops("sum", "sum_{c} total_{c}", "return the sum of the elements of {p}",
-                      "sum(x for x in {p} if {cond})"),
-            op("sum_even_index", "sum_even_positions even_index_total", {},
-               "return the sum of the elements of {p} at even positions (0, 2, 4, ...)",
-               "sum({p}[::2])"),
-            op("max_doubled", "max_times_{k} scaled_max_{k}", {"k": K_SMALL},
-               "return the largest element of {p} times {k}, or 0 if {p} is empty",
-               "max({p}) * {k} if {p} else 0"),
-        ),
-    },
-)
-
-LIST_COUNT = FamilySpec(
-    "list_count", "lists", "how many elements of a list of integers",
-    params=((LISTS, "list[int]"),), returns="int", frames=LIST_FRAMES,
-    edges=(([],), ([7],), ([-3, 0, 5],), ([4, 4, 4],)),
-    draw=_int_list,
-    levels={
-        0: (
-            *cond_ops("count", "count_{c} how_many_{c} num_{c}",
-                      "return how many elements of {p} are", "sum(1 for x in {p} if {cond})",
-                      joiner=" "),
-            op("distinct", "distinct_count num_unique", {},
-               "return how many different values {p} holds",
-               "len(set({p}))"),
-        ),
-        1: (
-            op("count_gt_first", "count_above_first beats_first", {},
-               "return how many elements of {p} are greater than its first element (0 for an "
-               "empty list)",
-               "sum(1 for x in {p} if x > {p}[0]) if {p} else 0"),
-            op("count_max", "count_of_max max_count", {},
-               "return how many times the largest element of {p} occurs in it (0 for an empty "
-               "list)",
-               "{p}.count(max({p})) if {p} else 0"),
-            op("count_rises", "count_rises num_increases", {},
-               "return how many elements of {p} are greater than the element just before them",
-               "sum(1 for a, b in zip({p}, {p}[1:]) if b > a)"),
-            op("count_between", "count_between_{k}_{j} in_range_{k}_{j}",
-               {"k": (-3, 0, 2, 5), "j": (8, 10, 15, 25)},
-               "return how many elements of {p} are at least {k} and at most {j}",
-               "sum(1 for x in {p} if {k} <= x <= {j})"),
-        ),
-    },
-)
-
-LIST_MAP = FamilySpec(
-    "list_map", "lists", "a list of integers changed element by element",
-    params=((LISTS, "list[int]"),), returns="list[int]", frames=LIST_FRAMES,
-    edges=(([],), ([7],), ([-3, 0, 5],)),
-    draw=_int_list,
-    levels={
-        0: (
-            op("add", "add_{k} plus_{k}", {"k": K_POS},
-               "return a new list with {k} added to every element of {p}",
-               "[x + {k} for x in {p}]"),
-            op("sub", "minus_{k} subtract_{k}", {"k": K_POS},
-               "return a new list with {k} subtracted from every element of {p}",
-               "[x - {k} for x in {p}]"),
-            op("mul", "times_{k} scale_{k}", {"k": K_SMALL},
-               "return a new list with every element of {p} multiplied by {k}",
-               "[x * {k} for x in {p}]"),
-            op("square", "squares squared", {},
-               "return a new list with the square of every element of {p}",
-               "[x * x for x in {p}]"),
-            op("negate", "negated flip_signs", {},
-               "return a new list with every element of {p} negated",
-               "[-x for x in {p}]"),
-            op("abs", "absolute abs_values", {},
-               "return a new list with the absolute value of every element of {p}",
-               "[abs(x) for x in {p}]"),
-            op("floordiv", "div_{k} divide_by_{k}", {"k": range(2, 6)},
-               "return a new list with every element of {p} divided by {k}, rounded down (//)",
-               "[x // {k} for x in {p}]"),
-            op("mod", "mod_{k} remainders_{k}", {"k": (2, 3, 4, 5, 7, 10)},
-               "return a new list with the remainder of every element of {p} divided by {k} (%)",
-               "[x % {k} for x in {p}]"),
-            op("cap", "cap_at_{k} at_most_{k}", {"k": range(0, 21, 2)},
-               "return a new list where every element of {p} greater than {k} is replaced by {k}",
-               "[min(x, {k}) for x in {p}]"),
-            op("floor", "at_least_{k} raise_to_{k}", {"k": range(0, 21, 2)},
-               "return a new list where every element of {p} less than {k} is replaced by {k}",
-               "[max(x, {k}) for x in {p}]"),
-        ),
-        1: (
-            op("double_even", "double_evens twice_the_evens", {},
-               "return a new list where the even elements of {p} are doubled and the odd ones "
-               "stay as they are",
-               "[x * 2 if x % 2 == 0 else x for x in {p}]"),
-            op("zero_neg", "zero_negatives clip_and_scale_{k}", {"k": K_SMALL},
-               "return a new list where the negative elements of {p} become 0 and the others are"
-               " multiplied by {k}",
-               "[x * {k} if x >= 0 else 0 for x in {p}]"),
-            op("running", "running_total prefix_sums", {},
-               "return the running totals of {p}: element i is the sum of the first i + 1 elements",
-               "out = []\n"
-               "total = 0\n"
-               "for x in {p}:\n"
-               "    total += x\n"
-               "    out.append(total)\n"
-               "return out"),
-        ),
-    },
-)
-
-LIST_FILTER = FamilySpec(
-    "list_filter", "lists", "the elements of a list of integers that pass a test",
-    params=((LISTS, "list[int]"),), returns="list[int]", frames=LIST_FRAMES,
-    edges=(([],), ([7],), ([-3, 0, 5],)),
-    draw=_int_list,
-    levels={
-        0: (
-            *cond_ops("keep", "keep_{c} only_{c}", "return a new list of the elements of {p}",
-                      "[x for x in {p} if {cond}]"),
-            op("drop_k", "without_{k} remove_{k}", {"k": range(-2, 10)},
-               "return a new list of the elements of {p} that are not equal to {k}, in order",
-               "[x for x in {p} if x != {k}]"),
-        ),
-        1: (
-            op("unique", "unique_in_order dedupe", {},
-               "return the elements of {p} without repeats, each kept where it first appears",
-               "out = []\n"
-               "for x in {p}:\n"
-               "    if x not in out:\n"
-               "        out.append(x)\n"
-               "return out"),
-            op("above_mean", "above_average over_mean", {},
-               "return the elements of {p} that are greater than the average of {p}, in order",
-               "[x for x in {p} if x * len({p}) > sum({p})]"),
-            op("sorted_gt", "sorted_above_{k} big_sorted_{k}", {"k": K_ANY},
-               "return the elements of {p} greater than {k}, sorted from smallest to largest",
-               "sorted(x for x in {p} if x > {k})"),
-        ),
-    },
-)
-
-LIST_SLICE = FamilySpec(
-    "list_slice", "lists", "a part or a rearrangement of a list of integers",
-    params=((LISTS, "list[int]"),), returns="list[int]", frames=LIST_FRAMES,
-    edges=(([],), ([7],), ([-3, 0, 5, 9, 2],)),
-    draw=_int_list,
-    levels={
-        0: (
-            op("first", "first_{k} head_{k}", {"k": range(2, 7)},
-               "return the first {k} elements of {p} (all of them if there are fewer)",
-               "{p}[:{k}]"),
-            op("last", "last_{k} tail_{k}", {"k": range(2, 7)},
-               "return the last {k} elements of {p} (all of them if there are fewer)",
-               "{p}[-{k}:]"),
-            op("drop_first", "drop_first_{k} skip_{k}", {"k": range(1, 5)},
-               "return {p} without its first {k} elements",
-               "{p}[{k}:]"),
-            op("drop_last", "drop_last_{k} trim_{k}", {"k": range(1, 5)},
-               "return {p} without its last {k} elements",
-               "{p}[:-{k}]"),
-            op("reverse", "reversed_list backwards", {},
-               "return a new list with the elements of {p} in reverse order",
-               "{p}[::-1]"),
-            op("sort_desc", "sorted_desc largest_first", {},
-               "return the elements of {p} sorted from largest to smallest",
-               "sorted({p}, reverse=True)"),
-            op("every_other", "every_other even_positions", {},
-               "return the elements of {p} at positions 0, 2, 4, ...",
-               "{p}[::2]"),
-            op("odd_positions", "odd_positions odd_slots", {},
-               "return the elements of {p} at positions 1, 3, 5, ...",
-               "{p}[1::2]"),
-            op("rotate", "rotate_{k} shift_left_{k}", {"k": (1, 2, 3)},
-               "return {p} rotated left by {k}: its first {k} elements moved to the end",
-               "{p}[{k}:] + {p}[:{k}]"),
-            op("append", "append_{k} with_{k}", {"k": range(0, 10)},
-               "return a new list: {p} followed by {k}",
-               "{p} + [{k}]"),
-            op("prepend", "prepend_{k}", {"k": range(0, 10)},
-               "return a new list: {k} followed by the elements of {p}",
-               "[{k}] + {p}"),
-        ),
-        1: (
-            op("smallest_k", "smallest_{k} bottom_{k}", {"k": (2, 3, 4)},
-               "return the {k} smallest elements of {p}, from smallest to largest",
-               "sorted({p})[:{k}]"),
-            op("largest_k", "largest_{k} top_{k}", {"k": (2, 3, 4)},
-               "return the {k} largest elements of {p}, from largest to smallest",
-               "sorted({p}, reverse=True)[:{k}]"),
-            op("mirror", "mirrored palindromic", {},
-               "return {p} followed by {p} reversed",
-               "{p} + {p}[::-1]"),
-        ),
-    },
-)
-
-LIST_INDEX = FamilySpec(
-    "list_index", "lists", "one element or position of a list of integers",
-    params=((LISTS, "list[int]"),), returns="int | None", frames=LIST_FRAMES,
-    edges=(([],), ([7],), ([3, 8, 8, 1],)),
-    draw=_int_list,
-    levels={
-        0: (
-            op("first", "first_or_none head", {},
-               "return the first element of {p}, or None if {p} is empty",
-               "{p}[0] if {p} else None"),
-            op("last", "last_or_none final_element", {},
-               "return the last element of {p}, or None if {p} is empty",
-               "{p}[-1] if {p} else None"),
-            op("at", "element_{k} item_at_{k}", {"k": range(1, 6)},
-               "return the element of {p} at position {k} (counting from 0), or None if {p} is "
-               "shorter",
-               "{p}[{k}] if len({p}) > {k} else None"),
-            op("from_end", "from_end_{k} back_{k}", {"k": range(2, 6)},
-               "return the element of {p} that is {k}th from the end (the last one is 1st), or "
-               "None if {p} is shorter",
-               "{p}[-{k}] if len({p}) >= {k} else None"),
-            op("index_of", "position_of_{k} find_{k}", {"k": range(-5, 13)},
-               "return the position of the first {k} in {p} (counting from 0), or -1 if {k} is "
-               "not in it",
-               "{p}.index({k}) if {k} in {p} else -1", returns="int"),
-            op("index_max", "argmax where_largest", {},
-               "return the position of the largest element of {p} (the first one if it repeats),"
-               " or -1 for an empty list",
-               "{p}.index(max({p})) if {p} else -1", returns="int"),
-            op("index_min", "argmin where_smallest", {},
-               "return the position of the smallest element of {p} (the first one if it "
-               "repeats), or -1 for an empty list",
-               "{p}.index(min({p})) if {p} else -1", returns="int"),
-            op("middle", "middle center", {},
-               "return the middle element of {p} (at position len({p}) // 2), or None if {p} is "
-               "empty",
-               "{p}[len({p}) // 2] if {p} else None"),
-        ),
-        1: (
-            op("second_largest", "second_largest runner_up", {},
-               "return the second largest distinct value in {p}, or None if it has fewer than two",
-               "sorted(set({p}))[-2] if len(set({p})) > 1 else None"),
-            op("first_gt", "first_above_{k} first_over_{k}", {"k": K_ANY},
-               "return the first element of {p} greater than {k}, or None if there is none",
-               "next((x for x in {p} if x > {k}), None)"),
-        ),
-    },
-)
-
 INT_ARITH = FamilySpec(
     "int_arith", "integers", "arithmetic on one integer",
     params=((INTS, "int"),), returns="int", frames=INT_FRAMES,
     edges=((0,), (1,), (10,)),
-    draw=_nonneg,
+    draw=draw_nonneg,
     levels={
         0: (
             op("mul", "times_{k} multiply_by_{k}", {"k": range(2, 13)},
@@ -479,7 +101,7 @@ INT_RANGE = FamilySpec(
     "int_range", "integers", "a count or sum over the integers up to n",
     params=((INTS, "int"),), returns="int", frames=INT_FRAMES,
     edges=((0,), (1,), (12,)),
-    draw=_int_range_input,
+    draw=draw_int_range_input,
     levels={
         0: (
             op("sum_to", "sum_to triangle", {},
@@ -529,7 +151,7 @@ STR_CASE = FamilySpec(
     "str_case", "strings", "a string changed character by character",
     params=((TEXTS, "str"),), returns="str", frames=TEXT_FRAMES,
     edges=(("",), ("a",), ("aB c",)),
-    draw=_text,
+    draw=draw_text,
     levels={
         0: (
             op("upper", "to_upper shout", {},
@@ -573,7 +195,7 @@ STR_COUNT = FamilySpec(
     "str_count", "strings", "how many characters of a string",
     params=((TEXTS, "str"),), returns="int", frames=TEXT_FRAMES,
     edges=(("",), ("a",), ("aB c0",)),
-    draw=_text,
+    draw=draw_text,
     levels={
         0: (
             op("count_char", "count_{a} how_many_{a}", {"a": "abcdeiostxyzAESX 017"},
@@ -623,7 +245,7 @@ STR_SLICE = FamilySpec(
     "str_slice", "strings", "a part of a string",
     params=((TEXTS, "str"),), returns="str", frames=TEXT_FRAMES,
     edges=(("",), ("a",), ("aB c0x",)),
-    draw=_text,
+    draw=draw_text,
     levels={
         0: (
             op("first", "first_{k} head_{k}", {"k": K_SMALL},
@@ -673,7 +295,7 @@ SENTENCE_OPS = FamilySpec(
     "sentence_ops", "strings", "the words of a sentence",
     params=((SENTENCES, "str"),), returns="str", frames=SENTENCE_FRAMES,
     edges=(("",), ("one",), ("go to the sky",)),
-    draw=_sentence,
+    draw=draw_sentence,
     levels={
         0: (
             op("count", "word_count count_words", {},
@@ -722,7 +344,7 @@ WORD_LIST = FamilySpec(
     "word_list", "lists", "a list of words",
     params=((WORD_LISTS, "list[str]"),), returns="int", frames=WORDS_FRAMES,
     edges=(([],), (["go"],), (["cat", "cat", "a"],)),
-    draw=_words,
+    draw=draw_words,
     levels={
         0: (
             op("total_len", "total_letters letter_total", {},
@@ -770,7 +392,7 @@ PAIR_MATH = FamilySpec(
     ),
     returns="int", frames=PAIR_FRAMES,
     edges=((0, 1), (5, 5), (-3, 4)),
-    draw=_pair,
+    draw=draw_pair,
     levels={
         0: (
             op("add", "add total", {},
@@ -823,7 +445,7 @@ DIGIT_OPS = FamilySpec(
     "digit_ops", "integers", "the decimal digits of an integer",
     params=((INTS, "int"),), returns="int", frames=INT_FRAMES,
     edges=((0,), (7,), (1020,)),
-    draw=_nonneg,
+    draw=draw_nonneg,
     levels={
         0: (
             op("digit_sum", "digit_sum sum_of_digits", {},
@@ -876,7 +498,7 @@ DICT_KEYS = FamilySpec(
     "dict_keys", "mappings", "the keys of a mapping chosen by their values",
     params=((DICTS, "dict[str, int]"),), returns="str", frames=DICT_FRAMES,
     edges=(({},), ({"ann": 5},), ({"bob": -4, "eve": 4, "cy": 4},)),
-    draw=_mapping,
+    draw=draw_mapping,
     levels={
         0: (
             op("argmax", "best_name top_key", {},
