@@ -14,7 +14,7 @@ def select(
     metrics: Output[Metrics],
 ) -> str:
     """Returns the registered model version ("" when nothing was promotable)."""
-    from sparring import tracking
+    from sparring import headline, tracking
     from sparring.bank import bank_file
     from sparring.phases import kfp_io
     from sparring.phases import select as phase
@@ -28,7 +28,7 @@ def select(
             )
         )  # fmt: skip
         if parent_run_id:  # the last phase: the run's headline numbers onto the parent run
-            tracking.log_headline(cfg, run, parent_run_id, phase.headline(cfg, report.path, result))
+            headline.log_headline(cfg, run, parent_run_id, phase.headline(cfg, report.path, result))
     if parent_run_id:
         tracking.finish_parent_run(cfg, parent_run_id)  # the pipeline run is complete
     kfp_io.to_kfp_metrics(metrics, result)

@@ -24,7 +24,7 @@ logged at step = round). A value a run did not measure is absent, never a stand-
   `wall_seconds.*` as above.
 
 Pure: report dicts and (name, metrics, start, end) tuples in, `(key, value, step)` out; logging
-them is sparring.tracking.log_headline.
+them is `log_headline`.
 """
 
 from __future__ import annotations
@@ -175,3 +175,22 @@ def from_game_report(report: Mapping[str, Any], selected: Mapping[str, Any]) -> 
         if promoted:
             out += _point("champion.score", selected.get("score"))
     return out
+
+
+def log_headline(cfg, run, parent_run_id: str, points: list[tuple[str, float, int]]) -> int:
+    """Queue the run's headline metrics for the parent run through `run`'s buffer (a
+    sparring.tracking PhaseRun): `points` (what the calling phase knows: the report, its
+    decision) plus those read from the parent's child runs (per round, per phase kind, wall
+    times). Returns how many were queued. When MLflow cannot list the child runs (after the
+    usual wait), only `points` go, and one line says so: the headline never fails a phase."""
+    import time
+
+    from sparring import progress, tracking
+
+    points = list(points)
+    try:
+        children, started = tracking.phase_rows(cfg, parent_run_id)
+        points += from_phase_runs(children, time.time(), started)
+    except tracking.TrackingUnavailable as exc:
+        progress.say(f"headline: per-round and per-phase numbers not copied to the parent ({exc})")
+    return tracking.log_to_parent(run, parent_run_id, points)

@@ -61,7 +61,7 @@ def test_parent_child_register_download(cfg, mlflow_server, s3_server, tmp_path,
     cfg_text = mlflow.artifacts.load_text(f"runs:/{parent}/config.yaml")
     assert "name: smoke" in cfg_text
 
-    assert not tracking.download_champion(cfg, str(tmp_path / "none"))
+    assert not tracking.download_champion(cfg, str(tmp_path / "none"), "tiny-random")
     model = tmp_path / "model"
     model.mkdir()
     (model / "sparring_model.json").write_text(json.dumps({"base": "tiny-random"}))
@@ -87,7 +87,7 @@ def test_parent_child_register_download(cfg, mlflow_server, s3_server, tmp_path,
     assert p.info.run_name.startswith("smoke 20") and "kfp-run-42" not in p.info.run_name
 
     out = tmp_path / "downloaded"
-    assert tracking.download_champion(cfg, str(out))
+    assert tracking.download_champion(cfg, str(out), "tiny-random")
     assert (out / "adapter.bin").read_bytes() == b"\x00" * 100
     from sparring import inference
 
@@ -441,7 +441,7 @@ def test_a_champion_starts_only_a_run_of_its_own_base_model(cfg, tmp_path):
     assert tracking.register_champion(cfg, str(model), parent, 0.5) == "1"
     tracking.finish_parent_run(cfg, parent)
 
-    got = tracking.download_champion(cfg, str(tmp_path / "same-base"))
+    got = tracking.download_champion(cfg, str(tmp_path / "same-base"), "tiny-random")
     assert got == {"name": cfg.selection.registered_model, "alias": "champion", "version": "1"}
 
     def recurring(*sets: str):
@@ -464,7 +464,7 @@ def test_a_champion_starts_only_a_run_of_its_own_base_model(cfg, tmp_path):
 
     other = recurring("models.answerer.name=smollm2-135m")
     with pytest.raises(tracking.ChampionRefused) as refused:
-        tracking.download_champion(other, str(tmp_path / "other"))
+        tracking.download_champion(other, str(tmp_path / "other"), "smollm2-135m")
     text = str(refused.value)
     assert "\n" not in text and "trained from tiny-random" in text and "is smollm2-135m" in text
     assert isinstance(refused.value, SparringError)  # the CLI prints it as one line

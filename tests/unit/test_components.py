@@ -210,7 +210,7 @@ def test_every_shipped_config_registers_under_a_name_of_its_own():
 
 
 def test_init_models_start_fresh_ignores_champion(env, monkeypatch):
-    monkeypatch.setattr(tracking, "download_champion", lambda cfg, out: pytest.fail("called"))
+    monkeypatch.setattr(tracking, "download_champion", lambda *a: pytest.fail("called"))
     cfg = load_config("configs/smoke.yaml", ["storage.start_fresh=true"])
     init_models.init_models(cfg, str(env.tmp / "a"), str(env.tmp / "g"), champion=True)
     assert json.loads((env.tmp / "a" / "sparring_model.json").read_text())["pointer"] is True

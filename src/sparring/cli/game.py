@@ -96,7 +96,7 @@ def _run(args: argparse.Namespace) -> int:
                 result = run_game(cfg, str(out))
                 run.log({f"after/{k}": v for k, v in result["after"].items()})
                 report = {"base": result["before"], "trained": result["after"]}
-                tracking.log_headline(cfg, run, parent, headline.from_game_report(report, {}))
+                headline.log_headline(cfg, run, parent, headline.from_game_report(report, {}))
             status = "FINISHED"
         finally:
             tracking.finish_parent_run(cfg, parent, status)

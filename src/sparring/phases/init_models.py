@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from sparring import lineage, tracking
+from sparring import backends, lineage, tracking
 from sparring.config import Config
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,8 @@ def init_models(cfg: Config, out_answerer: str, out_generator: str, champion: bo
     got = None
     if champion and not cfg.storage.start_fresh:
         try:
-            got = tracking.download_champion(cfg, out_answerer)
+            base = backends.base_name(cfg, "answerer", None)
+            got = tracking.download_champion(cfg, out_answerer, base)
         except tracking.ChampionRefused:
             raise  # another base model's champion: never a silent start over
         except Exception as exc:  # an unreachable registry must not block a fresh start

@@ -6,7 +6,7 @@ as `sparring.tracking.<name>` (and tests patch there) and holds no logic. The mo
             runs, `child_run` (MLflow's active run), `call` (retried through an outage), ui_hint
   phase     `phase_run` (a phase's child run fed from the buffer, with its progress lines) and
             what logs into it: log_metrics, log_params, log_artifacts, trainer_callbacks
-  history   reading a run's phases back: child_runs, step_curves, log_headline
+  history   reading a run's phases back: child_runs, step_curves, phase_rows, log_to_parent
   registry  register_champion, log_champion_model, download_champion, ChampionRefused
   buffer    the tracking URI, `connect`, and PhaseRun: a phase's run fed from an outage-proof buffer
   retry     which failures to retry, and for how long (`SPARRING_MLFLOW_WAIT_SECONDS`)
@@ -30,7 +30,7 @@ from sparring.tracking.buffer import (
     numeric,
     tracking_uri,
 )
-from sparring.tracking.history import STEP_KEYS, child_runs, log_headline, step_curves
+from sparring.tracking.history import STEP_KEYS, child_runs, log_to_parent, phase_rows, step_curves
 from sparring.tracking.phase import (
     active,
     log_artifacts,
@@ -82,12 +82,13 @@ __all__ = [
     "library_versions",
     "log_artifacts",
     "log_champion_model",
-    "log_headline",
     "log_metrics",
     "log_params",
+    "log_to_parent",
     "metric_name",
     "numeric",
     "parent_run_name",
+    "phase_rows",
     "phase_run",
     "register_champion",
     "retry",

@@ -2,8 +2,8 @@
 curves, and the headline metrics copied from them onto the parent run.
 
 Covers: `child_runs` (in start order, retries and resumes included), `step_curves` (what
-train_reward and the learning figure read), `log_headline` (the names are sparring.headline's;
-queued through a phase's buffer, and it never fails a phase).
+train_reward and the learning figure read), `phase_rows` and `log_to_parent` (what
+sparring.headline.log_headline reads, and queues through a phase's buffer).
 
 Does not cover: creating and ending runs (sparring.tracking.runs), logging into a phase's run
 (sparring.tracking.phase), the registry (sparring.tracking.registry).
@@ -15,7 +15,6 @@ import time
 from typing import Any
 
 from sparring.tracking.buffer import PhaseRun, connect, metric_name
-from sparring.tracking.retry import TrackingUnavailable
 from sparring.tracking.runs import call
 
 
@@ -79,33 +78,27 @@ def step_curves(cfg, parent_run_id: str, keys: tuple[str, ...] = STEP_KEYS) -> l
     return out
 
 
-def log_headline(
-    cfg, run: PhaseRun, parent_run_id: str, points: list[tuple[str, float, int]]
-) -> int:
-    """Queue the run's headline metrics (sparring.headline) for the parent run through `run`'s
-    buffer: `points` (what the calling phase knows: the report, its decision) plus those read
-    from the parent's child runs (per round, per phase kind, wall times). Returns how many were
-    queued. When MLflow cannot list the child runs (after the usual wait), only `points` go, and
-    one line says so: the headline never fails a phase."""
+def phase_rows(cfg, parent_run_id: str) -> tuple[list[tuple[str, dict, float, float]], float]:
+    """(name, metrics, start, end) of each child run of a parent run, and the parent's start
+    (seconds): what sparring.headline reads its per-round and per-phase numbers from.
+    TrackingUnavailable when MLflow does not answer within the wait."""
+    from mlflow import MlflowClient
+
+    parent = call(cfg, "reading the parent run", lambda: MlflowClient().get_run(parent_run_id))
+    children = [
+        (c.info.run_name, c.data.metrics, c.info.start_time / 1000.0,
+         (c.info.end_time or 0) / 1000.0)
+        for c in child_runs(cfg, parent_run_id)
+    ]  # fmt: skip
+    return children, parent.info.start_time / 1000.0
+
+
+def log_to_parent(run: PhaseRun, parent_run_id: str, points: list[tuple[str, float, int]]) -> int:
+    """Queue (name, value, step) metrics for the parent run through `run`'s buffer, stamped
+    now; returns how many."""
     from mlflow.entities import Metric
 
-    from sparring import headline, progress
-
-    now = time.time()
-    points = list(points)
-    try:
-        from mlflow import MlflowClient
-
-        parent = call(cfg, "reading the parent run", lambda: MlflowClient().get_run(parent_run_id))
-        children = [
-            (c.info.run_name, c.data.metrics, c.info.start_time / 1000.0,
-             (c.info.end_time or 0) / 1000.0)
-            for c in child_runs(cfg, parent_run_id)
-        ]  # fmt: skip
-        points += headline.from_phase_runs(children, now, parent.info.start_time / 1000.0)
-    except TrackingUnavailable as exc:
-        progress.say(f"headline: per-round and per-phase numbers not copied to the parent ({exc})")
-    stamp = int(now * 1000)
+    stamp = int(time.time() * 1000)
     metrics = [Metric(metric_name(k), float(v), stamp, int(step)) for k, v, step in points]
     run.log_to(parent_run_id, metrics)
     return len(metrics)

@@ -17,6 +17,7 @@ Does not cover: choosing the champion (sparring.phases.select), the runs themsel
 
 from __future__ import annotations
 
+import json
 import logging
 import tempfile
 from pathlib import Path
@@ -138,17 +139,16 @@ class ChampionRefused(SparringError):
     """A registered champion that cannot start this run (another base model)."""
 
 
-def download_champion(cfg, out_dir: str) -> dict[str, str] | None:
+def download_champion(cfg, out_dir: str, base: str) -> dict[str, str] | None:
     """Download `models:/NAME@ALIAS` into out_dir: {name, alias, version} of what was
     downloaded, or None when there is no such model or alias. An unreachable server is an error
     (after the wait), not "no champion": a recurring run must not silently start over from the
-    base model. A champion trained from another base model than this config's answerer is
-    refused (SparringError naming both): a 1.5B champion must not start a 7B run."""
+    base model. A champion trained from another base model than `base` (the base model under
+    this config's answerer: sparring.backends.base_name) is refused (ChampionRefused, naming
+    both): a 1.5B champion must not start a 7B run."""
     mlflow = connect(cfg)
     from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
-
-    from sparring.backends.base import base_name, read_meta
 
     name, alias = cfg.selection.registered_model, cfg.selection.alias
 
@@ -169,8 +169,9 @@ def download_champion(cfg, out_dir: str) -> dict[str, str] | None:
             "downloading the champion",
             lambda: mlflow.artifacts.download_artifacts(artifact_uri=version.source, dst_path=tmp),
         )
-        theirs = str((read_meta(got) or {}).get("base") or "")
-        ours = base_name(cfg, "answerer", None)
+        meta = Path(got) / "sparring_model.json"  # sparring.backends.base.META_FILE
+        theirs = str(json.loads(meta.read_text()).get("base") or "") if meta.is_file() else ""
+        ours = base
         if theirs != ours:
             raise ChampionRefused(
                 f"the champion {name}@{alias} (version {version.version}) was trained from "
