@@ -14,7 +14,9 @@ problems may become the untagged validation set. The source kinds, one function 
   key (new_tasks, new_ops, trained_tasks, new_families);
 - held-out sources (`heldout_source_sets`, each of data.heldout): the data.val_fraction part of
   the source, named after it, less the problems whose prompt (names taken out) is a training
-  prompt.
+  prompt;
+- the evaluation set (`evaluation_set`: data.eval, HumanEval by default, cut to
+  data.humaneval_limit), which every snapshot is scored on.
 
 Covers: the dispatch and the merge. Does not cover: loading files (sparring.problems), the
 family split (sparring.families.sets), checking and writing the datasets
@@ -133,3 +135,22 @@ def problem_sets(cfg: Config) -> ProblemSets:
         task_overlap=sum(part.task_overlap for part in parts),
         val_pool=frozenset(p.id for part in parts if part.val_split for p in part.train),
     )
+
+
+def evaluation_set(cfg: Config) -> list[Problem]:
+    """The problems of `data.eval` (HumanEval, its first `data.humaneval_limit`, or any other
+    source), which evaluation scores every snapshot on; SparringError naming the field when it
+    cannot be loaded or holds none."""
+    from sparring.errors import SparringError
+    from sparring.problems import load_humaneval
+
+    source, limit = cfg.data.eval, cfg.data.humaneval_limit
+    try:
+        problems = load_humaneval(limit) if source == "humaneval" else load_source(source)
+    except SparringError:
+        raise
+    except Exception as exc:
+        raise SparringError(f"data.eval: cannot load {source!r}: {exc}") from None
+    if not problems:
+        raise SparringError(f"data.eval: {source!r} holds no problems")
+    return problems[:limit] if limit and source == "humaneval" else problems

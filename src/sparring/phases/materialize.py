@@ -23,13 +23,11 @@ from sparring.bank import BANK_FILE, parse_rows, read_rows, write_rows
 from sparring.config import Config
 from sparring.errors import SparringError
 from sparring.given_tests import given_view
-from sparring.problem_sources import problem_sets
+from sparring.problem_sources import evaluation_set, problem_sets
 from sparring.problems import (
     Problem,
     compute_trivial_passes,
     heldout_sets,
-    load_humaneval,
-    load_source,
     write_jsonl,
 )
 from sparring.sandbox.limits import untrusted_limits
@@ -73,19 +71,7 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
         raise SparringError("materialize: no problem's reference solution passes its tests")
     train, val = sets.split_val(checked, cfg.data.val_fraction, cfg.seed)
     val = [*val, *heldout]
-    try:
-        if cfg.data.eval == "humaneval":
-            eval_set = load_humaneval(cfg.data.humaneval_limit)
-        else:
-            eval_set = load_source(cfg.data.eval)
-    except SparringError:
-        raise
-    except Exception as exc:
-        raise SparringError(f"data.eval: cannot load {cfg.data.eval!r}: {exc}") from None
-    if not eval_set:
-        raise SparringError(f"data.eval: {cfg.data.eval!r} holds no problems")
-    if cfg.data.humaneval_limit and cfg.data.eval == "humaneval":
-        eval_set = eval_set[: cfg.data.humaneval_limit]
+    eval_set = evaluation_set(cfg)
     from sparring.sandbox.limits import trusted_limits
 
     with Sandbox(trusted_limits(cfg)) as sb:  # baseline and HumanEval tests are trusted
