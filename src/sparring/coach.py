@@ -13,8 +13,8 @@ of today's settings that continues an earlier state: phases run as separate proc
 a family whose level moved after the phase drew its problems).
 Does not cover: where the rewards come from (sparring.code_duel.AnswererRewardFn records them),
 the problems a phase draws and where the state is kept (sparring.phases.answerer), the trainer
-hook that calls `Reserve.swap` (sparring.backends.torch.grpo), or the `coach:` config section
-(sparring.config). Pure and deterministic: no model library, no clock, no randomness.
+hook that calls `Reserve.swap` (sparring.backends.torch.grpo_sampling), or the `coach:` config
+section (sparring.config). Pure and deterministic: no model library, no clock, no randomness.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ Covers: the per-problem rollout statistics that validation writes next to the ba
 (`zone.json`), `frozen_zone` (those statistics from the frozen answerer's samples, run in a
 sandbox it is given), `draw_in_zone`: problems in the zone first, then untried ones (easy
 first), flat ones last, and `screened_flat`: the drawn problems the screen saw flat.
-Does not cover: the batch-level refill and skip (sparring.backends.torch.grpo). Pure but for
-`frozen_zone`'s sandbox.
+Does not cover: the batch-level refill and skip (sparring.backends.torch.grpo_sampling). Pure
+but for `frozen_zone`'s sandbox.
 """
 
 from __future__ import annotations

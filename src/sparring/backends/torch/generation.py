@@ -7,9 +7,9 @@ the model in eval mode (the caller's training state restored): a frozen snapshot
 
 Stopping at the closing code fence (`stop_at_fence=True`, the default): a sample ends at EOS or
 once it has closed its first ```python (or ```py, or bare ```) code block; `FenceStop` decides it
-per row (GRPO training installs the same object, sparring.backends.torch.grpo); the text rule and
-the prompt rendering are backend-neutral (sparring.backends.text). In HF `generate` a stopped row
-stays in the batch until every row has stopped; `Sampled` counts the kept tokens.
+per row (GRPO training installs the same object, sparring.backends.torch.grpo_rollout); the
+text rule and the prompt rendering are backend-neutral (sparring.backends.text). In HF `generate`
+a stopped row stays in the batch until every row has stopped; `Sampled` counts the kept tokens.
 
 Which decoder runs (`choose_decoder`, `decoder_for`, `decode`): on CUDA, for a llama-family
 model, sparring.backends.torch.slot_decoder (static KV cache, CUDA graph, stop detection on the
