@@ -26,6 +26,7 @@ from sparring.problems import Problem, compute_trivial_passes, load_bundled
 from sparring.sandbox import Sandbox, SandboxLimits
 from sparring.sandbox.limits import INFRA_ERROR, RunReport, TestResult
 from sparring.trivial import argument_count, trivial_family
+from tests.unit.test_code_duel import Counted  # the real pool, counting its runs
 
 ROOMY_S = 5.0  # wall limit per test: every run here must finish, on a machine shared with others
 BUNDLED = ("count_vowel_runs", "swap_adjacent_pairs", "top_k_words", "semver_compare")
@@ -177,18 +178,6 @@ def test_banked_tests_count_when_the_bank_is_in_the_reward(pool):
     assert without == [1.0, 1.0]
     honest, _ = score(pool, [sq, sq], answers, reward="honest", bank={"sq": [BANKED]})
     assert honest[0] == pytest.approx(2 / 3)  # the share: what all_tests does not pay
-
-
-class Counted:
-    """The real pool, counting the (solution, test) pairs it is asked to run."""
-
-    def __init__(self, pool):
-        self.pool = pool
-        self.calls = 0
-
-    def run_many(self, jobs):
-        self.calls += sum(len(tests) for _, tests in jobs)
-        return self.pool.run_many(jobs)
 
 
 class DownSandbox:
