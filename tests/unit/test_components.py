@@ -138,7 +138,10 @@ def test_components_end_to_end_in_a_dry_run(env, capsys):
     assert version == "1"
     assert (t / "champion" / "sparring_model.json").is_file()
     persisted = Path(env.cfg.storage.bank_uri).read_text()
-    assert persisted == (t / "bank1" / "bank.jsonl").read_text()  # bank persisted
+    validated = _lines(t / "bank1" / "bank.jsonl")
+    assert validated and all("run" not in r for r in validated)
+    # bank persisted, each test stamped with the run that banked it (its lineage)
+    assert _lines(env.cfg.storage.bank_uri) == [{**r, "run": parent} for r in validated]
 
     import mlflow
 
@@ -195,10 +198,11 @@ def test_every_config_a_make_target_runs_starts_from_the_base_model():
     """make run, learn (and its arms), smoke, calibrate: their LEARN lines compare the trained
     model with the configured base, so a run after one that registered a champion must not
     start from that champion (it did, silently, until 2026-11-30: every run after the first in
-    a checkout trained on from the one before)."""
+    a checkout trained on from the one before). The one config that chains on purpose is the
+    recurring one (make recur), in a chain folder of its own."""
     assert {"configs/learn.yaml", "configs/local.yaml", "configs/smoke.yaml"} <= set(MAKE_CONFIGS)
     chained = [c for c in MAKE_CONFIGS if not load_config(ROOT / c).storage.start_fresh]
-    assert chained == [], f"set storage.start_fresh: true in {chained}"
+    assert chained == ["configs/recur.yaml"], f"set storage.start_fresh: true in {chained}"
 
 
 def test_every_shipped_config_registers_under_a_name_of_its_own():

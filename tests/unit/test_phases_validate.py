@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from sparring.bank import reference_digest, task_space
 from sparring.config import from_dict
 from sparring.phases.validate import VALIDATION_FILE, validate_into
 from sparring.problems import Problem, write_jsonl
@@ -52,7 +53,9 @@ def test_invalid_and_trivially_passed_tests_are_refused_and_not_banked(tmp_path)
         "an invalid generated test (the reference fails it) was banked"
     )
     assert TRIVIAL not in {b["test"] for b in banked}, "a trivially passed test was banked"
-    assert banked == [{"problem_id": "add", "test": GOOD, "round": 1, "breaks": 1}], banked
+    # with its lineage: the reference it was validated against and the task space it attacks
+    lineage = {"reference": reference_digest(ADD.reference_solution), "space": task_space(["add"])}
+    assert banked == [{"problem_id": "add", "test": GOOD, "round": 1, "breaks": 1, **lineage}]
     # by hand: 3 candidates, 2 valid (GOOD, TRIVIAL), 1 honest (GOOD), which breaks the one
     # frozen solution
     expected = {

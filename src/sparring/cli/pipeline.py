@@ -1,8 +1,10 @@
-"""`sparring compile | run | submit | schedule | runs list`: the pipeline from the command line.
+"""`sparring compile | run | submit | schedule | recur | runs list`: the pipeline from the command
+line.
 
 Covers: arguments and thin handlers for compiling a config to KFP IR YAML (byte-stable), running
 the same DAG locally (`run`, `--resume`), and talking to a Kubeflow Pipelines server (submit a
-run, schedule a recurring run, list runs). Does not cover: the local runner itself (kfp.local,
+run, schedule a recurring run, list runs) and playing a schedule here (`recur`:
+sparring.recurring). Does not cover: the local runner itself (kfp.local,
 its state file, resume, log capture and run summaries), which is `sparring.local_run`.
 
 Cluster runs: `materialize` creates the parent run, tagged with `dsl.PIPELINE_JOB_ID_PLACEHOLDER`.
@@ -21,6 +23,8 @@ from pathlib import Path
 from sparring import local_run
 from sparring.cli.common import add_config_args, add_group, config_from_args
 from sparring.errors import SparringError
+
+RECUR_CONFIG = "configs/recur.yaml"  # what `schedule` and `recur` run without --config
 
 
 def _client_factory(host: str | None, token: str | None, namespace: str | None):
@@ -52,8 +56,14 @@ def add_commands(sub) -> None:
     p.add_argument("--run-name", help="run name (default: <name>-<UTC time>)")
     p.set_defaults(func=_submit)
 
-    p = sub.add_parser("schedule", help="create a recurring run on a Kubeflow Pipelines server")
-    add_config_args(p, required=True)
+    p = sub.add_parser(
+        "schedule",
+        help="create a recurring run on a Kubeflow Pipelines server",
+        description="Each scheduled run starts from the champion the run before registered and "
+        "inherits its bank (storage.start_fresh: false). Without --config: "
+        f"{RECUR_CONFIG} (the recurring config; `sparring recur` plays it on this machine).",
+    )
+    add_config_args(p)
     _add_server_args(p)
     when = p.add_mutually_exclusive_group(required=True)
     when.add_argument("--cron", help="six-field cron, seconds first: '0 0 3 * * *' = 03:00 daily")
@@ -61,6 +71,20 @@ def add_commands(sub) -> None:
     p.add_argument("--name", help="recurring run name (default: <name>-recurring)")
     p.add_argument("--experiment", help="KFP experiment (default: tracking.experiment)")
     p.set_defaults(func=_schedule)
+
+    p = sub.add_parser(
+        "recur",
+        help="play a schedule locally: N runs, each from the last one's champion and bank",
+        description="Runs the recurring config N times through `sparring run`, in one MLflow "
+        "store and one bank folder (local_outputs/recur/<UTC time>/, or --chain DIR to go on "
+        "with one), the way `sparring schedule` runs it on a cluster. Each run prints its "
+        "START line and its LEARN lines against the base model and against its own start; "
+        "the chain's table ends the output and is written to chain.md there.",
+    )
+    add_config_args(p)
+    p.add_argument("--runs", type=int, default=3, help="how many runs (default 3)")
+    p.add_argument("--chain", metavar="DIR", help="a chain folder to continue (default: new)")
+    p.set_defaults(func=_recur)
 
     runs = add_group(sub, "runs", "list pipeline runs on a Kubeflow Pipelines server")
     p = runs.add_parser("list", help="recent runs, newest first")
@@ -154,7 +178,29 @@ def _submit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _recurring_config(args: argparse.Namespace) -> None:
+    """`--config` defaults to the recurring config (found from a checkout's root)."""
+    if not args.config:
+        if not Path(RECUR_CONFIG).is_file():
+            raise SparringError(
+                f"no --config and no {RECUR_CONFIG} here: pass --config FILE (a config with "
+                "storage.start_fresh: false)"
+            )
+        args.config = RECUR_CONFIG
+
+
+def _recur(args: argparse.Namespace) -> int:
+    from sparring import recurring
+
+    _recurring_config(args)
+    if args.runs < 1:
+        raise SparringError(f"--runs {args.runs}: at least 1")
+    recurring.play(args.config, args.runs, args.chain, args.overrides)
+    return 0
+
+
 def _schedule(args: argparse.Namespace) -> int:
+    _recurring_config(args)
     cfg = config_from_args(args)
     cron = validate_cron(args.cron) if args.cron else None
     if args.interval is not None and args.interval < 60:
@@ -219,6 +265,9 @@ def _run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     root = _local_root(args, cfg)
     require_isolation(cfg)  # fail closed in one line before the run starts; else say which bwrap
+    from sparring import recurring
+
+    print(recurring.start_line(cfg), flush=True)
     state = local_run.run_local(cfg, root, resume=args.resume)
     print(f"\n== {cfg.name}: done in {state['seconds']:.0f}s (outputs under {root})")
     for c in state["children"]:

@@ -154,7 +154,7 @@ def _generator_lines(summary: Mapping[str, Any]) -> list[str]:
     held-out problems without a wrong answer in the pool), `LEARN generator_validity base=X
     final=Y` and `LEARN generator_false_alarms base=X final=Y`; n/a where not measured."""
     catch = summary.get("generator_catch_heldout") or {}
-    line = _gain_line("generator_catch_heldout", catch if catch.get("n") else None)
+    line = gain_line("generator_catch_heldout", catch if catch.get("n") else None)
     if "skipped" in catch:
         line += f" skipped={catch['skipped']:.0f}"
     lines = [line]
@@ -171,7 +171,7 @@ HELDOUT_FILE = "heldout.json"  # per set, per problem, base and final: logged by
 HELDOUT_LINES = ("new_tasks", "new_ops", "new_families", "trained_tasks", "bundled")
 
 
-def _gain_line(name: str, d: Mapping[str, float] | None) -> str:
+def gain_line(name: str, d: Mapping[str, float] | None) -> str:
     if not d:
         return f"LEARN {name} base=n/a final=n/a {interval_text(None)}"
     return f"LEARN {name} base={d['before']:.3f} final={d['after']:.3f} {interval_text(d)}"
@@ -208,7 +208,7 @@ def learn_lines(
     lines.append(f"LEARN base_zone_share {_f(summary.get('base_zone_share'))}")
     for set_name in HELDOUT_LINES:
         d = (gains.get(f"heldout_{set_name}") or {}).get("discriminating")
-        lines.append(_gain_line(f"heldout_{set_name}", d))
+        lines.append(gain_line(f"heldout_{set_name}", d))
     overlap = summary.get("task_overlap")
     lines.append(f"LEARN task_overlap {'n/a' if overlap is None else f'{overlap:.0f}'}")
     defines = (gains.get("base_to_final") or {}).get("defines")
@@ -220,17 +220,17 @@ def learn_lines(
     # the new tasks scored over the answers that define the asked-for function only: a gain
     # here is not the format-only reward's `def` line (a task with no such answer is left out)
     d = (gains.get("heldout_new_tasks") or {}).get("defining")
-    lines.append(_gain_line("heldout_new_tasks_defining", d))
+    lines.append(gain_line("heldout_new_tasks_defining", d))
     # the new tasks' share of answers passing every test: at family level 2 the answers that
     # also honour the stated empty-input value, which three typical given tests never check
     d = (gains.get("heldout_new_tasks") or {}).get("strict")
-    lines.append(_gain_line("heldout_new_tasks_strict", d))
+    lines.append(gain_line("heldout_new_tasks_strict", d))
     for name, measure in (
         ("validation_pass_rate", "discriminating"),
         ("strict_pass_rate", "strict"),
         ("pass_at_n", "pass_at_n"),
     ):
-        lines.append(_gain_line(name, (gains.get("base_to_final") or {}).get(measure)))
+        lines.append(gain_line(name, (gains.get("base_to_final") or {}).get(measure)))
     for stage in ("base_to_warm_start", "warm_start_to_final"):
         d = (gains.get(stage) or {}).get("discriminating")
         if d:
@@ -563,12 +563,12 @@ def pool_lines(
     lines = []
     for set_name in HELDOUT_LINES:
         if set_name not in first_sets:
-            lines.append(_gain_line(f"heldout_{set_name}", None))
+            lines.append(gain_line(f"heldout_{set_name}", None))
             continue
         pairs = [(name, _set_pairs(name, data, set_name)) for name, data in runs]
         check_comparable(pairs)
         gain = task_gain([p for _, p in pairs], tasks, seed=seed)
-        lines.append(_gain_line(f"heldout_{set_name}", gain))
+        lines.append(gain_line(f"heldout_{set_name}", gain))
     if controls:
         lines.append(
             pooled_arm_line(

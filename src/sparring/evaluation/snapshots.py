@@ -292,6 +292,14 @@ def _sampled_measures(
     return sampled_means(flat_problems, flat_texts, credits)
 
 
+def sampled_scores(cfg: Any, model_name: str, problems: Sequence[Problem], name: str) -> dict:
+    """`val_sampled` of one model on `problems` alone, sampled as `model_metrics` samples."""
+    device, rows = cfg.model_for("answerer").device, cfg.grpo.rollout_batch_size
+    loaded = load_answerer(model_name, device=device, rows=rows)
+    samples, limits = cfg.data.val_samples, trusted_limits(cfg)
+    return _sampled_measures(cfg, model_name, problems, samples, loaded, limits, name=name)
+
+
 def sampled_means(
     problems: Sequence[Problem], texts: Sequence[str], credits: Sequence[Any]
 ) -> dict[str, dict[str, float]]:

@@ -76,6 +76,9 @@ def evaluate(
     if cfg.data.val_samples:  # held-out gains per stage and per set, with bootstrap intervals
         report["learning"] = learning.learning_summary(report, cfg.seed, sets, tasks)
         report["learning"].update(generators)
+        start = lineage.start_of(entries[-1]["answerer_path"] if entries else None)
+        report["learning"]["start"] = start
+        report["learning"]["gains"][VS_START] = versus_start(cfg, start, val, sets, tasks, report)
         per_problem = learning.heldout_per_problem(report, sets)
         report["learning"]["per_problem"] = per_problem
         Path(out_dir).mkdir(parents=True, exist_ok=True)
@@ -86,7 +89,7 @@ def evaluate(
         record = learning.heldout_record(
             per_problem, tasks, reward=cfg.rewards.answerer, seed=cfg.seed,
             config_digest=cfg.digest(), arm={f: params[f] for f in learning.ARM_FIELDS},
-            start=lineage.start_of(entries[-1]["answerer_path"] if entries else None),
+            start=start,
             code=lineage.code_digest(),
             measures={
                 m: learning.heldout_per_problem(report, sets, m)
@@ -113,6 +116,56 @@ def evaluate(
         report_mod.log_to_mlflow(out_dir)
     )  # PNGs + report.md, this child run
     return metrics
+
+
+VS_START = "heldout_new_tasks_vs_start"  # the final answerer against the model it started from
+
+
+def versus_start(
+    cfg: Config,
+    start: dict[str, Any] | None,
+    val: list[Problem],
+    sets: dict[str, list[str]],
+    tasks: dict[str, str],
+    report: dict[str, Any],
+) -> dict[str, Any]:
+    """{measure: gain} of the final answerer over its own start on the held-out new tasks,
+    paired over tasks. A run that started from its base model: the base-to-final gain. A run
+    that started from a registered champion (recurring training): that version, downloaded by
+    number and checked to hold the weights the start record names, sampled here on the new
+    tasks like the final one. {} (the LEARN line n/a, a line saying why) when it cannot be."""
+    from sparring import progress
+
+    gains = report["learning"]["gains"]
+    champion = (start or {}).get("champion")
+    if not champion:
+        return dict(gains.get("heldout_new_tasks") or {})
+    ids = sets.get("new_tasks") or []
+    problems = [p for p in val if p.id in set(ids)]
+    rounds = [s for s in report.get("snapshots") or [] if not s.get("label")]
+    if not problems or not rounds:
+        return {}
+    name, version = champion["name"], champion["version"]
+    with tempfile.TemporaryDirectory() as folder:
+        try:
+            tracking.download_version(cfg, name, version, folder)
+        except Exception as exc:  # an added measure: the run's own measures still stand
+            progress.say(f"evaluate: {name} version {version} not downloaded ({exc}): vs start n/a")
+            return {}
+        if lineage.weights_digest(folder) != start.get("weights"):
+            progress.say(
+                f"evaluate: {name} version {version} holds other weights than this run started "
+                "from (the registry changed under it): vs start n/a"
+            )
+            return {}
+        from sparring.evaluation.snapshots import sampled_scores
+
+        scores = sampled_scores(cfg, folder, problems, f"start ({name} v{version})")
+    before = {"val_sampled": scores}
+    return {
+        m: learning.subset_gain(before, rounds[-1], m, ids, cfg.seed, tasks)
+        for m in ("discriminating", "strict")
+    }
 
 
 def has_generator_phase(cfg: Config) -> bool:

@@ -3,8 +3,10 @@
 Covers: `materialize` (the training problems and held-out sets of the config's problem
 sources, capped, reference solutions checked in the sandbox, split train/val, the training
 problems' given tests (`data.given_tests`), the eval set, what trivial code passes, a
-manifest) and `load_bank` (the persisted adversarial bank at `storage.bank_uri`, carried into a
-new run).
+manifest), `load_bank` (the persisted adversarial bank at `storage.bank_uri`) and `inherit`
+(what of it this run keeps: sparring.bank.carry's refusal and retirements, then every kept test
+re-validated on its problem's reference in the sandbox: one the reference now fails is retired
+as `invalid`).
 Does not cover: the problem sources and their split (sparring.problem_sources: one call,
 `problem_sets`), loading problem files (sparring.problems).
 """
@@ -19,7 +21,18 @@ from pathlib import Path
 from typing import Any
 
 from sparring import storage
-from sparring.bank import BANK_FILE, parse_rows, read_rows, write_rows
+from sparring.bank import (
+    BANK_FILE,
+    Carried,
+    carry,
+    keep_tests,
+    parse_rows,
+    read_rows,
+    reference_digest,
+    task_space,
+    tests_by_problem,
+    write_rows,
+)
 from sparring.config import Config
 from sparring.errors import SparringError
 from sparring.given_tests import given_view
@@ -88,7 +101,8 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
     write_jsonl(train, out / "train.jsonl")
     write_jsonl(val, out / "val.jsonl")
     write_jsonl(eval_set, out / "eval.jsonl")
-    bank = read_rows(bank_in)  # carried as they are
+    inherited = inherit(cfg, read_rows(bank_in), train)
+    bank = inherited.rows
     write_rows(out / BANK_FILE, bank)
     manifest = {
         "loaded": loaded,
@@ -98,6 +112,10 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
         "val": len(val),
         "eval": len(eval_set),
         "bank": len(bank),
+        "bank_inherited": inherited.inherited,
+        "bank_retired": dict(inherited.retired),
+        "bank_runs": inherited.runs,
+        "task_space": task_space(p.id for p in train),
         "heldout_sets": {k: len(v) for k, v in heldout_sets(val).items()},
         "heldout_dropped": sets.dropped,
         "heldout_task_overlap": sets.task_overlap,
@@ -116,6 +134,9 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
         "problems_eval": float(len(eval_set)),
         "problems_dropped": float(failing),
         "bank_size": float(len(bank)),
+        "bank_inherited": float(inherited.inherited),
+        "bank_retired": float(sum(inherited.retired.values())),
+        **{f"bank_retired_{k}": float(v) for k, v in inherited.retired.items()},
         **{f"problems_heldout_{k}": float(len(v)) for k, v in heldout_sets(val).items()},
         "problems_heldout_dropped": float(sum(sets.dropped.values())),
         "heldout_task_overlap": float(sets.task_overlap),
@@ -141,6 +162,39 @@ def _discrimination_metrics(problems: list[Problem]) -> dict[str, Any]:
         "problems_without_discriminating_tests": len(without),
         "ids_without": without,
     }
+
+
+def inherit(cfg: Config, rows: list[Any], train: list[Problem]) -> Carried:
+    """The persisted bank's tests this run keeps (sparring.bank.carry: another task space is
+    refused; changed references, duplicates by behaviour and tests over the cap are retired),
+    each re-validated on its problem's reference in the sandbox: one it now fails is retired as
+    `invalid` (a sandbox failure proves nothing: those are kept)."""
+    from sparring import progress
+    from sparring.sandbox import Sandbox
+    from sparring.sandbox import validate_tests as sandbox_validate
+
+    if not keep_tests(rows):
+        return Carried(rows=[], inherited=0)
+    refs = {p.id: reference_digest(p.reference_solution) for p in train}
+    where = f"the bank at {cfg.storage.bank_uri or 'the given path'}"
+    carried = carry(rows, task_space(refs), refs, where=where)
+    by_id = {p.id: p for p in train}
+    invalid: set[tuple[str, str]] = set()
+    with Sandbox(untrusted_limits(cfg)) as sb:
+        for pid, tests in tests_by_problem(carried.rows).items():
+            report = sandbox_validate(by_id[pid].reference_solution, tests, [], sb)
+            if not report.infra_error:
+                invalid |= {(pid, v.test) for v in report.verdicts if not v.valid}
+    if invalid:
+        carried.rows = [r for r in carried.rows if (r["problem_id"], r["test"]) not in invalid]
+        carried.retired["invalid"] += len(invalid)
+    runs = ", ".join(f"{run}: {n}" for run, n in sorted(carried.runs.items())) or "none"
+    retired = ", ".join(f"{k} {v}" for k, v in sorted(carried.retired.items())) or "none"
+    progress.say(
+        f"materialize: inherited {carried.inherited} banked tests, kept {len(carried.rows)} "
+        f"(by run {runs}), retired {sum(carried.retired.values())} ({retired})"
+    )
+    return carried
 
 
 def load_bank(cfg: Config, out_path: str) -> int:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sparring import storage, tracking
-from sparring.bank import bank_text
+from sparring.bank import bank_text, dump_rows, parse_rows, stamp_run
 from sparring.config import Config
 from sparring.phases.snapshot import localize
 
@@ -54,16 +54,20 @@ def select_and_register(
             result["deployed"] = 1.0
     else:
         (Path(out_champion) / "NOT_PROMOTED.txt").write_text(reason + "\n")
-    result["bank_saved"] = 1.0 if save_bank(cfg, bank_path) else 0.0
+    result["bank_saved"] = 1.0 if save_bank(cfg, bank_path, parent_run_id) else 0.0
     return result
 
 
-def save_bank(cfg: Config, bank_path: str) -> bool:
-    """Persist the bank (file or folder) at `storage.bank_uri`, verbatim; False when no URI is
-    configured."""
+def save_bank(cfg: Config, bank_path: str, run_id: str = "") -> bool:
+    """Persist the bank (file or folder) at `storage.bank_uri`, atomically; each test this run
+    banked is stamped with `run_id` (its lineage: sparring.bank.stamp_run), the rest verbatim.
+    False when no URI is configured."""
     if not cfg.storage.bank_uri:
         return False
-    storage.write_text(cfg.storage.bank_uri, bank_text(bank_path))
+    text = bank_text(bank_path)
+    if run_id:
+        text = dump_rows(stamp_run(parse_rows(text), run_id))
+    storage.write_text(cfg.storage.bank_uri, text)
     return True
 
 

@@ -19,7 +19,10 @@ from sparring.bank import (
     BANK_FILE,
     BankMerge,
     beside_bank,
+    keep_tests,
     read_rows,
+    reference_digest,
+    task_space,
     tests_by_problem,
     trivially_passed,
     write_rows,
@@ -52,6 +55,7 @@ def validate_tests(
 
     require_isolation(cfg)
     problems = {p.id: p for p in train_problems(data_dir)}
+    space = task_space(problems)  # what a later run checks before inheriting these tests
     bank = BankMerge(
         read_rows(bank_in),
         {pid: p.baseline_tests for pid, p in problems.items()},
@@ -91,7 +95,10 @@ def validate_tests(
                 discriminating += bool(v.breaks)
                 if dup:
                     continue
-                bank.add(p.id, v.test, round_index, len(v.breaks))
+                bank.add(
+                    p.id, v.test, round_index, len(v.breaks),
+                    reference=reference_digest(p.reference_solution), space=space,
+                )  # fmt: skip
         write_rows(bank_out, bank.rows)
         # the zone the next answerer phase draws by: its reward sees the bank too, so a problem
         # whose samples all pass the given tests and differ on a banked one is in it
@@ -108,7 +115,7 @@ def validate_tests(
         "zone_estimated": float(len(zone)),
         "duplicate_rate": duplicates / total if total else 0.0,
         "new_tests": float(len(bank.added)),
-        "bank_size": float(len(bank.rows)),
+        "bank_size": float(len(keep_tests(bank.rows))),
         "infra_errors": float(infra),
     }
 

@@ -7,7 +7,9 @@ as `sparring.tracking.<name>` (and tests patch there) and holds no logic. The mo
   phase     `phase_run` (a phase's child run fed from the buffer, with its progress lines) and
             what logs into it: log_metrics, log_params, log_artifacts, trainer_callbacks
   history   reading a run's phases back: child_runs, step_curves, phase_rows, log_to_parent
-  registry  register_champion, log_champion_model, download_champion, ChampionRefused
+  registry  register_champion, log_champion_model, download_champion, download_version,
+            champion_version,
+            ChampionRefused
   buffer    the tracking URI, `connect`, and PhaseRun: a phase's run fed from an outage-proof buffer
   retry     which failures to retry, and for how long (`SPARRING_MLFLOW_WAIT_SECONDS`)
 
@@ -42,7 +44,9 @@ from sparring.tracking.phase import (
 from sparring.tracking.registry import (
     MODEL_SUBDIR,
     ChampionRefused,
+    champion_version,
     download_champion,
+    download_version,
     log_champion_model,
     register_champion,
 )
@@ -71,11 +75,13 @@ __all__ = [
     "PhaseRun",
     "TrackingUnavailable",
     "active",
+    "champion_version",
     "child_run",
     "child_runs",
     "close_parent_run",
     "connect",
     "download_champion",
+    "download_version",
     "ensure_experiment",
     "finish_parent_run",
     "flatten",

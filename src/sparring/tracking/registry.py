@@ -8,7 +8,9 @@ folder as a logged model of the run (`create_logged_model` + `log_model_artifact
 `set_registered_model_alias`, so the registry version links to the logged model and its run.
 
 Covers: `register_champion`, `log_champion_model`, `download_champion` (an unreachable server is
-an error, not "no champion"; a champion of another base model is refused: `ChampionRefused`).
+an error, not "no champion"; a champion of another base model is refused: `ChampionRefused`),
+`champion_version` (what the alias names, read only), `download_version` (one registered
+version, by number: what a recurring run started from, after the alias has moved on).
 Every call is retried through an outage (sparring.tracking.runs.call), then fails in one line.
 
 Does not cover: choosing the champion (sparring.phases.select), the runs themselves
@@ -46,7 +48,7 @@ def register_champion(cfg, model_dir: str, run_id: str, score: float) -> str:
 
     client = MlflowClient()
     model_id = log_champion_model(cfg, client, model_dir, run_id, score)
-    version = _register_version(cfg, client, model_id, run_id, score)
+    version = _register_version(cfg, client, model_id, run_id, score, model_dir)
     call(
         cfg,
         "setting the champion alias",
@@ -95,7 +97,46 @@ def log_champion_model(cfg, client, model_dir: str, run_id: str, score: float) -
     return model_id
 
 
-def _register_version(cfg, client, model_id: str, run_id: str, score: float) -> str:
+BASE_TAG = "sparring.base"  # a version's base model, readable without downloading it
+
+
+def _recorded_base(model_dir: str) -> str:
+    meta = Path(model_dir) / "sparring_model.json"  # sparring.backends.base.META_FILE
+    return str(json.loads(meta.read_text()).get("base") or "") if meta.is_file() else ""
+
+
+def champion_version(cfg) -> dict[str, str] | None:
+    """The version the alias names now, {version, run_id, base} (base: the version's tag, ""
+    for a version registered by older code), or None when there is none. Reads, downloads
+    nothing."""
+    connect(cfg)
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    def lookup() -> Any:
+        try:
+            return MlflowClient().get_model_version_by_alias(
+                cfg.selection.registered_model, cfg.selection.alias
+            )
+        except MlflowException as exc:
+            if retry.transient(exc):
+                raise
+            return None
+
+    found = call(cfg, "looking up the champion", lookup)
+    if found is None:
+        return None
+    tags = dict(found.tags or {})
+    return {
+        "version": str(found.version),
+        "run_id": found.run_id or "",
+        "base": tags.get(BASE_TAG, ""),
+    }
+
+
+def _register_version(
+    cfg, client, model_id: str, run_id: str, score: float, model_dir: str = ""
+) -> str:
     """A registry version of the logged model (source `models:/<id>`, its run and model id),
     and the logged model's `mlflow.modelVersions` tag naming it, as `mlflow.register_model`
     does (the logged model's page then links to the registry)."""
@@ -115,15 +156,12 @@ def _register_version(cfg, client, model_id: str, run_id: str, score: float) -> 
             client.create_registered_model(name)
 
     call(cfg, "creating the registered model", ensure_model)
+    tags = {"sparring.score": f"{score:.6f}", BASE_TAG: _recorded_base(model_dir)}
     version = call(
         cfg,
         "registering the champion",
         lambda: client.create_model_version(
-            name,
-            source=f"models:/{model_id}",
-            run_id=run_id,
-            model_id=model_id,
-            tags={"sparring.score": f"{score:.6f}"},
+            name, source=f"models:/{model_id}", run_id=run_id, model_id=model_id, tags=tags
         ),
     )
     link = json.dumps([{"name": name, "version": str(version.version)}])
@@ -184,3 +222,25 @@ def download_champion(cfg, out_dir: str, base: str) -> dict[str, str] | None:
 
         shutil.copytree(got, out_dir, dirs_exist_ok=True)
     return {"name": name, "alias": alias, "version": str(version.version)}
+
+
+def download_version(cfg, name: str, version: str, out_dir: str) -> None:
+    """Download version `version` of registered model `name` into out_dir (a version never
+    changes: the start of a recurring run, whatever the alias names now)."""
+    mlflow = connect(cfg)
+    from mlflow import MlflowClient
+
+    found = call(
+        cfg, "looking up the start's version",
+        lambda: MlflowClient().get_model_version(name, str(version)),
+    )  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        got = call(
+            cfg,
+            "downloading the start's version",
+            lambda: mlflow.artifacts.download_artifacts(artifact_uri=found.source, dst_path=tmp),
+        )
+        import shutil
+
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        shutil.copytree(got, out_dir, dirs_exist_ok=True)

@@ -1,0 +1,111 @@
+"""Recurring training's pure parts: what a run inherits of a persisted bank (sparring.bank.carry:
+the refusal of another task space, the retirements), the run stamp, and the lines and table of
+sparring.recurring."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+
+from sparring import bank, recurring
+from sparring.bank import BankRefused, carry, reference_digest, stamp_run, task_space
+
+REF = {
+    "p1": reference_digest("def f(x):\n    return x + 1\n"),
+    "p2": reference_digest("def g(s): ..."),
+}
+SPACE = task_space(REF)
+
+
+def row(pid: str, test: str, breaks: int = 1, **extra) -> dict:
+    return {"problem_id": pid, "test": test, "round": 1, "breaks": breaks,
+            "reference": REF[pid], "space": SPACE, **extra}  # fmt: skip
+
+
+def test_doctests():
+    assert doctest.testmod(recurring).failed == 0
+    assert doctest.testmod(bank).failed == 0
+
+
+def test_a_bank_of_another_task_space_is_refused_in_one_line_naming_both():
+    other = task_space(["q1", "q2"])
+    rows = [row("p1", "assert f(1) == 2"), {**row("p2", "assert g('a') == 'a'"), "space": other}]
+    with pytest.raises(BankRefused) as refused:
+        carry(rows, SPACE, REF, where="the bank at s3://b/bank.jsonl")
+    text = str(refused.value)
+    assert "\n" not in text and other in text and SPACE in text and "s3://b/bank.jsonl" in text
+    # a bank of code before task spaces were recorded is refused too, never guessed at
+    with pytest.raises(BankRefused, match="unrecorded"):
+        carry([{"problem_id": "p1", "test": "assert f(1) == 2"}], SPACE, REF)
+    assert carry([], SPACE, REF).rows == []  # no bank: nothing to refuse
+
+
+def test_a_changed_reference_retires_its_tests_and_keeps_the_rest():
+    stale = {**row("p1", "assert f(5) == 6"), "reference": reference_digest("def f(x): ...")}
+    kept = row("p2", "assert g('b') == 'b'")
+    out = carry([stale, kept], SPACE, REF)
+    assert out.rows == [kept] and out.retired == {"reference_changed": 1} and out.inherited == 2
+
+
+def test_duplicates_by_behaviour_keep_the_first_banked():
+    first = row("p1", "assert f(3) == 4", run="run-a")
+    same_call = row("p1", "assert f( 3 ) == (2 + 2)", run="run-b")  # one behaviour: f(3)
+    other_call = row("p1", "assert f(4) == 5", run="run-b")
+    other_problem = row("p2", "assert f(3) == 4")  # same text, another problem: kept
+    out = carry([first, same_call, other_call, other_problem], SPACE, REF)
+    assert out.rows == [first, other_call, other_problem]
+    assert out.retired == {"duplicate": 1}
+    assert out.runs == {"run-a": 1, "run-b": 1, "unrecorded": 1}
+
+
+def test_the_cap_keeps_a_problems_most_breaking_tests_in_bank_order():
+    rows = [row("p1", f"assert f({i}) == {i + 1}", breaks=i % 3) for i in range(7)]
+    out = carry(rows, SPACE, REF, cap=3)
+    # breaks 0,1,2,0,1,2,0: the two 2s and the first 1 stay, in the order they were banked
+    assert [r["test"] for r in out.rows] == [
+        "assert f(1) == 2",
+        "assert f(2) == 3",
+        "assert f(5) == 6",
+    ]
+    assert out.retired == {"over_cap": 4}
+
+
+def test_stamp_run_marks_only_unstamped_tests():
+    rows = [row("p1", "assert f(1) == 2"), row("p1", "assert f(2) == 3", run="older"), {"x": 1}]
+    stamped = stamp_run(rows, "run-9")
+    assert [r.get("run") for r in stamped] == ["run-9", "older", None]
+
+
+def test_behaviour_key_falls_back_to_the_text_for_other_tests():
+    assert bank.behaviour_key("assert f(1) > 0") != bank.behaviour_key("assert f(1) > 1")
+    assert bank.behaviour_key("assert f(1)==2") == bank.behaviour_key("assert f(1) == 2")
+    assert bank.behaviour_key("not python (") == bank.behaviour_key("not  python (")
+
+
+def test_the_chain_table_reads_each_runs_lines():
+    lines = [
+        "START answerer=sparring-recur@champion version 1 (registered by run ab, trained from "
+        "smollm2-135m) bank=4 tests (ab: 4)",
+        "LEARN heldout_new_tasks base=0.200 final=0.300 ci95_delta=0.010,0.190 n=56",
+        "LEARN heldout_new_tasks_vs_start base=0.280 final=0.300 ci95_delta=-0.050,0.090 n=56",
+        "LEARN bank size=9 inherited=4 new=5 retired=0",
+    ]
+    cells = recurring.parse_run(lines)
+    assert cells["bank"] == "size=9 inherited=4 new=5 retired=0"
+    table = recurring.chain_table([{"name": "recur-2", **cells}])
+    row_text = table.splitlines()[2]
+    assert "champion v1 of smollm2-135m" in row_text
+    assert "0.200 -> 0.300" in row_text and "0.280 -> 0.300" in row_text
+    assert "[-0.050,0.090], n=56" in row_text
+
+
+def test_vs_start_line_is_n_a_when_not_measured():
+    line = recurring.vs_start_line({})
+    assert line.startswith("LEARN heldout_new_tasks_vs_start base=n/a final=n/a ci95_delta=n/a")
+    gain = {"before": 0.25, "after": 0.3, "delta": 0.05, "lo": -0.01, "hi": 0.11, "n": 56}
+    line = recurring.vs_start_line({"gains": {recurring.VS_START: {"discriminating": gain}}})
+    assert (
+        line
+        == "LEARN heldout_new_tasks_vs_start base=0.250 final=0.300 ci95_delta=-0.010,0.110 n=56"
+    )
