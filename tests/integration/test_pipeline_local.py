@@ -129,6 +129,11 @@ def _check_learning(cfg, root, state, client):
             line = next(x for x in lines if x.startswith(f"LEARN {name} "))
             assert "base=n/a" not in line, line
         assert any(x.startswith("LEARN definition_rate base=0.") for x in lines)
+        # a run from its base model: its own start is the base, so the same numbers
+        vs_base = next(x for x in lines if x.startswith("LEARN heldout_new_tasks "))
+        vs_start = next(x for x in lines if x.startswith("LEARN heldout_new_tasks_vs_start "))
+        assert vs_start.split(" ", 2)[2] == vs_base.split(" ", 2)[2]
+        assert any(x.startswith("LEARN bank size=") for x in lines)
         assert "LEARN task_overlap 0" in lines
         zone = children["r1-validate-tests"].data.metrics
         share = zone["zone_problems"] / zone["zone_estimated"]

@@ -10,6 +10,7 @@ import pytest
 
 from sparring import bank, recurring
 from sparring.bank import BankRefused, carry, reference_digest, stamp_run, task_space
+from sparring.errors import SparringError
 
 REF = {
     "p1": reference_digest("def f(x):\n    return x + 1\n"),
@@ -109,3 +110,27 @@ def test_vs_start_line_is_n_a_when_not_measured():
         line
         == "LEARN heldout_new_tasks_vs_start base=0.250 final=0.300 ci95_delta=-0.010,0.110 n=56"
     )
+
+
+def test_recur_and_schedule_default_to_the_recurring_config_and_refuse_a_fresh_one(
+    tmp_path, monkeypatch, capsys
+):
+    import argparse
+
+    from sparring.cli import pipeline
+    from sparring.cli.main import main
+    from sparring.config import load_config
+    from tests.conftest import ROOT
+
+    monkeypatch.chdir(ROOT)
+    args = argparse.Namespace(config=None)
+    pipeline._recurring_config(args)
+    assert args.config == "configs/recur.yaml"
+    recur = load_config(args.config)
+    assert not recur.storage.start_fresh and recur.selection.registered_model == "sparring-recur"
+    assert main(["recur", "--config", "configs/smoke.yaml", "--runs", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "storage.start_fresh is true" in err
+    monkeypatch.chdir(tmp_path)  # no configs/ here: say what to pass
+    with pytest.raises(SparringError, match="pass --config FILE"):
+        pipeline._recurring_config(argparse.Namespace(config=None))
