@@ -215,6 +215,8 @@ class Controller:
             self.fake.statuses[name] = [done]
 
 
+# slow tier (15-100 s on 2 cores): make test stays under 15 minutes; CI's make test-slow runs it
+@pytest.mark.slow
 def test_component_runs_the_phase_as_a_trainjob(kube, s3_server, tmp_path, monkeypatch):
     import boto3
     import mlflow

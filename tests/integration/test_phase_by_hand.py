@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from sparring.backends.base import read_meta
 from sparring.cli.main import main
 
@@ -22,6 +24,8 @@ def phase(capsys, name: str, workdir: Path, *extra: str) -> dict:
     return json.loads(out[start:])
 
 
+# slow tier (15-100 s on 2 cores): make test stays under 15 minutes; CI's make test-slow runs it
+@pytest.mark.slow
 def test_phases_by_hand_chain_through_the_documented_layout(tmp_path, capsys):
     d = tmp_path / "work"
     assert main(["phase", "train-answerer", "--config", str(ROOT / "configs/smoke.yaml"),

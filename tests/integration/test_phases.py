@@ -258,6 +258,8 @@ def test_the_generator_phase_samples_as_many_rows_as_a_training_rollout(
     assert rows == [7] and batch_sizes and set(batch_sizes) == {7}, (rows, batch_sizes)
 
 
+# slow tier (15-100 s on 2 cores): make test stays under 15 minutes; CI's make test-slow runs it
+@pytest.mark.slow
 def test_the_generator_phase_asks_for_the_configured_tests(data_dir, tmp_path, monkeypatch):
     """steps.generator_tests and steps.generator_stated_cases reach the prompts GRPO trains on,
     and the auto completion budget is sized for that many tests (break check: the backend

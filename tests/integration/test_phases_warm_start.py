@@ -65,6 +65,8 @@ def record_trainer_logs(monkeypatch) -> list[dict]:
     return logged
 
 
+# slow tier (15-100 s on 2 cores): make test stays under 15 minutes; CI's make test-slow runs it
+@pytest.mark.slow
 def test_lora_warm_start_uses_only_the_train_split(data_dir, tmp_path, monkeypatch):
     seen = []
     real = ws_mod.sft_examples
@@ -152,6 +154,8 @@ class Art(SimpleNamespace):
         self.metadata[key] = value
 
 
+# slow tier (15-100 s on 2 cores): make test stays under 15 minutes; CI's make test-slow runs it
+@pytest.mark.slow
 def test_component_snapshot_and_report(data_dir, tmp_path, monkeypatch):
     """The component's python_func trains (2 real steps, MLflow child run), starts the manifest
     with a warm-start entry; evaluation keeps the base model as baseline and reports the warm

@@ -154,14 +154,16 @@ def _heldout_tasks(root, name):
     return set(task_keys(tags).values())
 
 
+# slow tier (15-100 s on 2 cores): make test stays under 15 minutes; CI's make test-slow runs it
+@pytest.mark.slow
 def test_smoke_dry_run_end_to_end(tmp_path, mlflow_server, s3_server, capsys, monkeypatch):
     _run_and_check(
         tmp_path, mlflow_server, s3_server, "e2e-dry", ["dry_run=true"], capsys, monkeypatch
     )
 
 
-# the whole smoke DAG with training through kfp.local (~2 min; the dry run stays in make test):
-# CI's slow tier runs it, so that make test stays under 15 min
+# the whole smoke DAG with training through kfp.local (~2 min); CI's slow tier runs it, with the
+# dry run above, so that make test stays under 15 min (make smoke runs the DAG by hand)
 @pytest.mark.slow
 def test_smoke_end_to_end(tmp_path, mlflow_server, s3_server, capsys, monkeypatch):
     """The real smoke config on the learning canary's data (spec families; held-out new tasks,

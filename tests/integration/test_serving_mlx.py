@@ -27,6 +27,10 @@ from tests.conftest import ROOT, free_port
 if sys.platform not in ("linux", "darwin"):
     pytest.skip("mlx-lm runs on Linux and macOS only", allow_module_level=True)
 
+# Slow tier (about 100 s of engines starting on 2 cores): make test stays under 15 minutes, and
+# CI's make test-slow runs it
+pytestmark = pytest.mark.slow
+
 MESSAGES = [{"role": "user", "content": "Write a function add(a, b)."}]
 
 

@@ -146,6 +146,8 @@ def test_cli_missing_source_is_one_line():
     assert "nope.json: not found" in result.stderr
 
 
+# slow tier (15-100 s on 2 cores): make test stays under 15 minutes; CI's make test-slow runs it
+@pytest.mark.slow
 def test_cli_check_passes_bundled_and_names_a_broken_problem(tmp_path):
     good = _cli("problems", "check", "--source", "bundled")
     assert good.returncode == 0, good.stderr
