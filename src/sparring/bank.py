@@ -249,7 +249,12 @@ class Carried:
 
     @property
     def runs(self) -> dict[str, int]:
-        return dict(Counter(str(r.get("run") or "unrecorded") for r in self.rows))
+        return runs_of(self.rows)
+
+
+def runs_of(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Run -> how many of `rows` it banked ("unrecorded" for rows of older code), sorted."""
+    return dict(sorted(Counter(str(r.get("run") or "unrecorded") for r in rows).items()))
 
 
 def carry(

@@ -38,18 +38,20 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sparring.recurring import VS_START
+
 Point = tuple[str, float, int]  # (metric key, value, step)
 
 MEASURES = {"discriminating": "val_discriminating_fraction", "strict": "val_strict_pass_at_1"}
 
+# the new tasks' gain over the base (the LEARN line) and over the run's own start (recurring)
+LEARNING_STAGES = ("heldout_new_tasks", VS_START)
+GAIN_FIELDS = ("before", "after", "delta", "lo", "hi", "n")
+
 KEYS = (
     *(f"heldout.{m}.{f}" for m in MEASURES for f in ("base", "champion")),
     *(f"heldout.{m}.{f}" for m in MEASURES for f in ("gain", "gain_n", "gain_lo", "gain_hi")),
-    *(
-        f"heldout.{s}.{f}"
-        for s in ("new_tasks", "new_tasks_vs_start")
-        for f in ("before", "after", "delta", "lo", "hi", "n")
-    ),
+    *(f"heldout.{s.removeprefix('heldout_')}.{f}" for s in LEARNING_STAGES for f in GAIN_FIELDS),
     "start.champion_version",
     "humaneval.pass_at_1.base",
     "humaneval.pass_at_1.champion",
@@ -127,11 +129,10 @@ def _learning(summary: Mapping[str, Any]) -> list[Point]:
     """The new tasks' gains over the base and over the run's start, and the start's version."""
     gains = summary.get("gains") or {}
     out: list[Point] = []
-    for stage, key in (("heldout_new_tasks", "new_tasks"),
-                       ("heldout_new_tasks_vs_start", "new_tasks_vs_start")):  # fmt: skip
+    for stage in LEARNING_STAGES:
         d = (gains.get(stage) or {}).get("discriminating") or {}
-        for field in ("before", "after", "delta", "lo", "hi", "n"):
-            out += _point(f"heldout.{key}.{field}", d.get(field))
+        for field in GAIN_FIELDS:
+            out += _point(f"heldout.{stage.removeprefix('heldout_')}.{field}", d.get(field))
     champion = (summary.get("start") or {}).get("champion") or {}
     if str(champion.get("version", "")).isdigit():
         out += _point("start.champion_version", int(champion["version"]))

@@ -26,7 +26,6 @@ import os
 import re
 import subprocess
 import sys
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ from typing import Any
 from sparring.config import Config
 from sparring.errors import SparringError
 
-VS_START = "heldout_new_tasks_vs_start"
+VS_START = "heldout_new_tasks_vs_start"  # the final answerer against the model it started from
 
 
 def _bank_rows(cfg: Config) -> list[dict[str, Any]]:
@@ -47,16 +46,17 @@ def _bank_rows(cfg: Config) -> list[dict[str, Any]]:
     return keep_tests(parse_rows(storage.read_text(uri)))
 
 
-def bank_text(rows: Sequence[Mapping[str, Any]]) -> str:
+def bank_summary(rows: Sequence[Mapping[str, Any]]) -> str:
     """'N tests (run: n, ...)' or 'none'.
 
-    >>> bank_text([{"run": "a"}, {"run": "b"}, {"run": "a"}, {}])
+    >>> bank_summary([{"run": "a"}, {"run": "b"}, {"run": "a"}, {}])
     '4 tests (a: 2, b: 1, unrecorded: 1)'
     """
+    from sparring.bank import runs_of
+
     if not rows:
         return "none"
-    runs = Counter(str(r.get("run") or "unrecorded") for r in rows)
-    return f"{len(rows)} tests (" + ", ".join(f"{k}: {n}" for k, n in sorted(runs.items())) + ")"
+    return f"{len(rows)} tests (" + ", ".join(f"{k}: {n}" for k, n in runs_of(rows).items()) + ")"
 
 
 def start_line(cfg: Config) -> str:
@@ -64,7 +64,7 @@ def start_line(cfg: Config) -> str:
     base = cfg.model_for("answerer").name
     if cfg.storage.start_fresh:
         return f"START answerer={base} (storage.start_fresh: the base model) bank=none"
-    bank = bank_text(_bank_rows(cfg))
+    bank = bank_summary(_bank_rows(cfg))
     try:
         from sparring import tracking
 

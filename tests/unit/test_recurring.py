@@ -134,3 +134,25 @@ def test_recur_and_schedule_default_to_the_recurring_config_and_refuse_a_fresh_o
     monkeypatch.chdir(tmp_path)  # no configs/ here: say what to pass
     with pytest.raises(SparringError, match="pass --config FILE"):
         pipeline._recurring_config(argparse.Namespace(config=None))
+
+
+def test_the_parent_run_carries_both_gains_and_the_start_version():
+    from sparring import headline
+
+    vs_base = {"before": 0.2, "after": 0.3, "delta": 0.1, "lo": 0.01, "hi": 0.19, "n": 47}
+    vs_start = {"before": 0.28, "after": 0.3, "delta": 0.02, "lo": -0.05, "hi": 0.09, "n": 47}
+    learning = {
+        "gains": {"heldout_new_tasks": {"discriminating": vs_base},
+                  recurring.VS_START: {"discriminating": vs_start}},
+        "start": {"champion": {"name": "sparring-recur", "alias": "champion", "version": "2"}},
+    }  # fmt: skip
+    points = {k: v for k, v, _ in headline.from_report({"learning": learning}, {})}
+    assert points["heldout.new_tasks.delta"] == 0.1 and points["heldout.new_tasks.n"] == 47
+    assert points["heldout.new_tasks_vs_start.before"] == 0.28
+    assert points["heldout.new_tasks_vs_start.lo"] == -0.05
+    assert points["start.champion_version"] == 2
+    assert set(points) <= set(headline.KEYS)
+    fresh = {"gains": learning["gains"], "start": {"champion": None}}  # a start from the base
+    assert "start.champion_version" not in {
+        k for k, _, _ in headline.from_report({"learning": fresh}, {})
+    }

@@ -30,6 +30,7 @@ from sparring.evaluation.selection import choose_best
 from sparring.evaluation.snapshots import evaluate_snapshots, model_metrics
 from sparring.phases.snapshot import resolve_snapshots
 from sparring.problems import Problem, heldout_sets, read_jsonl
+from sparring.recurring import VS_START
 from sparring.sandbox.limits import trusted_limits
 
 log = logging.getLogger(__name__)
@@ -116,9 +117,6 @@ def evaluate(
         report_mod.log_to_mlflow(out_dir)
     )  # PNGs + report.md, this child run
     return metrics
-
-
-VS_START = "heldout_new_tasks_vs_start"  # the final answerer against the model it started from
 
 
 def versus_start(

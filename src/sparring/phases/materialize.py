@@ -188,7 +188,7 @@ def inherit(cfg: Config, rows: list[Any], train: list[Problem]) -> Carried:
     if invalid:
         carried.rows = [r for r in carried.rows if (r["problem_id"], r["test"]) not in invalid]
         carried.retired["invalid"] += len(invalid)
-    runs = ", ".join(f"{run}: {n}" for run, n in sorted(carried.runs.items())) or "none"
+    runs = ", ".join(f"{run}: {n}" for run, n in carried.runs.items()) or "none"
     retired = ", ".join(f"{k} {v}" for k, v in sorted(carried.retired.items())) or "none"
     progress.say(
         f"materialize: inherited {carried.inherited} banked tests, kept {len(carried.rows)} "

@@ -105,10 +105,9 @@ def _recorded_base(model_dir: str) -> str:
     return str(json.loads(meta.read_text()).get("base") or "") if meta.is_file() else ""
 
 
-def champion_version(cfg) -> dict[str, str] | None:
-    """The version the alias names now, {version, run_id, base} (base: the version's tag, ""
-    for a version registered by older code), or None when there is none. Reads, downloads
-    nothing."""
+def _alias_version(cfg) -> Any:
+    """The registry version `selection.registered_model@alias` names now, or None when there is
+    no such model or alias (an unreachable server raises after the wait)."""
     connect(cfg)
     from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
@@ -123,7 +122,32 @@ def champion_version(cfg) -> dict[str, str] | None:
                 raise
             return None
 
-    found = call(cfg, "looking up the champion", lookup)
+    return call(cfg, "looking up the champion", lookup)
+
+
+def _download(cfg, source: str, out_dir: str, what: str, check=None) -> None:
+    """Download a version's `source` into out_dir, through a temporary folder that `check`
+    (when given) may refuse before anything reaches out_dir."""
+    import shutil
+
+    mlflow = connect(cfg)
+    with tempfile.TemporaryDirectory() as tmp:
+        got = call(
+            cfg,
+            f"downloading {what}",
+            lambda: mlflow.artifacts.download_artifacts(artifact_uri=source, dst_path=tmp),
+        )
+        if check is not None:
+            check(got)
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        shutil.copytree(got, out_dir, dirs_exist_ok=True)
+
+
+def champion_version(cfg) -> dict[str, str] | None:
+    """The version the alias names now, {version, run_id, base} (base: the version's tag, ""
+    for a version registered by older code), or None when there is none. Reads, downloads
+    nothing."""
+    found = _alias_version(cfg)
     if found is None:
         return None
     tags = dict(found.tags or {})
@@ -184,63 +208,33 @@ def download_champion(cfg, out_dir: str, base: str) -> dict[str, str] | None:
     base model. A champion trained from another base model than `base` (the base model under
     this config's answerer: sparring.backends.base_name) is refused (ChampionRefused, naming
     both): a 1.5B champion must not start a 7B run."""
-    mlflow = connect(cfg)
-    from mlflow import MlflowClient
-    from mlflow.exceptions import MlflowException
-
     name, alias = cfg.selection.registered_model, cfg.selection.alias
-
-    def lookup() -> Any:
-        try:
-            return MlflowClient().get_model_version_by_alias(name, alias)
-        except MlflowException as exc:
-            if retry.transient(exc):
-                raise
-            return None
-
-    version = call(cfg, "looking up the champion", lookup)
+    version = _alias_version(cfg)
     if version is None:
         return None
-    with tempfile.TemporaryDirectory() as tmp:
-        got = call(
-            cfg,
-            "downloading the champion",
-            lambda: mlflow.artifacts.download_artifacts(artifact_uri=version.source, dst_path=tmp),
-        )
-        meta = Path(got) / "sparring_model.json"  # sparring.backends.base.META_FILE
-        theirs = str(json.loads(meta.read_text()).get("base") or "") if meta.is_file() else ""
-        ours = base
-        if theirs != ours:
+
+    def same_base(folder: str) -> None:
+        theirs = _recorded_base(folder)
+        if theirs != base:
             raise ChampionRefused(
                 f"the champion {name}@{alias} (version {version.version}) was trained from "
-                f"{theirs or 'an unrecorded base model'}, this run's answerer is {ours}: it "
+                f"{theirs or 'an unrecorded base model'}, this run's answerer is {base}: it "
                 "cannot start this run (give this config its own selection.registered_model, "
                 "or storage.start_fresh: true to start from the base)"
             )
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        import shutil
 
-        shutil.copytree(got, out_dir, dirs_exist_ok=True)
+    _download(cfg, version.source, out_dir, "the champion", same_base)
     return {"name": name, "alias": alias, "version": str(version.version)}
 
 
 def download_version(cfg, name: str, version: str, out_dir: str) -> None:
     """Download version `version` of registered model `name` into out_dir (a version never
     changes: the start of a recurring run, whatever the alias names now)."""
-    mlflow = connect(cfg)
+    connect(cfg)
     from mlflow import MlflowClient
 
     found = call(
         cfg, "looking up the start's version",
         lambda: MlflowClient().get_model_version(name, str(version)),
     )  # fmt: skip
-    with tempfile.TemporaryDirectory() as tmp:
-        got = call(
-            cfg,
-            "downloading the start's version",
-            lambda: mlflow.artifacts.download_artifacts(artifact_uri=found.source, dst_path=tmp),
-        )
-        import shutil
-
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        shutil.copytree(got, out_dir, dirs_exist_ok=True)
+    _download(cfg, found.source, out_dir, "the start's version")
