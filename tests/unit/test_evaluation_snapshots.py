@@ -151,18 +151,16 @@ def test_rounds_from_the_bank_when_no_round_files(data_dir, fake_models, tmp_pat
     assert report["snapshots"][1]["test_validity"] == 1.0
 
 
-def test_raw_generator_tests_are_validated(data_dir, fake_models, tmp_path):
+def _raw_round(data_dir, tests):
     raw = data_dir / "generated.jsonl"
-    rows = [
-        {
-            "problem_id": "add",
-            "tests": ["assert add(2, 2) == 4", "assert add(1, 1) == 3"],
-            "round": 1,
-        },
-        {"problem_id": "neg", "tests": [], "round": 1},
-    ]
+    rows = [{"problem_id": "add", "tests": tests, "round": 1}, {"problem_id": "neg", "tests": []}]
     raw.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    cfg = from_dict({"data": {"humaneval_limit": 1}})
+    return raw
+
+
+def test_raw_generator_tests_are_validated(data_dir, fake_models, tmp_path):
+    raw = _raw_round(data_dir, ["assert add(2, 2) == 4", "assert add(1, 1) == 3"])
+    cfg = from_dict({"data": {"humaneval_limit": 1}, "rewards": {"reference_expected": False}})
     report = evaluate_snapshots(
         cfg, str(data_dir), ["round1"], [str(raw)], str(data_dir / "bank.jsonl"), str(tmp_path)
     )
@@ -170,6 +168,22 @@ def test_raw_generator_tests_are_validated(data_dir, fake_models, tmp_path):
     assert report["snapshots"][0]["test_validity"] == 0.5
     assert report["cross_play"] == [[0.0], [1.0]]  # only the valid test is a column game
     assert report["cross_play_games"] == [[1], [1]]
+
+
+def test_a_rounds_validity_is_the_validate_phases(data_dir, fake_models, tmp_path):
+    """The gate judges a round's tests by the rule that banked them: with reference_expected
+    (the default) a wrong expected value is the reference's, so `add(1, 1) == 3` is a valid test
+    of add(1, 1); a call the reference cannot run stays invalid. (Evaluation once re-ran the
+    raw tests without the rewrite and refused a champion at validity 0.18 that the validate
+    phase had measured at 0.32.)"""
+    tests = ["assert add(2, 2) == 4", "assert add(1, 1) == 3", "assert add(1) == 1"]
+    raw = _raw_round(data_dir, tests)
+    cfg = from_dict({"data": {"humaneval_limit": 1}})
+    report = evaluate_snapshots(
+        cfg, str(data_dir), ["round1"], [str(raw)], str(data_dir / "bank.jsonl"), str(tmp_path)
+    )
+    assert report["rounds"][0]["test_validity"] == pytest.approx(2 / 3)
+    assert report["cross_play_games"] == [[2], [2]]  # add(1, 1) == 2 is played as judged
 
 
 # The hacking gate's trivial-share rule, on data that can trip it: `neg` has a test that the

@@ -91,3 +91,25 @@ def test_a_test_off_the_parameters_types_is_not_banked(tmp_path):
     banked = [r["test"] for r in rows]
     assert banked == ["assert first([7, 1]) == 7"], banked
     assert metrics["validity"] == 1 / 3
+
+
+def test_evaluation_judges_a_round_as_the_validate_phase_did(tmp_path):
+    """The promotion gate reads a round's validity from evaluation's re-run of the raw tests:
+    the same rule (the reference's expected values, the declared types) gives the same number,
+    test by test."""
+    from sparring.evaluation.rounds import summarize_round, validate_rows
+    from sparring.sandbox.limits import untrusted_limits
+
+    tests = [
+        "assert first([7, 1]) == 8",  # a wrong expected value: the reference's is 7
+        "assert first(None) == 99",  # off list[int]
+        "assert first([3]) > 3",  # fails the reference
+        "assert first([]) == 99",
+    ]
+    _, metrics = _validate(tmp_path, FIRST, tests, "def first(xs):\n    return xs[1]\n")
+    raw = [{"problem_id": "first", "test": t, "round": 1} for t in tests]
+    cfg = from_dict({})
+    judged = validate_rows(raw, {"first": FIRST}, untrusted_limits(cfg))
+    assert [r["valid"] for r in judged] == [True, False, False, True]
+    assert judged[0]["test"] == "assert first([7, 1]) == 7"
+    assert summarize_round(judged)["test_validity"] == metrics["validity"] == 0.5

@@ -1,8 +1,8 @@
 """A generator round's tests, as evaluation sees them.
 
 Covers: reading a round's tests in either format (validated bank rows, or the generator's raw
-output that still needs validation: `read_round_tests`, `validate_rows` against the reference
-solutions) and `round_summary` / `summarize_round` (test validity, duplicate rate, flat-group
+output that still needs validation: `read_round_tests`, `validate_rows` by the validate
+phase's rule) and `round_summary` / `summarize_round` (test validity, duplicate rate, flat-group
 share, a sidecar FILE.metrics.json winning over what the rows say). Does not cover: validating
 tests during training (sparring.phases.validate).
 """
@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from sparring import rewards
 from sparring.bank import read_bank, tests_by_problem
-from sparring.evaluation.humaneval import run_jobs
 
 if TYPE_CHECKING:
     from sparring.problems import Problem
@@ -101,14 +100,33 @@ def read_round_tests(path: str | Path) -> tuple[list[dict[str, Any]], bool]:
 
 
 def validate_rows(
-    rows: list[dict[str, Any]], problems: Mapping[str, Problem], limits: Any = None
+    rows: list[dict[str, Any]],
+    problems: Mapping[str, Problem],
+    limits: Any = None,
+    reference_expected: bool = True,
 ) -> list[dict[str, Any]]:
-    """Mark each row `valid` when its test passes the problem's reference solution (rows of
-    unknown problems are invalid)."""
-    per = tests_by_problem([r for r in rows if r["problem_id"] in problems])
-    ids = sorted(per)
-    reports = run_jobs([(problems[pid].reference_solution, per[pid]) for pid in ids], limits)
-    ok: set[tuple[str, str]] = set()
-    for pid, report in zip(ids, reports, strict=True):
-        ok.update((pid, r.test) for r in report.results if r.passed)
-    return [{**r, "valid": (str(r["problem_id"]), r["test"]) in ok} for r in rows]
+    """Each row marked `valid` by the validate phase's rule (sparring.sandbox.validation.
+    judge_tests, under `limits`: pass the untrusted ones a round's tests ran under), its `test`
+    the test as judged (with `reference_expected`, the reference's expected value); rows of
+    unknown problems are invalid. So a round's validity here is the validate phase's."""
+    from sparring.sandbox import Sandbox
+    from sparring.sandbox.limits import SandboxLimits
+    from sparring.sandbox.validation import judge_tests
+
+    out = [{**r, "valid": False} for r in rows]
+    at: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        if r["problem_id"] in problems:
+            at.setdefault(str(r["problem_id"]), []).append(i)
+    with Sandbox(limits or SandboxLimits()) as sb:
+        for pid, index in at.items():
+            p = problems[pid]
+            report = judge_tests(
+                p.reference_solution, [rows[i]["test"] for i in index], [], p.function_name,
+                p.function_signature, sb, reference_expected,
+            )  # fmt: skip
+            if report.infra_error:
+                continue
+            for i, v in zip(index, report.verdicts, strict=True):
+                out[i].update(test=v.test, valid=v.valid)
+    return out

@@ -32,7 +32,7 @@ from sparring.evaluation.rounds import (
 )
 from sparring.programs import defines_asked_function, humaneval_tests
 from sparring.sampler import load_answerer, sample_answers
-from sparring.sandbox.limits import trusted_limits
+from sparring.sandbox.limits import trusted_limits, untrusted_limits
 
 if TYPE_CHECKING:
     from sparring.problems import Problem
@@ -399,7 +399,8 @@ def evaluate_snapshots(
     for j, path in enumerate(round_tests):
         rows, raw = read_round_tests(path)
         if raw:
-            rows = validate_rows(rows, known, limits)
+            expected = cfg.rewards.reference_expected
+            rows = validate_rows(rows, known, untrusted_limits(cfg), expected)
         number = next((r["round"] for r in rows if isinstance(r.get("round"), int)), j + 1)
         valid = [r for r in rows if r.get("valid", True)]
         rounds.append(

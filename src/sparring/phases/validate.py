@@ -1,10 +1,10 @@
 """The validate phase: keep the generated tests that the reference passes, bank the survivors.
 
-Covers: `validate_tests` (sandbox check against the reference solutions, the parameters'
-declared types (sparring.domain) and the trivial solutions, the frozen answerer's break rate,
-the zone estimate for the next answerer phase, the survivors merged into the bank by
-sparring.bank's rule) and `validate_into` (the sandbox task's
-body: the bank and its metrics in one folder, since that task has no MLflow credentials).
+Covers: `validate_tests` (each round's tests judged by sparring.sandbox.validation.judge_tests:
+the reference solution and the parameters' declared types; then the trivial solutions, the
+frozen answerer's break rate, the zone estimate for the next answerer phase, the survivors
+merged into the bank by sparring.bank's rule) and `validate_into` (the sandbox task's body: the
+bank and its metrics in one folder, since that task has no MLflow credentials).
 Does not cover: the sandbox (sparring.sandbox), the bank's format and what enters it
 (sparring.bank).
 """
@@ -28,7 +28,6 @@ from sparring.bank import (
     write_rows,
 )
 from sparring.config import Config
-from sparring.domain import fits_signature
 from sparring.phases.common import read_lines, train_problems
 from sparring.phases.zone import ZONE_FILE, frozen_zone, in_zone
 from sparring.problems import Problem
@@ -50,8 +49,7 @@ def validate_tests(
     `bank_in` is a bank file or folder."""
     from sparring.phases.sandboxed import require_isolation
     from sparring.sandbox import Sandbox
-    from sparring.sandbox import validate_tests as sandbox_validate
-    from sparring.sandbox.oracle import with_reference_expected
+    from sparring.sandbox.validation import judge_tests
 
     require_isolation(cfg)
     problems = {p.id: p for p in train_problems(data_dir)}
@@ -73,9 +71,10 @@ def validate_tests(
             tests = [t for t in row.get("tests", []) if isinstance(t, str)]
             if p is None or not tests:
                 continue
-            if cfg.rewards.reference_expected:
-                tests = with_reference_expected(p.reference_solution, tests, sb)
-            report = sandbox_validate(p.reference_solution, tests, solutions.get(p.id, []), sb)
+            report = judge_tests(
+                p.reference_solution, tests, solutions.get(p.id, []), p.function_name,
+                p.function_signature, sb, cfg.rewards.reference_expected,
+            )  # fmt: skip
             if report.infra_error:
                 infra += 1
                 continue
@@ -84,9 +83,7 @@ def validate_tests(
                 total += 1
                 dup = v.duplicate or bank.is_duplicate(p.id, v.test)
                 duplicates += dup
-                # off the parameters' types (`f(None)` for a list): the reference may pass it, a
-                # correct answer need not, so it is not a valid test of the problem as posed
-                if not v.valid or not fits_signature(v.test, p.function_name, p.function_signature):
+                if not v.valid:
                     continue
                 valid += 1
                 if v.test in barred:

@@ -6,14 +6,22 @@ passes the reference solution in the sandbox. For each valid test, `breaks` list
 the given solutions it does not pass (infra errors excluded). Duplicates count as invalid, so
 spamming the same test lowers `validity`.
 
-Covers: `TestVerdict`, `ValidationReport`, `validate_tests`. Does not cover: rewards built on it.
+`judge_tests` is the rule the validate phase banks by and evaluation gates by, one rule for both:
+with `reference_expected` each equality test first takes its expected value from the reference
+(sparring.sandbox.oracle), and a test the reference passes is still invalid when it calls the
+function with literals outside the parameters' declared types (sparring.domain.fits_signature).
+
+Covers: `TestVerdict`, `ValidationReport`, `validate_tests`, `judge_tests`. Does not cover:
+rewards built on it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sparring.domain import fits_signature
 from sparring.sandbox import limits as L
+from sparring.sandbox.oracle import with_reference_expected
 from sparring.sandbox.plan import InvalidTest, normalize, parse_test
 from sparring.sandbox.pool import Sandbox, shared_sandbox
 
@@ -125,3 +133,28 @@ def validate_tests(
         ]
         verdicts.append(TestVerdict(t, True, "ok", breaks, False))
     return ValidationReport(verdicts)
+
+
+def judge_tests(
+    reference_solution: str,
+    tests: list[str],
+    solutions: list[str],
+    function_name: str,
+    signature: str,
+    sandbox: Sandbox,
+    reference_expected: bool = True,
+) -> ValidationReport:
+    """`validate_tests` of `tests` as Sparring banks them: each verdict's `test` is the test as
+    judged (with `reference_expected`, its expected value the reference's), and a test called
+    off the parameters' declared types is invalid (`f(None)` for a list: the reference may pass
+    it, a correct answer need not)."""
+    if reference_expected:
+        tests = with_reference_expected(reference_solution, tests, sandbox)
+    report = validate_tests(reference_solution, tests, solutions, sandbox)
+    verdicts = [
+        v
+        if not v.valid or fits_signature(v.test, function_name, signature)
+        else TestVerdict(v.test, False, "off the parameters' declared types", [], v.duplicate)
+        for v in report.verdicts
+    ]
+    return ValidationReport(verdicts, infra_error=report.infra_error)
