@@ -27,6 +27,7 @@ def select(
                 parent_run_id,
             )
         )  # fmt: skip
+        run.log_params({"selection_reason": str(result.get("reason", ""))[:2000]})
         if parent_run_id:  # the last phase: the run's headline numbers onto the parent run
             headline.log_headline(cfg, run, parent_run_id, phase.headline(cfg, report.path, result))
     if parent_run_id:

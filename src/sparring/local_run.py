@@ -223,7 +223,13 @@ def learn_lines(cfg, parent_run_id: str) -> list[str]:
     change = intervals.train_reward_change(step_rewards, seed=cfg.seed)
     lines = learning.learn_lines(summary, breaks, useful, trained, change)
     named = [(r.info.run_name, r.data.metrics) for r in runs]
-    lines += [recurring.vs_start_line(summary), recurring.bank_line(named)]
+    selects = [r for r in runs if r.info.run_name.endswith("-select")]
+    reason = selects[-1].data.params.get("selection_reason", "") if selects else ""
+    lines += [
+        recurring.vs_start_line(summary),
+        recurring.bank_line(named),
+        recurring.champion_line(named, cfg.selection.registered_model, reason),
+    ]
     client = mlflow.MlflowClient()
     for name, field in learning.ARMS:
         lines += _arm_lines(cfg, client, runs, name, field)

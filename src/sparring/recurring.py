@@ -8,11 +8,14 @@ This module says so and measures it:
   or champion version k of which registered name and trained from which base, and the banked
   tests waiting at `storage.bank_uri`, by the run that validated them.
 - `bank_line`: `LEARN bank size=N inherited=K new=M retired=R` from the phases' MLflow runs.
+- `champion_line`: `LEARN champion promoted=yes version=K (NAME)` or `promoted=no (why)`:
+  whether the next run starts from this one.
 - `vs_start_line`: `LEARN heldout_new_tasks_vs_start base=X final=Y ci95_delta=LO,HI n=TASKS`,
   the final answerer against the run's own start (the evaluate phase measures it).
 - `play`: `sparring recur` / `make recur RUNS=N`: N runs of one config in one MLflow store and
-  one bank folder, each continuing from the one before, the way a Kubeflow schedule runs them;
-  then the table of the chain (`chain_table`) that docs/cluster-guide.md shows.
+  one bank folder, each continuing from the one before, the way a Kubeflow schedule runs them,
+  run k with training_seed + k - 1; then the table of the chain (`chain_table`) that
+  docs/cluster-guide.md shows.
 
 Does not cover: the champion's download and refusal (sparring.tracking.registry), the bank's
 carry rules (sparring.bank), the measures (sparring.phases.evaluate.versus_start).
@@ -26,6 +29,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -120,6 +124,27 @@ def bank_line(runs: Sequence[tuple[str, Mapping[str, float]]]) -> str:
     )
 
 
+def champion_line(
+    runs: Sequence[tuple[str, Mapping[str, float]]], registered: str, reason: str = ""
+) -> str:
+    """`LEARN champion promoted=yes version=K (NAME)`, or `promoted=no` with the selection's
+    reason: whether the next scheduled run starts from this one.
+
+    >>> champion_line([("r2-select", {"promoted": 1.0, "registered_version": 2.0})], "m")
+    'LEARN champion promoted=yes version=2 (m)'
+    >>> champion_line([("r2-select", {"promoted": 0.0})], "m", "no promotable snapshot: gated")
+    'LEARN champion promoted=no (no promotable snapshot: gated)'
+    """
+    select = next((m for name, m in runs if name.endswith("-select")), None)
+    if select is None:
+        return "LEARN champion promoted=n/a (no select phase ran)"
+    if select.get("promoted"):
+        version = select.get("registered_version")
+        shown = "n/a" if version is None else f"{version:.0f}"
+        return f"LEARN champion promoted=yes version={shown} ({registered})"
+    return f"LEARN champion promoted=no ({reason or 'no reason recorded'})"
+
+
 def vs_start_line(summary: Mapping[str, Any]) -> str:
     """The final answerer against its own start on the held-out new tasks."""
     from sparring.evaluation.learning import gain_line
@@ -135,6 +160,7 @@ LINE_KEYS = {  # what the table takes from a run's output
     "base": re.compile(r"^LEARN heldout_new_tasks (base=.*)$"),
     "start_gain": re.compile(r"^LEARN heldout_new_tasks_vs_start (base=.*)$"),
     "bank": re.compile(r"^LEARN bank (size=.*)$"),
+    "champion": re.compile(r"^LEARN champion (promoted=.*)$"),
 }
 
 
@@ -175,17 +201,36 @@ def _gain_cell(text: str | None) -> str:
     return f"{before} -> {after}, 95% CI of the gain [{ci}], n={fields.get('n', 'n/a')}"
 
 
-def chain_table(rows: Sequence[Mapping[str, str]]) -> str:
-    """The chain as a markdown table: run, start, held-out new tasks vs base and vs start,
-    bank."""
+def _promoted_cell(text: str | None) -> str:
+    """'yes, v2' or 'no' from a LEARN champion line's text.
+
+    >>> _promoted_cell("promoted=yes version=2 (sparring-recur)"), _promoted_cell("promoted=no (x)")
+    ('yes, v2', 'no')
+    """
+    if not text:
+        return "n/a"
+    version = re.search(r"version=(\S+)", text)
+    if text.startswith("promoted=yes"):
+        return f"yes, v{version.group(1)}" if version else "yes"
+    return text.split()[0].split("=", 1)[1]
+
+
+def chain_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The chain as a markdown table: run, training seed, start, held-out new tasks vs base and
+    vs start, whether it registered a champion, bank, minutes."""
     head = (
-        "| run | start | held-out new tasks vs base | vs its start | bank |\n"
-        "|---|---|---|---|---|\n"
+        "| run | seed | start | held-out new tasks vs base | vs its start | champion | bank "
+        "| min |\n|---|---|---|---|---|---|---|---|\n"
     )
+
+    def minutes(r: Mapping[str, Any]) -> str:
+        return f"{r['seconds'] / 60:.1f}" if isinstance(r.get("seconds"), (int, float)) else "n/a"
+
     body = "".join(
-        f"| {r.get('name', '?')} | {_short_start(r.get('start', ''))} | "
-        f"{_gain_cell(r.get('base'))} | {_gain_cell(r.get('start_gain'))} | "
-        f"{r.get('bank', 'n/a')} |\n"
+        f"| {r.get('name', '?')} | {r.get('training_seed', 'n/a')} | "
+        f"{_short_start(r.get('start', ''))} | {_gain_cell(r.get('base'))} | "
+        f"{_gain_cell(r.get('start_gain'))} | {_promoted_cell(r.get('champion'))} | "
+        f"{r.get('bank', 'n/a')} | {minutes(r)} |\n"
         for r in rows
     )
     return head + body
@@ -215,11 +260,15 @@ def play(config: str, runs: int, chain: str | None, sets: Sequence[str]) -> Path
     ]
     for k in range(len(done) + 1, len(done) + runs + 1):
         name = f"{cfg.name}-{k}"
-        print(f"\n== recurring run {k} ({name}) in {folder}", flush=True)
+        # a seed of its own: a run after one that was not promoted starts from the same
+        # champion, and would otherwise replay it sample for sample
+        seed = cfg.training_seed + k - 1
+        print(f"\n== recurring run {k} ({name}, training_seed {seed}) in {folder}", flush=True)
         cmd = [sys.executable, "-c", "from sparring.cli.main import main; raise SystemExit(main())"]
         cmd += ["run", "--config", config]
-        for item in [*sets, *chained, f"name={name}"]:
+        for item in [*sets, *chained, f"name={name}", f"training_seed={seed}"]:
             cmd += ["--set", item]
+        began = time.monotonic()
         lines: list[str] = []
         with subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -231,7 +280,8 @@ def play(config: str, runs: int, chain: str | None, sets: Sequence[str]) -> Path
                 lines.append(line)
         if proc.returncode:
             raise SparringError(f"recurring run {k} ({name}) failed (exit {proc.returncode})")
-        done.append({"name": name, **parse_run(lines)})
+        seconds = round(time.monotonic() - began, 1)
+        done.append({"name": name, "training_seed": seed, "seconds": seconds, **parse_run(lines)})
         record.write_text(json.dumps(done, indent=1))
     table = chain_table(done)
     (folder / "chain.md").write_text(table)

@@ -138,6 +138,14 @@ def _check_learning(cfg, root, state, client):
         zone = children["r1-validate-tests"].data.metrics
         share = zone["zone_problems"] / zone["zone_estimated"]
         assert f"LEARN base_zone_share {share:.3f}" in lines
+    # whether the next scheduled run starts from this one, as the select phase decided
+    select = next(r for name, r in children.items() if name.endswith("-select"))
+    champion = next(x for x in lines if x.startswith("LEARN champion "))
+    if select.data.metrics["promoted"]:
+        version = select.data.metrics["registered_version"]
+        assert champion.startswith(f"LEARN champion promoted=yes version={version:.0f} (")
+    else:
+        assert champion == f"LEARN champion promoted=no ({select.data.params['selection_reason']})"
     logged = client.download_artifacts(state["parent_run_id"], "learn.txt")
     assert Path(logged).read_text().splitlines() == lines
 

@@ -77,7 +77,11 @@ def _run_one(cfg, tmp_path):
     return parent, good, train
 
 
-def test_a_second_run_starts_from_the_first_champion_and_inherits_its_bank(chain, tmp_path):
+def test_a_second_run_starts_from_the_first_champion_and_inherits_its_bank(
+    chain, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("SPARRING_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SPARRING_COMPLETION_CACHE", "1")  # on for this test: a fresh folder
     cfg = chain()
     parent, good, train = _run_one(cfg, tmp_path)
 
@@ -103,16 +107,24 @@ def test_a_second_run_starts_from_the_first_champion_and_inherits_its_bank(chain
     assert manifest["bank_runs"] == {parent: 3}
 
     # the final answerer against its start: here the final IS the start's weights, so the very
-    # same answers are sampled and the gain is exactly zero
+    # same answers are sampled and the gain is exactly zero; and since run 1 evaluated those
+    # weights (cached as its final snapshot), the start's answers are read, not sampled again
     problems = train[:3]
     ids = [p.id for p in problems]
+    from sparring.evaluation import snapshots
     from sparring.evaluation.snapshots import sampled_scores
 
-    final = {"val_sampled": sampled_scores(cfg, str(tmp_path / "champion"), problems, "final")}
+    scores = sampled_scores(cfg, str(tmp_path / "champion"), problems, "final", cache=True)
+    final = {"val_sampled": scores}
     report = {"learning": {"gains": {}}, "snapshots": [final]}
-    sets, tasks = {"new_tasks": ids}, {i: i for i in ids}
+    sets, tasks = {"new_tasks": ids[:2]}, {i: i for i in ids}
+
+    def no_sampling(*args, **kwargs):
+        raise AssertionError("the start was sampled again: its cached answers were not found")
+
+    monkeypatch.setattr(snapshots, "sample_answers", no_sampling)
     gain = versus_start(cfg, start, problems, sets, tasks, report)["discriminating"]
-    assert gain["n"] == 3 and gain["delta"] == 0.0 and gain["before"] == gain["after"]
+    assert gain["n"] == 2 and gain["delta"] == 0.0 and gain["before"] == gain["after"]
 
     # a start record naming other weights than the registered version holds: not measured
     moved = {**start, "weights": "0" * 16}

@@ -35,6 +35,22 @@ def test_an_adapter_over_other_base_weights_is_another_model(tmp_path):
     assert cc.model_identity(str(adapter)) != before
 
 
+def test_a_folder_is_its_contents_wherever_it_lies(tmp_path):
+    """The final snapshot of run 1 and the champion version run 2 downloads are the same bytes
+    at two paths and other modification times: one model, so run 2's measure against its start
+    reads run 1's sampled answers. One byte of the weights changed: another model."""
+    snapshot = tmp_path / "run1" / "snapshot"
+    snapshot.mkdir(parents=True)
+    _touch(snapshot / "adapter_model.safetensors", b"lora weights", 10**18)
+    (snapshot / "sparring_model.json").write_text(json.dumps({"base": "tiny-random"}))
+    champion = tmp_path / "download" / "champion"
+    shutil.copytree(snapshot, champion)
+    os.utime(champion / "adapter_model.safetensors", ns=(2 * 10**18, 2 * 10**18))
+    assert cc.model_identity(str(champion)) == cc.model_identity(str(snapshot))
+    _touch(champion / "adapter_model.safetensors", b"lora weightz", 10**18)
+    assert cc.model_identity(str(champion)) != cc.model_identity(str(snapshot))
+
+
 def test_a_change_to_the_decoding_code_is_a_new_key(tmp_path, monkeypatch):
     for rel in cc.DECODER_MODULES:
         assert (PACKAGE / rel).is_file(), f"{rel}: listed as decoding code, not in the package"

@@ -5,6 +5,7 @@ sparring.recurring."""
 from __future__ import annotations
 
 import doctest
+import json
 
 import pytest
 
@@ -91,11 +92,16 @@ def test_the_chain_table_reads_each_runs_lines():
         "LEARN heldout_new_tasks base=0.200 final=0.300 ci95_delta=0.010,0.190 n=56",
         "LEARN heldout_new_tasks_vs_start base=0.280 final=0.300 ci95_delta=-0.050,0.090 n=56",
         "LEARN bank size=9 inherited=4 new=5 retired=0",
+        "LEARN champion promoted=yes version=2 (sparring-recur)",
     ]
     cells = recurring.parse_run(lines)
     assert cells["bank"] == "size=9 inherited=4 new=5 retired=0"
-    table = recurring.chain_table([{"name": "recur-2", **cells}])
+    row = {"name": "recur-2", "training_seed": 1, "seconds": 750.0, **cells}
+    table = recurring.chain_table([row])
     row_text = table.splitlines()[2]
+    assert row_text.startswith("| recur-2 | 1 | ") and row_text.endswith(
+        "| yes, v2 | size=9 inherited=4 new=5 retired=0 | 12.5 |"
+    )
     assert "champion v1 of smollm2-135m" in row_text
     assert "0.200 -> 0.300" in row_text and "0.280 -> 0.300" in row_text
     assert "[-0.050,0.090], n=56" in row_text
@@ -156,3 +162,27 @@ def test_the_parent_run_carries_both_gains_and_the_start_version():
     assert "start.champion_version" not in {
         k for k, _, _ in headline.from_report({"learning": fresh}, {})
     }
+
+
+def test_each_run_of_a_local_schedule_has_a_training_seed_of_its_own(tmp_path, monkeypatch):
+    """Run k is `sparring run ... --set training_seed=<config's + k - 1>`: a run after one that
+    was not promoted starts from the same champion and must not replay it."""
+    import subprocess
+    import sys
+
+    real = subprocess.Popen
+    echo = "import sys; print('START answerer=x bank=none'); print('ARGS', ' '.join(sys.argv[1:]))"
+
+    def fake_run(cmd, **kwargs):  # the command `play` built, echoed by a real process
+        return real([sys.executable, "-c", echo, *cmd[3:]], **kwargs)
+
+    monkeypatch.setattr(recurring.subprocess, "Popen", fake_run)
+    from tests.conftest import ROOT
+
+    folder = recurring.play(str(ROOT / "configs/recur.yaml"), 2, str(tmp_path / "chain"), [])
+    done = json.loads((folder / "chain.json").read_text())
+    assert [r["training_seed"] for r in done] == [0, 1]
+    assert all(isinstance(r["seconds"], float) for r in done)
+    more = recurring.play(str(ROOT / "configs/recur.yaml"), 1, str(folder), [])  # continued
+    assert [r["name"] for r in json.loads((more / "chain.json").read_text())][-1] == "recur-3"
+    assert json.loads((more / "chain.json").read_text())[-1]["training_seed"] == 2

@@ -4,17 +4,19 @@ Every `make learn` run, its control and every training seed of one config evalua
 model on the same held-out problems with the same sampling seed; the base model's answers are
 the same each time and cost a quarter of a run. `CompletionCache` keeps them under
 `$SPARRING_CACHE/completions/` (default ~/.cache/sparring), one JSON file per sampling call,
-named by a hash of everything the answers depend on: the model's identity (its name and, for a
-folder or a built-in, each file's name, size and modification time; for an adapter, the same of
-the base model under it), the prompts, the budget, temperature, top_p, samples per prompt,
-seed, rows decoded at once, FORMAT (raise it when an entry's layout changes) and the source of
-the decoding code (DECODER_MODULES: a decoder change is a new key by construction; 8229cb5
-changed what the decoder returns while FORMAT stayed 1). Sampling draws one stream for a whole call,
-so a call is the unit: the same problems in another order or with one more problem is another
-entry. `SPARRING_COMPLETION_CACHE=0` turns it off.
+named by a hash of everything the answers depend on: the model's identity (`model_identity`: a
+built-in's name and files; a folder's contents, wherever it lies; an adapter's with its base
+model's), the prompts, the budget, temperature, top_p, samples per prompt, seed, rows decoded
+at once, FORMAT (raise it when an entry's layout changes) and the source of the decoding code
+(DECODER_MODULES: a decoder change is a new key by construction; 8229cb5 changed what the
+decoder returns while FORMAT stayed 1). Sampling draws one stream for a whole call, so a call
+is the unit: the same problems in another order or with one more problem is another entry.
+`SPARRING_COMPLETION_CACHE=0` turns it off.
 
-Does not cover: trained snapshots (a run's own output, evaluated once: the evaluation caches
-only the config's base model), eviction (an entry is a few hundred kB; `rm -r` the folder).
+Besides the base model, the evaluation caches a run's final snapshot: in recurring training the
+next run starts from it, and its measure against that start (sparring.phases.evaluate.
+versus_start) reads the start's sampled answers from here instead of sampling them again.
+Does not cover: eviction (an entry is a few hundred kB; `rm -r` the folder).
 """
 
 from __future__ import annotations
@@ -65,25 +67,38 @@ def decoder_digest(root: Path | None = None) -> str:
 
 
 def model_identity(name: str) -> str:
-    """`name` and, where it is a folder or file (a built-in resolves to its cached folder), the
-    name, size and modification time of every file in it: a rebuilt or retrained model at the
-    same path is another model. An adapter's identity holds its base model's: the same adapter
-    files over other base weights answer otherwise."""
+    """What a model's answers depend on, as a hash. A built-in: its name and the name, size and
+    modification time of every file in its cache folder (built once, then only read). A folder
+    or file of weights: the relative name and contents of every file, and not its path: the
+    final snapshot one run evaluates and the champion version the next run starts from are the
+    same bytes at two paths, so the second samples nothing. An adapter's identity holds its
+    base model's: the same adapter files over other base weights answer otherwise. Anything
+    else (a hub name): the name."""
     from sparring.backends.base import read_meta
     from sparring.backends.builtins import BUILTINS, builtin_dir
 
-    path = builtin_dir(name) if name in BUILTINS else Path(name)
-    parts = [name]
-    if path is not None and path.exists():
-        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-        for f in files:
+    if name in BUILTINS:
+        path = builtin_dir(name)
+        parts = [name]
+        for f in sorted(p for p in path.rglob("*") if p.is_file()):
             st = f.stat()
-            parts.append(f"{f.relative_to(path) if path.is_dir() else f.name}:{st.st_size}:"
-                         f"{st.st_mtime_ns}")  # fmt: skip
-        base = str((read_meta(path) or {}).get("base") or "") if path.is_dir() else ""
-        if base and base != name:  # an adapter or a pointer: what lies under it
-            parts.append("base:" + model_identity(base))
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+            parts.append(f"{f.relative_to(path)}:{st.st_size}:{st.st_mtime_ns}")
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    path = Path(name)
+    if not path.exists():
+        return hashlib.sha256(name.encode()).hexdigest()
+    h = hashlib.sha256(b"contents\0")
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for f in files:
+        h.update(str(f.relative_to(path) if path.is_dir() else f.name).encode() + b"\0")
+        with f.open("rb") as stream:
+            for chunk in iter(lambda: stream.read(1 << 22), b""):
+                h.update(chunk)
+        h.update(b"\0")
+    base = str((read_meta(path) or {}).get("base") or "") if path.is_dir() else ""
+    if base and base != name:  # an adapter or a pointer: what lies under it
+        h.update(b"base:" + model_identity(base).encode())
+    return h.hexdigest()
 
 
 def call_key(model: str, messages: Sequence[Any], settings: dict[str, Any]) -> str:

@@ -292,12 +292,23 @@ def _sampled_measures(
     return sampled_means(flat_problems, flat_texts, credits)
 
 
-def sampled_scores(cfg: Any, model_name: str, problems: Sequence[Problem], name: str) -> dict:
-    """`val_sampled` of one model on `problems` alone, sampled as `model_metrics` samples."""
+def sampled_scores(
+    cfg: Any, model_name: str, problems: Sequence[Problem], name: str, cache: bool = False
+) -> dict:
+    """`val_sampled` of one model on `problems` alone, sampled as `model_metrics` samples; with
+    `cache`, through the completion cache (the same model on the same problems as a cached
+    `model_metrics` call: no sampling)."""
+    from sparring.evaluation import completion_cache
+
+    cache_model = None
+    if cache and completion_cache.enabled():
+        cache_model = completion_cache.model_identity(model_name)
     device, rows = cfg.model_for("answerer").device, cfg.grpo.rollout_batch_size
     loaded = load_answerer(model_name, device=device, rows=rows)
     samples, limits = cfg.data.val_samples, trusted_limits(cfg)
-    return _sampled_measures(cfg, model_name, problems, samples, loaded, limits, name=name)
+    return _sampled_measures(
+        cfg, model_name, problems, samples, loaded, limits, name=name, cache_model=cache_model
+    )
 
 
 def sampled_means(
@@ -450,6 +461,7 @@ def evaluate_snapshots(
             cfg, model_name, eval_problems, val_problems, solve, bank, limits,
             sampled=i == len(models) - 1,  # base and final: the learning measures
             countdown=countdown, name=f"snapshot {i + 1}",
+            cache=i == len(models) - 1,  # the next scheduled run may start from it
         )  # fmt: skip
         all_codes.append(codes)
         announce(i + 2, f"snapshot {i + 1}", metrics)

@@ -130,8 +130,9 @@ def versus_start(
     """{measure: gain} of the final answerer over its own start on the held-out new tasks,
     paired over tasks. A run that started from its base model: the base-to-final gain. A run
     that started from a registered champion (recurring training): that version, downloaded by
-    number and checked to hold the weights the start record names, sampled here on the new
-    tasks like the final one. {} (the LEARN line n/a, a line saying why) when it cannot be."""
+    number and checked to hold the weights the start record names, sampled on the held-out
+    problems like the final one (free when the run before evaluated it: the completion cache).
+    {} (the LEARN line n/a, a line saying why) when it cannot be."""
     from sparring import progress
 
     gains = report["learning"]["gains"]
@@ -139,9 +140,8 @@ def versus_start(
     if not champion:
         return dict(gains.get("heldout_new_tasks") or {})
     ids = sets.get("new_tasks") or []
-    problems = [p for p in val if p.id in set(ids)]
     rounds = [s for s in report.get("snapshots") or [] if not s.get("label")]
-    if not problems or not rounds:
+    if not set(ids) & {p.id for p in val} or not rounds:
         return {}
     name, version = champion["name"], champion["version"]
     with tempfile.TemporaryDirectory() as folder:
@@ -158,7 +158,9 @@ def versus_start(
             return {}
         from sparring.evaluation.snapshots import sampled_scores
 
-        scores = sampled_scores(cfg, folder, problems, f"start ({name} v{version})")
+        # every held-out problem, as the run before sampled its final snapshot: the same
+        # call, so a start that was that snapshot is read from the completion cache
+        scores = sampled_scores(cfg, folder, val, f"start ({name} v{version})", cache=True)
     before = {"val_sampled": scores}
     return {
         m: learning.subset_gain(before, rounds[-1], m, ids, cfg.seed, tasks)

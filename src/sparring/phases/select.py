@@ -47,6 +47,8 @@ def select_and_register(
         result.update(
             promoted=1.0, version=version, round=snap.get("round", index + 1), index=index
         )
+        if str(version).isdigit():  # a metric: the chain's LEARN champion line reads it
+            result["registered_version"] = float(version)
         if cfg.serving.deploy_champion:  # KServe InferenceService of the new champion
             from sparring.serving.kserve import deploy_champion
 
