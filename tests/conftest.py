@@ -39,6 +39,7 @@ FAKE_AWS = {
 @pytest.fixture(autouse=True)
 def _no_completion_cache(monkeypatch):
     monkeypatch.setenv("SPARRING_COMPLETION_CACHE", "0")
+    monkeypatch.setenv("SPARRING_RESULT_CACHE", "0")  # materialize's kept sandbox verdicts
 
 
 def free_port() -> int:

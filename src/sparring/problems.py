@@ -325,9 +325,12 @@ def compute_trivial_passes(
     problems: list[Problem], sandbox: Any = None, timeout_s: float = 2.0
 ) -> list[Problem]:
     """`problems` with `trivial_passes` filled: every solution of `trivial.trivial_family` run
-    on the problem's answer tests in the sandbox (one run_many for all of them)."""
+    on the problem's answer tests in the sandbox (one run_many for all of them), through this
+    machine's kept verdicts (sparring.result_cache.kept_on_disk): the same problems in the
+    next run cost no sandbox time."""
     from dataclasses import replace
 
+    from sparring.result_cache import kept_on_disk, run_cached
     from sparring.trivial import argument_count, trivial_family
 
     jobs: list[tuple[str, list[str]]] = []
@@ -336,24 +339,30 @@ def compute_trivial_passes(
         family = trivial_family(p.function_name, argument_count(p.function_signature))
         names.append(list(family))
         jobs.extend(answer_job(p, code) for code in family.values())
+
+    def judge(sb: Any) -> list[list[bool | None]]:
+        with kept_on_disk(sb.limits) as cache:
+            return run_cached(sb, jobs, cache) if jobs else []
+
     if sandbox is None:
         from sparring.sandbox import Sandbox, SandboxLimits
 
         with Sandbox(SandboxLimits(timeout_s=timeout_s, max_test_chars=1_000_000)) as sb:
-            reports = sb.run_many(jobs) if jobs else []
+            verdicts = judge(sb)
     else:
-        reports = sandbox.run_many(jobs) if jobs else []
+        verdicts = judge(sandbox)
     out: list[Problem] = []
-    it = iter(reports)
+    it = iter(verdicts)
     for p, family_names in zip(problems, names, strict=True):
         passes: dict[str, list[int]] = {}
         for name in family_names:
-            report = next(it)
-            if report.infra_error:
+            row = next(it)
+            if any(v is None for v in row):
                 raise SparringError(
-                    f"{p.id}: the sandbox failed running trivial solutions ({report.infra_error})"
+                    f"{p.id}: the sandbox failed running the trivial solution {name} (an "
+                    "infrastructure failure, not a verdict: the run's log says which)"
                 )
-            hits = [i for i, r in enumerate(report.results) if r.passed]
+            hits = [i for i, passed in enumerate(row) if passed]
             if hits:
                 passes[name] = hits
         out.append(replace(p, trivial_passes=passes))
