@@ -101,6 +101,11 @@ def model_identity(name: str) -> str:
     return h.hexdigest()
 
 
+def identity_if_enabled(name: str) -> str | None:
+    """`model_identity(name)` when the cache is on, else None (nothing is looked up)."""
+    return model_identity(name) if enabled() else None
+
+
 def call_key(model: str, messages: Sequence[Any], settings: dict[str, Any]) -> str:
     """The hash naming one sampling call: model identity, the prompts in order, the settings."""
     body = json.dumps(

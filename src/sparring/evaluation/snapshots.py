@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparring import progress, rewards
 from sparring.bank import BANK_FILE, read_bank, rows_by_round, tests_by_problem
+from sparring.evaluation import completion_cache
 from sparring.evaluation.crossplay import cross_play, elo_ratings, solution_code, win_rates
 from sparring.evaluation.hacking import hacking_signals, special_case_share
 from sparring.evaluation.humaneval import evaluate_humaneval_samples, run_jobs
@@ -47,9 +48,8 @@ def _training_metrics(model_name: str) -> dict[str, Any]:
         data = json.loads((Path(model_name) / "sparring_model.json").read_text())
     except (json.JSONDecodeError, OSError):  # no such file, or not JSON
         return {}
-    if not isinstance(data, dict):
-        return {}
-    out = dict(data.get("metrics") or {}) if isinstance(data.get("metrics"), dict) else {}
+    data = data if isinstance(data, dict) else {}
+    out = dict(data["metrics"]) if isinstance(data.get("metrics"), dict) else {}
     if data.get("flat_group_share") is not None:
         out.setdefault("flat_group_share", data["flat_group_share"])
     return out
@@ -78,12 +78,8 @@ def model_metrics(
     `cache` (the config's base model: the same in every run), its answers to the HumanEval and
     held-out problems come from, or go to, the completion cache. Given a `pool` (a dict), its
     sampled held-out answers are kept there, labelled (generator_heldout.labelled_pool)."""
-    from sparring.evaluation import completion_cache
-
     name = name or Path(model_name).name
-    cache_model = None
-    if cache and completion_cache.enabled():
-        cache_model = completion_cache.model_identity(model_name)
+    cache_model = completion_cache.identity_if_enabled(model_name) if cache else None
     if countdown is None:
         units = answer_units(cfg, eval_problems, val_problems, solve, sampled)
         countdown = progress.Countdown(units)
@@ -217,12 +213,12 @@ def _generate_sized(
 
         if not cache_model:
             return fresh()
-        from sparring.evaluation.completion_cache import through_cache
         from sparring.prompts import answerer_messages
 
         settings = {"max_new_tokens": n, "rows": getattr(loaded, "rows", None), **kwargs}
         messages = [answerer_messages(p, settings.pop("stages", ("code",))) for p in chunk]
-        return through_cache(cache_model, messages, settings, per, fresh, f"{model_name}: {what}")
+        note = f"{model_name}: {what}"
+        return completion_cache.through_cache(cache_model, messages, settings, per, fresh, note)
 
     def say(done: int) -> None:
         if countdown is not None:
@@ -296,19 +292,12 @@ def sampled_scores(
     cfg: Any, model_name: str, problems: Sequence[Problem], name: str, cache: bool = False
 ) -> dict:
     """`val_sampled` of one model on `problems` alone, sampled as `model_metrics` samples; with
-    `cache`, through the completion cache (the same model on the same problems as a cached
-    `model_metrics` call: no sampling)."""
-    from sparring.evaluation import completion_cache
-
-    cache_model = None
-    if cache and completion_cache.enabled():
-        cache_model = completion_cache.model_identity(model_name)
+    `cache`, through the completion cache (after a cached `model_metrics` call: no sampling)."""
+    cached = completion_cache.identity_if_enabled(model_name) if cache else None
     device, rows = cfg.model_for("answerer").device, cfg.grpo.rollout_batch_size
     loaded = load_answerer(model_name, device=device, rows=rows)
     samples, limits = cfg.data.val_samples, trusted_limits(cfg)
-    return _sampled_measures(
-        cfg, model_name, problems, samples, loaded, limits, name=name, cache_model=cache_model
-    )
+    return _sampled_measures(cfg, model_name, problems, samples, loaded, limits, None, name, cached)
 
 
 def sampled_means(
