@@ -159,6 +159,39 @@ def test_screen_pool_samples_the_frozen_answerer_on_every_training_problem(
     assert v["zone_estimated"] == len(pool)
 
 
+def test_a_pool_screen_of_the_same_model_and_seed_samples_once(data_dir, tmp_path, monkeypatch):
+    """The frozen pool through the completion cache: a second arm from the same model with the
+    same seed (the study's arms from the base model) reads the first one's samples and gets
+    the very same rows; another training seed samples anew (break check: with the cache off
+    the second call samples)."""
+    import sparring.sampler as sampler
+    from sparring import backends
+    from sparring.phases.generator import sample_frozen_pool
+    from sparring.problems import read_jsonl
+
+    monkeypatch.setenv("SPARRING_COMPLETION_CACHE", "1")
+    monkeypatch.setenv("SPARRING_CACHE", str(tmp_path / "cache"))
+    pool = read_jsonl(data_dir / "train.jsonl")
+    calls = []
+    real = sampler.sample_answers
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sampler, "sample_answers", counted)
+
+    def screen(*sets):
+        cfg = cfg_for(*sets)
+        return sample_frozen_pool(cfg, backends.get("torch"), "tiny-random", pool, 1, "s", "x")[0]
+
+    first = screen()
+    assert len(calls) == 1
+    assert screen() == first and len(calls) == 1
+    screen("training_seed=1")
+    assert len(calls) == 2
+
+
 def test_an_answerer_phase_with_no_generator_before_it_screens_the_pool_itself(data_dir, tmp_path):
     """The given-tests arm (phase_schedule: answerer) with steps.screen_pool: the answerer
     phase samples its start on every training problem before drawing, as the self-play arm's

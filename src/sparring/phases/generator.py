@@ -82,21 +82,39 @@ def sample_frozen_solutions(
     round_index: int,
     progress=True,
     seed_label: str = "frozen",
+    cache_model: str | None = None,
 ) -> tuple[list[dict[str, Any]], Sampled]:
     """`steps.frozen_samples` solutions per problem, sampled once ("" when unparseable), and
     what sampling them took; `answerer` is the frozen snapshot loaded in process or, with
     `serving.mode: server`, behind the server. `seed_label` seeds the sampling (the generator
-    phase passes its own label)."""
+    phase passes its own label). With `cache_model` (a completion_cache.model_identity), the
+    completions come from, or go to, the completion cache: the arms of a study that start from
+    one base model with one seed sample its pool once (a hit reports no sampling time)."""
+    from sparring.evaluation.completion_cache import through_cache
+    from sparring.prompts import answerer_messages
     from sparring.sampler import sample_answers
     from sparring.schedule import reasoning_stages
 
-    sampled = sample_answers(
-        answerer, problems, stages=reasoning_stages(cfg, round_index),
-        max_new_tokens=completion_tokens(cfg, answerer.tokenizer, problems),
-        temperature=cfg.grpo.temperature, top_p=cfg.grpo.top_p,
-        num_samples=cfg.steps.frozen_samples, seed=derived_seed(cfg, round_index, seed_label),
-        bar=progress,
-    )  # fmt: skip
+    stages = reasoning_stages(cfg, round_index)
+    settings = {
+        "max_new_tokens": completion_tokens(cfg, answerer.tokenizer, problems),
+        "temperature": cfg.grpo.temperature, "top_p": cfg.grpo.top_p,
+        "num_samples": cfg.steps.frozen_samples, "seed": derived_seed(cfg, round_index, seed_label),
+    }  # fmt: skip
+    fresh: list[Sampled] = []
+
+    def sample() -> list[list[str]]:
+        fresh.append(sample_answers(answerer, problems, stages=stages, bar=progress, **settings))
+        return fresh[-1].texts
+
+    if cache_model and problems:
+        messages = [answerer_messages(p, stages) for p in problems]
+        key = {**settings, "rows": getattr(answerer, "rows", None), "purpose": "frozen pool"}
+        texts = through_cache(cache_model, messages, key, settings["num_samples"], sample)
+        sampled = fresh[0] if fresh else Sampled(texts)
+    else:
+        sample()
+        sampled = fresh[0]
     rows = [
         {
             "problem_id": p.id,
@@ -134,9 +152,14 @@ def sample_frozen_pool(
         answerer = ServedAnswerer(cfg, model, tok)
     stats: list[Sampled] = []
 
+    from sparring.evaluation import completion_cache
+
+    # served answers are the server's to reproduce; in process, the cache's
+    cached = None if cfg.serving.mode == "server" else completion_cache.identity_if_enabled(model)
+
     def sample_share(part: list[Problem]) -> list[dict[str, Any]]:
         rows, sampled = sample_frozen_solutions(
-            cfg, answerer, part, round_index, seed_label=seed_label
+            cfg, answerer, part, round_index, seed_label=seed_label, cache_model=cached
         )
         stats.append(sampled)
         return rows
