@@ -159,7 +159,7 @@ study: install  ## the study: every arm x seed from the base model, resumable; t
 # under local_outputs/recur/; CHAIN=DIR goes on with one): each from the last one's champion
 # and bank; every run's START and LEARN lines (vs base, vs its start, bank), then the chain's table
 RUNS ?= 3
-recur: install  ## play a recurring schedule here: RUNS=3 runs, each from the last one's champion and bank (~48 min on 2 cores)
+recur: install  ## play a recurring schedule here: RUNS=3 runs, each from the last one's champion and bank (~41 min on 2 cores with the install)
 	$(BIN)/sparring recur --config configs/recur.yaml --runs $(RUNS) $(if $(CHAIN),--chain $(CHAIN)) $(SET_FLAGS)
 
 calibrate: install  ## the base model's reward per problem family and level, and the levels in the zone
