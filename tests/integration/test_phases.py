@@ -162,8 +162,8 @@ def test_screen_pool_samples_the_frozen_answerer_on_every_training_problem(
 def test_a_pool_screen_of_the_same_model_and_seed_samples_once(data_dir, tmp_path, monkeypatch):
     """The frozen pool through the completion cache: a second arm from the same model with the
     same seed (the study's arms from the base model) reads the first one's samples and gets
-    the very same rows; another training seed samples anew (break check: with the cache off
-    the second call samples)."""
+    the very same rows; another training seed, or the model loaded in another dtype, samples
+    anew (break check: with the cache off the second call samples)."""
     import sparring.sampler as sampler
     from sparring import backends
     from sparring.phases.generator import sample_frozen_pool
@@ -190,6 +190,8 @@ def test_a_pool_screen_of_the_same_model_and_seed_samples_once(data_dir, tmp_pat
     assert screen() == first and len(calls) == 1
     screen("training_seed=1")
     assert len(calls) == 2
+    screen("models.answerer.dtype=bfloat16")  # loaded otherwise: other tokens, another entry
+    assert len(calls) == 3
 
 
 def test_an_answerer_phase_with_no_generator_before_it_screens_the_pool_itself(data_dir, tmp_path):

@@ -15,7 +15,9 @@ is the unit: the same problems in another order or with one more problem is anot
 
 Besides the base model, the evaluation caches a run's final snapshot: in recurring training the
 next run starts from it, and its measure against that start (sparring.phases.evaluate.
-versus_start) reads the start's sampled answers from here instead of sampling them again.
+versus_start) reads the start's sampled answers from here instead of sampling them again. The
+frozen answerer's pool samples (sparring.phases.generator) go through it as well, their key
+holding how the model was loaded (backend, topology, device, dtype).
 Does not cover: eviction (an entry is a few hundred kB; `rm -r` the folder).
 """
 

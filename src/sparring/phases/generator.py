@@ -109,7 +109,10 @@ def sample_frozen_solutions(
 
     if cache_model and problems:
         messages = [answerer_messages(p, stages) for p in problems]
-        key = {**settings, "rows": getattr(answerer, "rows", None), "purpose": "frozen pool"}
+        mc = cfg.model_for("answerer")  # what else decides the tokens: how the model is loaded
+        loaded = {"backend": cfg.backend, "topology": cfg.topology, "device": mc.device,
+                  "dtype": mc.dtype, "rows": getattr(answerer, "rows", None)}  # fmt: skip
+        key = {**settings, **loaded, "purpose": "frozen pool"}
         texts = through_cache(cache_model, messages, key, settings["num_samples"], sample)
         sampled = fresh[0] if fresh else Sampled(texts)
     else:
@@ -139,6 +142,7 @@ def sample_frozen_pool(
     server`. Returns (rows, the loaded model, its tokenizer, {"seconds", "tokens_per_s"}); the
     model is loaded either way (the tokenizer sizes budgets; the proposer mode solves with it).
     One line says what was sampled; `label` names the phase in it."""
+    from sparring.evaluation import completion_cache
     from sparring.sampler import LoadedAnswerer
 
     start = time.perf_counter()
@@ -151,9 +155,6 @@ def sample_frozen_pool(
 
         answerer = ServedAnswerer(cfg, model, tok)
     stats: list[Sampled] = []
-
-    from sparring.evaluation import completion_cache
-
     # served answers are the server's to reproduce; in process, the cache's
     cached = None if cfg.serving.mode == "server" else completion_cache.identity_if_enabled(model)
 
