@@ -30,7 +30,7 @@ from typing import Any
 from sparring import lineage
 from sparring.atomic import write_file
 from sparring.errors import SparringError
-from sparring.evaluation.study import ARMS, StudyRun, code_changed
+from sparring.evaluation.study import ARMS, COMMON, StudyRun, code_changed
 
 CONFIG = "configs/learn.yaml"
 OUT = Path("local_outputs") / "study"
@@ -63,8 +63,8 @@ def run_name(arm: str, seed: int) -> str:
 
 def overrides(arm: str, seed: int, extra: Sequence[str] = ()) -> tuple[str, ...]:
     """The `--set` overrides of one run: its name and training seed, a fresh start from the
-    base model (whatever the config says), the study's MLflow experiment, the arm's fields,
-    then `extra`."""
+    base model (whatever the config says), the study's MLflow experiment, what every arm
+    shares (`COMMON`), the arm's fields, then `extra`."""
     for text in extra:
         key = text.partition("=")[0].strip()
         if key in RUNNER_FIELDS:
@@ -74,6 +74,7 @@ def overrides(arm: str, seed: int, extra: Sequence[str] = ()) -> tuple[str, ...]
         f"training_seed={seed}",
         "storage.start_fresh=true",
         f"tracking.experiment={EXPERIMENT}",
+        *COMMON,
         *ARMS[arm],
         *extra,
     )
@@ -285,7 +286,9 @@ def study_file(
         "contrasts_planned": [
             {"contrast": f"{t}-{c}", "rank": rank, "question": q} for t, c, rank, q in CONTRASTS
         ],
-        "humaneval": "not included: heldout.json holds no per-task HumanEval scores",
+        "humaneval": "pass@1 on 20 tasks, greedy, base and final of every run from its LEARN "
+        "lines (learn.<arm>.humaneval_pass_at_1_*): an arm's mean over seeds, no interval, as "
+        "heldout.json holds no per-task HumanEval scores",
         "runs": [
             {
                 **dict(record),

@@ -209,6 +209,24 @@ def test_dry_list_plans_from_the_real_config_and_runs_nothing(tmp_path, monkeypa
     assert "run  study-F-t1     ran at code 0123456789abcdef" in out
 
 
+def test_every_arm_measures_humaneval_on_20_tasks():
+    from sparring.config import load_config
+
+    for arm in study.ARMS:
+        cfg = load_config("configs/learn.yaml", list(study_runner.overrides(arm, 1)))
+        assert cfg.data.humaneval_limit == 20, arm
+
+
+def test_humaneval_is_reported_per_arm_from_the_learn_lines():
+    def run(seed: int, final: str) -> study.StudyRun:
+        line = f"LEARN humaneval_pass_at_1 base=0.050 final={final}"
+        return study.StudyRun(f"study-D-t{seed}", "D", seed, {}, (line,))
+
+    by_arm = study.learn_by_arm([run(1, "0.100"), run(2, "0.000")])
+    assert by_arm["D"]["humaneval_pass_at_1_final"] == {"mean": 0.05, "seeds": [1, 2]}
+    assert by_arm["D"]["humaneval_pass_at_1_base"]["mean"] == pytest.approx(0.05)
+
+
 def test_the_runner_refuses_to_move_what_it_sets_itself():
     with pytest.raises(Exception, match=r"the study sets storage\.start_fresh"):
         study_runner.overrides("S", 1, ["storage.start_fresh=false"])

@@ -41,6 +41,8 @@ ARMS: dict[str, tuple[str, ...]] = {
     "S": ("data.generator_samples=4",),
     "B": ("rewards.answerer=all_tests", "phase_schedule=answerer", "data.given_tests=0"),
 }
+# every arm's runs: HumanEval on 20 tasks, greedy (configs/learn.yaml evaluates 5, a smoke check)
+COMMON: tuple[str, ...] = ("data.humaneval_limit=20",)
 ARM_TEXT = {
     "F": "format-only reward, every test given, no generator",
     "D": "honest reward on every test, no generator (dense)",
@@ -337,17 +339,22 @@ def analyse(runs: Sequence[StudyRun], reps: int = REPS, seed: int = 0) -> dict[s
 LEARN_VALUES = {
     "false_positive_rate": re.compile(r"^LEARN false_positive_rate (\S+)"),
     "generator_catch_heldout": re.compile(r"^LEARN generator_catch_heldout base=(\S+) final=(\S+)"),
+    "humaneval_pass_at_1": re.compile(r"^LEARN humaneval_pass_at_1 base=(\S+) final=(\S+)"),
 }
 
 
 def learn_values(lines: Sequence[str]) -> dict[str, float]:
     """The numbers the study reads from a run's LEARN lines: `false_positive_rate` (the answerer
     phases' answers passing every test the reward saw and failing a withheld one) and the
-    generators' held-out catch rate (`generator_catch_heldout_base`, `_final`); n/a left out.
+    generators' held-out catch rate (`generator_catch_heldout_base`, `_final`) and HumanEval
+    pass@1 (`humaneval_pass_at_1_base`, `_final`: heldout.json holds no per-task HumanEval
+    scores, so it is an arm's mean over seeds, with no interval); n/a left out.
 
     >>> learn_values(["LEARN false_positive_rate 0.120",
-    ...               "LEARN generator_catch_heldout base=0.300 final=n/a ci95_delta=n/a (n=0)"])
-    {'false_positive_rate': 0.12, 'generator_catch_heldout_base': 0.3}
+    ...               "LEARN generator_catch_heldout base=0.300 final=n/a ci95_delta=n/a (n=0)",
+    ...               "LEARN humaneval_pass_at_1 base=0.050 final=0.100"])
+    {'false_positive_rate': 0.12, 'generator_catch_heldout_base': 0.3, \
+'humaneval_pass_at_1_base': 0.05, 'humaneval_pass_at_1_final': 0.1}
     """
     out: dict[str, float] = {}
     for line in lines:
