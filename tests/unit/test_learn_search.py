@@ -69,8 +69,10 @@ def test_a_configuration_whose_code_or_config_changed_is_measured_again(tmp_path
 
     cfg = load_config(search.ROOT / "configs" / "learn.yaml", search.CONFIGS["baseline"])
     path = tmp_path / "results.jsonl"
-    search.append(path, {**_result("baseline", [0.5], []), "code": "0ld", "config_digest": "x"})
-    assert search.stale(search.load_results(path)["baseline"], code_digest(), cfg.digest())
+    old_code = {"code": "0ld", "config_digest": cfg.digest()}  # today's config, other code
+    search.append(path, {**_result("baseline", [0.5], []), **old_code})
+    why = search.stale(search.load_results(path)["baseline"], code_digest(), cfg.digest())
+    assert why.startswith("measured by code 0ld"), why
     now = {"code": code_digest(), "config_digest": cfg.digest()}
     search.append(path, {**_result("baseline", [0.5], []), **now})  # measured again: kept
     assert search.stale(search.load_results(path)["baseline"], code_digest(), cfg.digest()) == ""
