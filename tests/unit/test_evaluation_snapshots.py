@@ -511,3 +511,33 @@ def test_sampled_means_score_correctness_among_the_answers_that_define_the_funct
     assert means["discriminating"] == {"p": 0.5, "q": 0.0}
     assert means["defining"] == {"p": 1.0}
     assert means["pass_at_n"] == {"p": 1.0, "q": 0.0}
+
+
+def test_a_model_loaded_on_another_device_or_dtype_is_another_cache_entry(tmp_path, monkeypatch):
+    """One folder answers otherwise in bf16 or on a GPU: evaluation's cache key holds the
+    device and dtype the model was loaded with, so a shared cache never hands one's answers to
+    the other (before 2026-12-02 it held neither)."""
+    from types import SimpleNamespace
+
+    import sparring.evaluation.snapshots as snapshots
+
+    monkeypatch.setenv("SPARRING_COMPLETION_CACHE", "1")
+    monkeypatch.setenv("SPARRING_CACHE", str(tmp_path / "cache"))
+    asked = []
+
+    def sample(loaded, chunk, **kwargs):
+        asked.append((loaded.model.device, loaded.model.dtype))
+        return Sampled([["    return 0\n"] for _ in chunk])
+
+    monkeypatch.setattr(snapshots, "sample_answers", sample)
+    cfg = from_dict({"grpo": {"max_completion_length": 32}})
+    problems = [
+        Problem("p0", "Zero.", "def zero():", ["assert zero() == 0"], "def zero():\n    return 0\n")
+    ]
+    backend = SimpleNamespace(name="torch")
+    for device, dtype in [("cpu", "float32"), ("cpu", "float32"), ("cuda:0", "float32"),
+                          ("cpu", "bfloat16")]:  # fmt: skip
+        model = SimpleNamespace(device=device, dtype=dtype)
+        loaded = LoadedAnswerer(backend, model, None)
+        snapshots._generate_sized(cfg, "m", problems, loaded, cache_model="the-model", seed=0)
+    assert asked == [("cpu", "float32"), ("cuda:0", "float32"), ("cpu", "bfloat16")]

@@ -6,18 +6,19 @@ the same each time and cost a quarter of a run. `CompletionCache` keeps them und
 `$SPARRING_CACHE/completions/` (default ~/.cache/sparring), one JSON file per sampling call,
 named by a hash of everything the answers depend on: the model's identity (`model_identity`: a
 built-in's name and files; a folder's contents, wherever it lies; an adapter's with its base
-model's), the prompts, the budget, temperature, top_p, samples per prompt, seed, rows decoded
-at once, FORMAT (raise it when an entry's layout changes) and the source of the decoding code
-(DECODER_MODULES: a decoder change is a new key by construction; 8229cb5 changed what the
-decoder returns while FORMAT stayed 1). Sampling draws one stream for a whole call, so a call
-is the unit: the same problems in another order or with one more problem is another entry.
+model's), how it was loaded (`loaded_on`: backend, device, dtype), the prompts, the budget,
+temperature, top_p, samples per prompt, seed, rows decoded at once, FORMAT (raise it when an
+entry's layout changes) and the source of the decoding code (DECODER_MODULES: a decoder change
+is a new key by construction; 8229cb5 changed what the decoder returns while FORMAT stayed 1).
+Sampling draws one stream for a whole call, so a call is the unit: the same problems in another
+order or with one more problem is another entry.
 `SPARRING_COMPLETION_CACHE=0` turns it off.
 
 Besides the base model, the evaluation caches a run's final snapshot: in recurring training the
 next run starts from it, and its measure against that start (sparring.phases.evaluate.
 versus_start) reads the start's sampled answers from here instead of sampling them again. The
 frozen answerer's pool samples (sparring.phases.generator) go through it as well, their key
-holding how the model was loaded (backend, topology, device, dtype).
+holding the topology besides.
 Does not cover: eviction (an entry is a few hundred kB; `rm -r` the folder).
 """
 
@@ -101,6 +102,19 @@ def model_identity(name: str) -> str:
     if base and base != name:  # an adapter or a pointer: what lies under it
         h.update(b"base:" + model_identity(base).encode())
     return h.hexdigest()
+
+
+def loaded_on(loaded: Any) -> dict[str, str | None]:
+    """What decides a loaded model's tokens besides its files: the backend that loaded it, the
+    device and the dtype (one folder answers otherwise in bf16, on a GPU or under MLX); None
+    for what the object does not say."""
+    backend, model = getattr(loaded, "backend", None), getattr(loaded, "model", None)
+    device, dtype = getattr(model, "device", None), getattr(model, "dtype", None)
+    return {
+        "backend": getattr(backend, "name", None),
+        "device": None if device is None else str(device),
+        "dtype": None if dtype is None else str(dtype),
+    }
 
 
 def identity_if_enabled(name: str) -> str | None:

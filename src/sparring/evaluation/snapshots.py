@@ -215,7 +215,8 @@ def _generate_sized(
             return fresh()
         from sparring.prompts import answerer_messages
 
-        settings = {"max_new_tokens": n, "rows": getattr(loaded, "rows", None), **kwargs}
+        settings = {"max_new_tokens": n, "rows": getattr(loaded, "rows", None),
+                    **completion_cache.loaded_on(loaded), **kwargs}  # fmt: skip
         messages = [answerer_messages(p, settings.pop("stages", ("code",))) for p in chunk]
         note = f"{model_name}: {what}"
         return completion_cache.through_cache(cache_model, messages, settings, per, fresh, note)

@@ -90,7 +90,7 @@ def sample_frozen_solutions(
     phase passes its own label). With `cache_model` (a completion_cache.model_identity), the
     completions come from, or go to, the completion cache: the arms of a study that start from
     one base model with one seed sample its pool once (a hit reports no sampling time)."""
-    from sparring.evaluation.completion_cache import through_cache
+    from sparring.evaluation.completion_cache import loaded_on, through_cache
     from sparring.prompts import answerer_messages
     from sparring.sampler import sample_answers
     from sparring.schedule import reasoning_stages
@@ -110,8 +110,8 @@ def sample_frozen_solutions(
     if cache_model and problems:
         messages = [answerer_messages(p, stages) for p in problems]
         mc = cfg.model_for("answerer")  # what else decides the tokens: how the model is loaded
-        loaded = {"backend": cfg.backend, "topology": cfg.topology, "device": mc.device,
-                  "dtype": mc.dtype, "rows": getattr(answerer, "rows", None)}  # fmt: skip
+        loaded = {"topology": cfg.topology, "configured": [mc.device, mc.dtype],
+                  **loaded_on(answerer), "rows": getattr(answerer, "rows", None)}  # fmt: skip
         key = {**settings, **loaded, "purpose": "frozen pool"}
         texts = through_cache(cache_model, messages, key, settings["num_samples"], sample)
         sampled = fresh[0] if fresh else Sampled(texts)
