@@ -1,7 +1,8 @@
 """Size the study of issue 62 from the clean runs there are (docs/learning.md, "Sizing").
 
-Pure Python and json: it reads per-problem held-out files from docs/results and prints the
-numbers docs/learning.md quotes, with the arithmetic.
+It reads per-problem held-out files from docs/results and prints the numbers docs/learning.md
+quotes, with the arithmetic; the smallest contrast is the study report's own formula
+(sparring.evaluation.study.smallest_contrast), which sizes the study from its own seeds after it.
 
 Model (an assumption, said here and in the docs): a run's final score on held-out task t is
 task effect + a run-level offset u (one per training run, SD sigma_seed) + task-level noise e
@@ -29,6 +30,8 @@ import math
 import statistics
 from pathlib import Path
 
+from sparring.evaluation.study import POWER_Z, smallest_contrast
+
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 # The only two clean training seeds of one configuration (development split, 2026-11-30)
 PAIR = (
@@ -44,7 +47,7 @@ NEIGHBOURS = (
     "learn-heldout-rows256-2026-11-30-heldout.json",
     "learn-heldout-revisit-2026-11-30-heldout.json",
 )
-Z = 1.959964 + 0.841621  # two-sided 5%, 80% power
+Z = POWER_Z  # two-sided 5%, 80% power
 
 
 def task_scores(path: Path, set_name: str = "new_tasks") -> dict[str, tuple[float, float]]:
@@ -60,8 +63,8 @@ def task_scores(path: Path, set_name: str = "new_tasks") -> dict[str, tuple[floa
 
 
 def mde(sigma_seed: float, sigma_task: float, seeds: int, tasks: int) -> tuple[float, float]:
-    se = math.sqrt(2 * sigma_seed**2 / seeds + 2 * sigma_task**2 / (seeds * tasks))
-    return se, Z * se
+    smallest = smallest_contrast(sigma_seed, sigma_task, seeds, tasks)
+    return smallest / Z, smallest
 
 
 def main() -> None:

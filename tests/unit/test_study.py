@@ -76,6 +76,8 @@ def test_a_clearly_better_arm_shows_in_the_table_and_its_contrast(clear_pair):
     assert "new_tasks (n=10)" in table and "| D | 1,2,3 |" in table
     line = next(s for s in study.contrast_lines(result) if s.startswith("STUDY D-F new_tasks "))
     assert "n=10 seeds=3" in line and "poi=1.000" in line
+    assert d_f["shown"] and " shown (primary" in line
+    assert 0.0 < d_f["smallest"] < d_f["delta"] and f"smallest={d_f['smallest']:.3f}" in line
 
 
 def test_a_null_pair_has_an_interval_across_zero():
@@ -94,6 +96,9 @@ def test_a_null_pair_has_an_interval_across_zero():
     assert 0.3 < s_g["probability_of_improvement"] < 0.7
     skipped = {s["contrast"] for s in result["skipped"]}
     assert {"D-F", "G-F", "D-S", "D-B"} <= skipped
+    assert not s_g["shown"] and s_g["smallest"] > 0.0
+    line = next(s for s in study.contrast_lines(result) if s.startswith("STUDY S-G new_tasks "))
+    assert " not shown (primary" in line
 
 
 def test_the_interval_resamples_tasks_too():
@@ -102,6 +107,57 @@ def test_the_interval_resamples_tasks_too():
     runs = [arm_runs(arm, gain, 0.2, rng)[0] for arm, gain in (("D", 0.3), ("F", 0.1))]
     (d_f,) = [c for c in study.analyse(runs, reps=REPS)["contrasts"] if c["measure"] == "new_tasks"]
     assert d_f["seeds"] == [1] and d_f["hi"] - d_f["lo"] > 0.05, d_f
+
+
+def planted(offsets: list[float], sigma_task: float, tasks: int, arms: int, seed: int) -> dict:
+    """A measure matrix whose runs are task effect + a run offset + normal task noise."""
+    rng = random.Random(seed)
+    effects = [rng.uniform(0.0, 1.0) for _ in range(tasks)]
+    rows = {
+        f"A{a}": {
+            "seeds": list(range(1, len(offsets) + 1)),
+            "final": [[e + u + rng.gauss(0.0, sigma_task) for e in effects] for u in offsets],
+        }
+        for a in range(arms)
+    }
+    return {"tasks": [f"t{i}" for i in range(tasks)], "base": effects, "arms": rows}
+
+
+def test_the_seed_spread_recovers_a_planted_run_offset_and_task_noise():
+    """Offsets -0.05, 0, +0.05 have an SD of 0.05. Over 20 tasks of noise SD 0.3 a run's mean
+    carries noise of SD 0.067 too, which must be taken out: 0.05 comes back, not 0.084. Many
+    arms pooled (400 degrees of freedom) make the estimate tight."""
+    spread = study.seed_spread(planted([-0.05, 0.0, 0.05], 0.3, tasks=20, arms=200, seed=3))
+    assert spread["sigma_seed"] == pytest.approx(0.05, abs=0.01), spread
+    assert spread["sigma_task"] == pytest.approx(0.3, abs=0.01), spread
+    assert (spread["df_seeds"], spread["df_tasks"], spread["n"]) == (400, 400 * 19, 20)
+    # no run offset at all: what the runs' means spread is task noise, and none is left
+    flat = study.seed_spread(planted([0.0, 0.0, 0.0], 0.3, tasks=20, arms=200, seed=4))
+    assert flat["sigma_seed"] < 0.03, flat
+
+
+def test_two_seeds_give_the_sizing_scripts_pair_arithmetic():
+    """docs/learning.md, "Sizing": sigma_task = SD(diff) / sqrt(2), sigma_seed^2 =
+    max(0, (mean(diff)^2 - SD(diff)^2 / n) / 2)."""
+    matrix = planted([0.0, 0.08], 0.2, tasks=30, arms=1, seed=5)
+    first, second = matrix["arms"]["A0"]["final"]
+    diffs = [b - a for a, b in zip(first, second, strict=True)]
+    mean = sum(diffs) / len(diffs)
+    sd2 = sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)
+    spread = study.seed_spread(matrix)
+    assert spread["sigma_task"] == pytest.approx((sd2 / 2) ** 0.5)
+    assert spread["sigma_seed"] == pytest.approx(max(0.0, (mean**2 - sd2 / 30) / 2) ** 0.5)
+
+
+def test_one_seed_an_arm_leaves_the_smallest_contrast_unmeasured():
+    rng = random.Random(2)
+    runs = [arm_runs(arm, gain, 0.2, rng)[0] for arm, gain in (("D", 0.3), ("F", 0.1))]
+    result = study.analyse(runs, reps=100)
+    assert result["spread"]["new_tasks"] is None
+    lines = study.contrast_lines(result)
+    assert "STUDY spread new_tasks n/a: no arm ran two seeds" in lines
+    d_f = next(s for s in lines if s.startswith("STUDY D-F new_tasks "))
+    assert " smallest=n/a " in d_f
 
 
 def test_a_chained_run_is_refused_by_name(clear_pair):

@@ -7,7 +7,8 @@ per arm, a runs x tasks matrix of final scores, a task's instances averaged firs
 base row), `analyse` (the table: per arm and measure, base -> final with 95% intervals; the
 contrasts: the difference of two arms' means with a stratified bootstrap interval resampling
 seeds and tasks, and the probability of improvement, both computed by rliable, Agarwal et al.
-2021, arXiv 2108.13264),
+2021, arXiv 2108.13264; beside each, the smallest contrast the design could see, from the
+study's own seed spread: `seed_spread`, `smallest_contrast`),
 `table_text` and `contrast_lines` (what `sparring study` prints), `learn_values` (the
 generators' held-out catch rate and the false-positive rate, read from a run's LEARN lines).
 Does not cover: running the arms, the result file or the figure (sparring.study_runner); the
@@ -71,6 +72,7 @@ MEASURES = (
 # asked-for function leaves out a problem with no such answer, before or after training
 PARTIAL_MEASURES = ("defining",)
 REPS = 10_000  # bootstrap resamples of each interval (rliable's default is 50,000)
+POWER_Z = 1.959964 + 0.841621  # a contrast seen two-sided at 5% with 80% power
 
 
 @dataclass(frozen=True)
@@ -298,18 +300,66 @@ def _contrast(
     }
 
 
+def seed_spread(matrix: Mapping[str, Any]) -> dict[str, float] | None:
+    """The study's own spread, in docs/learning.md's model ("Sizing": a run's final on a task is
+    a task effect, plus a run offset of SD sigma_seed, plus task noise of SD sigma_task), from
+    every arm that ran two seeds or more: each arm's seeds x tasks finals split two ways, the
+    sums of squares pooled over arms. sigma_task^2 is the residual mean square; sigma_seed^2 is
+    max(0, (the runs' mean square - the residual's) / n). With two seeds this is the sizing
+    script's pair arithmetic. None when no arm ran two seeds: one seed cannot measure it."""
+    ss_runs = ss_noise = 0.0
+    df_runs = df_noise = 0
+    for arm in matrix["arms"].values():
+        finals = np.asarray(arm["final"], dtype=float)
+        k, n = finals.shape
+        if k < 2:
+            continue
+        run_means, task_means = finals.mean(axis=1), finals.mean(axis=0)
+        grand = finals.mean()
+        ss_runs += n * float(((run_means - grand) ** 2).sum())
+        residual = finals - run_means[:, None] - task_means[None, :] + grand
+        ss_noise += float((residual**2).sum())
+        df_runs, df_noise = df_runs + k - 1, df_noise + (k - 1) * (n - 1)
+    if not df_runs or not df_noise:
+        return None
+    n = len(matrix["tasks"])
+    noise = ss_noise / df_noise
+    return {
+        "sigma_seed": float(np.sqrt(max(0.0, (ss_runs / df_runs - noise) / n))),
+        "sigma_task": float(np.sqrt(noise)),
+        "df_seeds": df_runs,
+        "df_tasks": df_noise,
+        "n": n,
+    }
+
+
+def smallest_contrast(sigma_seed: float, sigma_task: float, seeds: int, tasks: int) -> float:
+    """The smallest difference of two arms' means (each of `seeds` runs over `tasks` tasks) seen
+    two-sided at 5% with 80% power: POWER_Z x sqrt(2 sigma_seed^2 / K + 2 sigma_task^2 / (K n)).
+
+    >>> round(smallest_contrast(0.0, 0.2205, 3, 40), 3)
+    0.08
+    """
+    se = np.sqrt(2 * sigma_seed**2 / seeds + 2 * sigma_task**2 / (seeds * tasks))
+    return float(POWER_Z * se)
+
+
 def analyse(runs: Sequence[StudyRun], reps: int = REPS, seed: int = 0) -> dict[str, Any]:
     """The study's numbers from its finished runs (`check_runs` first): per measure its
     matrices (`measure_matrix`), the table (per arm and measure: base, final and gain, with the
     95% interval of the final mean and of the gain over seeds and tasks), the contrasts
-    (CONTRASTS: delta, interval, probability of improvement, on the seeds both arms ran), the
-    measures no file holds (`missing`), and per arm the generator and false-positive numbers of
-    its LEARN lines (`learn`). Every interval names its n (tasks) and seeds."""
+    (CONTRASTS: delta, interval, probability of improvement, on the seeds both arms ran;
+    `shown` when the interval excludes 0, and `smallest`, the smallest contrast its seeds and
+    tasks could see, once some arm ran two seeds), per measure the seed spread that sizes it
+    (`spread`: `seed_spread`), the measures no file holds (`missing`), and per arm the
+    generator and false-positive numbers of its LEARN lines (`learn`). Every interval names its
+    n (tasks) and seeds."""
     if not runs:
         raise ValueError("no finished study run to analyse")
     check_runs(runs)
     out: dict[str, Any] = {"reps": reps, "seed": seed, "matrices": {}, "table": [],
-                           "contrasts": [], "missing": [], "skipped": []}  # fmt: skip
+                           "contrasts": [], "missing": [], "skipped": [],
+                           "spread": {}}  # fmt: skip
     for label, set_name, measure in MEASURES:
         try:
             matrix = measure_matrix(runs, set_name, measure)
@@ -317,6 +367,7 @@ def analyse(runs: Sequence[StudyRun], reps: int = REPS, seed: int = 0) -> dict[s
             out["missing"].append({"measure": label, "why": str(exc)})
             continue
         out["matrices"][label] = matrix
+        spread = out["spread"][label] = seed_spread(matrix)
         for arm in matrix["arms"]:
             out["table"].append(_table_row(arm, label, matrix, reps, seed))
         for treated, control, rank, question in CONTRASTS:
@@ -331,6 +382,11 @@ def analyse(runs: Sequence[StudyRun], reps: int = REPS, seed: int = 0) -> dict[s
                     {"contrast": f"{treated}-{control}", "measure": label, "why": "no common seed"}
                 )
                 continue
+            if spread is not None:
+                result["smallest"] = smallest_contrast(
+                    spread["sigma_seed"], spread["sigma_task"], len(result["seeds"]), result["n"]
+                )
+            result["shown"] = result["lo"] > 0.0 or result["hi"] < 0.0
             out["contrasts"].append({**result, "rank": rank, "question": question})
     out["learn"] = learn_by_arm(runs)
     return out
@@ -417,9 +473,15 @@ def table_text(result: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _smallest_text(contrast: Mapping[str, Any]) -> str:
+    return f"{contrast['smallest']:.3f}" if "smallest" in contrast else "n/a"
+
+
 def contrast_lines(result: Mapping[str, Any]) -> list[str]:
-    """`STUDY <T>-<C> <measure> delta=X ci95_delta=LO,HI poi=P n=N seeds=K (...)` per contrast
-    and measure, primary first; then the measures no file holds and the per-arm LEARN values."""
+    """`STUDY <T>-<C> <measure> delta=X ci95_delta=LO,HI poi=P n=N seeds=K smallest=M shown|not
+    shown (...)` per contrast and measure, primary first (smallest=n/a while no arm ran two
+    seeds); then each measure's seed spread, the measures no file holds and the per-arm LEARN
+    values."""
     lines = []
     for rank in ("primary", "secondary"):
         for c in (c for c in result["contrasts"] if c["rank"] == rank):
@@ -427,8 +489,16 @@ def contrast_lines(result: Mapping[str, Any]) -> list[str]:
                 f"STUDY {c['contrast']} {c['measure']} delta={c['delta']:+.3f} "
                 f"ci95_delta={c['lo']:+.3f},{c['hi']:+.3f} "
                 f"poi={c['probability_of_improvement']:.3f} n={c['n']} "
-                f"{_seeds_text(c['seeds'])} ({rank}: {c['question']})"
+                f"{_seeds_text(c['seeds'])} smallest={_smallest_text(c)} "
+                f"{'shown' if c['shown'] else 'not shown'} ({rank}: {c['question']})"
             )
+    for label, spread in (result.get("spread") or {}).items():
+        lines.append(
+            f"STUDY spread {label} sigma_seed={spread['sigma_seed']:.3f} "
+            f"sigma_task={spread['sigma_task']:.3f} df={spread['df_seeds']},{spread['df_tasks']} "
+            f"n={spread['n']}"
+            if spread else f"STUDY spread {label} n/a: no arm ran two seeds"
+        )  # fmt: skip
     for s in result.get("skipped", []):
         if s["measure"] == MEASURES[0][0]:
             lines.append(f"STUDY {s['contrast']} n/a: {s['why']}")
