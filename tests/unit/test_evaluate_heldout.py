@@ -133,3 +133,55 @@ def test_a_run_without_a_generator_phase_measures_no_generator(tmp_path, monkeyp
     assert sampled == []
     assert not any(k.startswith("learn.generator_") for k in metrics)
     assert "generator_heldout" not in report["learning"]
+
+
+def _evaluate_below_start(tmp_path, monkeypatch, refuse: bool) -> dict:
+    """One round whose final answerer scores below the base model it started from on the
+    held-out new tasks (three tasks, 1.0 -> 0.0 on one of them); report.json as written."""
+    val = [_problem(f"t{i}", "heldout:new_tasks", f"task:k{i}") for i in range(3)]
+    write_jsonl(val, tmp_path / "val.jsonl")
+    base = {p.id: 1.0 if p.id == "t0" else 0.0 for p in val}
+    final = {p.id: 0.0 for p in val}
+    both = {"discriminating": base, "defining": base, "defines": base, "strict": base}
+    report = {
+        "baseline": {"val_sampled": both},
+        "snapshots": [
+            {
+                "round": 1,
+                "answerer_reward": 0.6,
+                "test_validity": 0.5,
+                "promotable": True,
+                "val_sampled": {**both, "discriminating": final},
+            }
+        ],
+        "selection": {"index": 0, "score": 0.57, "reason": "before the held-out gains"},
+    }
+    answerer = tmp_path / "a1"
+    answerer.mkdir()
+    start = {"configured": "tiny-random", "model": "tiny-random", "champion": None}
+    (answerer / "sparring_model.json").write_text(json.dumps({"base": "x", "start": start}))
+    entries = [{"round": 1, "answerer_path": str(answerer), "tests_path": ""}]
+    monkeypatch.setattr("sparring.phases.sandboxed.require_isolation", lambda cfg: None)
+    monkeypatch.setattr(evaluate_mod, "resolve_snapshots", lambda path, cache: entries)
+    monkeypatch.setattr(evaluate_mod, "evaluate_snapshots", lambda *a, **k: report)
+    monkeypatch.setattr(evaluate_mod.tracking, "log_artifacts", lambda *a, **k: None)
+    monkeypatch.setattr(evaluate_mod.report_mod, "write_report", lambda *a, **k: [])
+    monkeypatch.setattr(evaluate_mod.report_mod, "log_to_mlflow", lambda out: 0)
+    cfg = from_dict({"data": {"val_samples": 1}, "selection": {"refuse_below_start": refuse}})
+    evaluate_mod.evaluate(cfg, str(tmp_path), "manifest.json", "", str(tmp_path / "out"))
+    return json.loads((tmp_path / "out" / "report.json").read_text())
+
+
+def test_the_start_gate_keeps_a_run_below_its_start_from_promotion(tmp_path, monkeypatch):
+    """With selection.refuse_below_start the selection is made again once the gain over the
+    start is known, and the report (which select reads) refuses the final round in words."""
+    written = _evaluate_below_start(tmp_path, monkeypatch, refuse=True)
+    assert written["learning"]["gains"]["heldout_new_tasks_vs_start"]["discriminating"]["delta"] < 0
+    selection = written["selection"]
+    assert selection["index"] is None, selection
+    assert "held-out new tasks 0.333 -> 0.000 (n=3) against its start" in selection["reason"]
+
+
+def test_without_the_start_gate_a_run_below_its_start_is_promoted(tmp_path, monkeypatch):
+    written = _evaluate_below_start(tmp_path, monkeypatch, refuse=False)
+    assert written["selection"]["index"] == 0

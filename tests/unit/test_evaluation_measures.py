@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparring.config import from_dict
+from sparring.config import ConfigError, from_dict
 from sparring.errors import SparringError
 from sparring.evaluation.crossplay import elo_ratings
 from sparring.evaluation.hacking import hacking_signals, special_case_share, special_cased_inputs
@@ -350,3 +350,47 @@ def test_humaneval_job_defaults_to_the_canonical_solution():
     ns: dict = {}
     exec(solution, ns)
     assert ns["f"](4) == 4 and ns[CHECK_NAME]() == "passed"
+
+
+def _gated_report(delta: float | None) -> dict:
+    """Round 1 scores best by the checkpoint score, round 2 is the final round; `delta` is the
+    final's gain over its start on the held-out new tasks (None: not measured)."""
+    gain = {} if delta is None else {
+        "discriminating": {"before": 0.4, "after": 0.4 + delta, "delta": delta, "n": 40}
+    }  # fmt: skip
+    return {
+        "snapshots": [
+            {"round": 1, "answerer_reward": 0.9, "test_validity": 0.9, "promotable": True},
+            {"round": 2, "answerer_reward": 0.5, "test_validity": 0.5, "promotable": True},
+        ],
+        "learning": {"gains": {"heldout_new_tasks_vs_start": gain}},
+    }
+
+
+def test_the_start_gate_promotes_only_a_final_round_not_below_its_start():
+    gated = from_dict({"selection": {"refuse_below_start": True}, "data": {"val_samples": 1}})
+    index, _, reason = choose_best(gated, _gated_report(0.0))
+    assert index == 1, reason  # round 1 scored higher, but only the final one was measured
+    assert "refused: round 1 (not the final round" in reason
+    index, score, reason = choose_best(gated, _gated_report(-0.025))
+    assert (index, score) == (None, 0.0)
+    assert "round 2 (held-out new tasks 0.400 -> 0.375 (n=40) against its start" in reason
+    index, _, reason = choose_best(gated, _gated_report(None))
+    assert index is None and "was not measured" in reason
+    # off (the default): the checkpoint score alone, whatever the start
+    assert choose_best(from_dict({}), _gated_report(-0.025))[0] == 0
+
+
+def test_the_start_gate_needs_held_out_samples_and_no_game():
+    with pytest.raises(ConfigError, match=r"selection\.refuse_below_start: .*data\.val_samples"):
+        from_dict({"selection": {"refuse_below_start": True}, "data": {"val_samples": 0}})
+    with pytest.raises(ConfigError, match=r"selection\.refuse_below_start: a game"):
+        from_dict({"selection": {"refuse_below_start": True}, "game": {"name": "debate"}})
+
+
+def test_selection_doc_examples():
+    import doctest
+
+    from sparring.evaluation import selection
+
+    assert doctest.testmod(selection).failed == 0

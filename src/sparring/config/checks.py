@@ -63,6 +63,16 @@ def check_cross_fields(cfg: Config) -> None:
         )
     if not cfg.data.train:
         raise ConfigError("data.train: name at least one problem source, e.g. [bundled]")
+    if cfg.selection.refuse_below_start and cfg.game.name:
+        raise ConfigError(
+            "selection.refuse_below_start: a game (game.name) promotes by its own rule; set "
+            "refuse_below_start: false or leave game.name empty"
+        )
+    if cfg.selection.refuse_below_start and not cfg.data.val_samples:
+        raise ConfigError(
+            "selection.refuse_below_start: the gain over the start is measured on held-out "
+            "samples; set data.val_samples to 1 or more, or refuse_below_start: false"
+        )
     coach = cfg.coach
     if coach.failure_threshold >= coach.success_threshold:
         raise ConfigError(

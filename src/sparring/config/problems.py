@@ -66,6 +66,12 @@ class SelectionConfig:
     max_zero_std_groups: float = _f(
         1.0, "refuse when this share of GRPO groups is flat", ge=0, le=1
     )
+    refuse_below_start: bool = _f(
+        False,
+        "promote only the final round, and only when it scores at least its start on the "
+        "held-out new tasks (LEARN heldout_new_tasks_vs_start: the champion the run trained on "
+        "from, or the base model); a schedule keeps its champion otherwise",
+    )
     registered_model: str = _f("sparring-answerer", "MLflow registered model name")
     alias: str = _f("champion", "MLflow alias given to the selected version")
 

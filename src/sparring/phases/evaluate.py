@@ -80,6 +80,9 @@ def evaluate(
         start = lineage.start_of(entries[-1]["answerer_path"] if entries else None)
         report["learning"]["start"] = start
         report["learning"]["gains"][VS_START] = versus_start(cfg, start, val, sets, tasks, report)
+        if cfg.selection.refuse_below_start:  # the start gate reads that gain: choose again
+            best, score, reason = choose_best(cfg, report)
+            report["selection"] = {"index": best, "score": score, "reason": reason}
         per_problem = learning.heldout_per_problem(report, sets)
         report["learning"]["per_problem"] = per_problem
         Path(out_dir).mkdir(parents=True, exist_ok=True)
