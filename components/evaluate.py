@@ -17,7 +17,7 @@ def evaluate(
     from sparring.phases import evaluate as phase
     from sparring.phases import kfp_io
 
-    cfg = kfp_io.config_from_yaml(config_yaml)
+    cfg = kfp_io.config_from_yaml(config_yaml, parent_run_id)
     with tracking.phase_run(cfg, parent_run_id, "evaluate", kfp_io.final_round(cfg)) as run:
         kfp_io.log_problem_sets(run, cfg, data.path, datasets.EVALUATION)
         result = run.log(

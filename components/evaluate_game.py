@@ -14,7 +14,7 @@ def evaluate_game(
     from sparring.phases import kfp_io
     from sparring.phases.game import evaluate_game as phase
 
-    cfg = kfp_io.config_from_yaml(config_yaml)
+    cfg = kfp_io.config_from_yaml(config_yaml, parent_run_id)
     with tracking.phase_run(cfg, parent_run_id, "evaluate", 2) as run:
         result = run.log(phase(cfg, model.path, report.path))
     kfp_io.to_kfp_metrics(metrics, result)

@@ -11,7 +11,7 @@ def finalize(
     from sparring import tracking
     from sparring.phases import kfp_io
 
-    cfg = kfp_io.config_from_yaml(config_yaml)
+    cfg = kfp_io.config_from_yaml(config_yaml, parent_run_id)
     failed = status.state != "SUCCEEDED"
     return tracking.close_parent_run(
         cfg, parent_run_id, kfp_run_id, failed, status.error_message or ""

@@ -19,7 +19,7 @@ def select(
     from sparring.phases import kfp_io
     from sparring.phases import select as phase
 
-    cfg = kfp_io.config_from_yaml(config_yaml)
+    cfg = kfp_io.config_from_yaml(config_yaml, parent_run_id)
     with tracking.phase_run(cfg, parent_run_id, "select", kfp_io.final_round(cfg)) as run:
         result = run.log(
             phase.select_and_register(

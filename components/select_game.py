@@ -18,7 +18,7 @@ def select_game(
     from sparring.phases.game import game_headline
     from sparring.phases.game import select_game as phase
 
-    cfg = kfp_io.config_from_yaml(config_yaml)
+    cfg = kfp_io.config_from_yaml(config_yaml, parent_run_id)
     with tracking.phase_run(cfg, parent_run_id, "select", 3) as run:
         result = run.log(phase(cfg, model.path, report.path, champion.path, parent_run_id))
         if parent_run_id:  # the last phase: the run's headline numbers onto the parent run

@@ -26,7 +26,7 @@ def train_answerer(
     from sparring.phases.validate import validation_metrics
     from sparring.schedule import label_of
 
-    cfg = kfp_io.config_from_yaml(config_yaml)
+    cfg = kfp_io.config_from_yaml(config_yaml, parent_run_id)
     label = label_of(cfg, phase, "answerer", round_index)
     validation = validation_metrics(bank.path)  # the sandbox task has no MLflow credentials
     if validation is not None:

@@ -16,7 +16,7 @@ def train_game(
     from sparring.phases import kfp_io
     from sparring.phases.game import train_game as phase
 
-    cfg = kfp_io.config_from_yaml(config_yaml)
+    cfg = kfp_io.config_from_yaml(config_yaml, parent_run_id)
     run_id = kfp_io.ensure_parent_run(cfg, parent_run_id, kfp_run_id)
     with tracking.phase_run(cfg, run_id, f"train-{cfg.game.name}", 1) as run:
         result = run.log(phase(cfg, model.path))

@@ -27,7 +27,7 @@ def train_generator(
     from sparring.phases import kfp_io, table
     from sparring.schedule import label_of
 
-    cfg = kfp_io.config_from_yaml(config_yaml)
+    cfg = kfp_io.config_from_yaml(config_yaml, parent_run_id)
     label = label_of(cfg, phase, "generator", round_index)
     with tracking.phase_run(cfg, parent_run_id, f"train-{label}", round_index) as run:
         kfp_io.log_problem_sets(run, cfg, data.path, datasets.TRAINING)

@@ -19,7 +19,7 @@ def warm_start(
     from sparring.phases import kfp_io, snapshot
     from sparring.phases import warm_start as phase
 
-    cfg = kfp_io.config_from_yaml(config_yaml)
+    cfg = kfp_io.config_from_yaml(config_yaml, parent_run_id)
     with tracking.phase_run(cfg, parent_run_id, "warm-start", kfp_io.SETUP_ROUND) as run:
         kfp_io.log_problem_sets(run, cfg, data.path, datasets.TRAINING)
         result = run.log(phase.warm_start(cfg, data.path, init_model.path, model.path))

@@ -45,6 +45,7 @@ class FakeClient:
 
     def create_recurring_run(self, **kw):
         self._check_package(kw["pipeline_package_path"])
+        self.package = next(yaml.safe_load_all(Path(kw["pipeline_package_path"]).read_text()))
         self.calls.append(("recurring", kw))
         return SimpleNamespace(recurring_run_id="rec-1")
 
@@ -125,6 +126,25 @@ def test_schedule_cron(fake):
     assert kw["job_name"] == "nightly"
     assert kw["experiment_id"] == "exp-9"
     assert kw["max_concurrency"] == 1
+
+
+def _scheduled_config(package: dict) -> dict:
+    """The config every run of a compiled schedule receives (the config_yaml parameter)."""
+    params = package["root"]["inputDefinitions"]["parameters"]
+    return yaml.safe_load(params["config_yaml"]["defaultValue"])
+
+
+def test_a_schedule_gives_each_run_its_own_seed_unless_asked_not_to(fake, capsys):
+    """One compiled config runs again and again: with one seed a run after one that was not
+    promoted would replay it. The package says seed_per_run, and each task derives the seed
+    from its run (Config.for_run)."""
+    assert main(["schedule", "-c", SMOKE, "--interval", "3600", "--host", "http://h"]) == 0
+    assert _scheduled_config(fake[0].package)["seed_per_run"] is True
+    assert "each run draws its training seed from its run id" in capsys.readouterr().out
+    args = ["schedule", "-c", SMOKE, "--interval", "3600", "--host", "http://h", "--same-seed"]
+    assert main(args) == 0
+    assert _scheduled_config(fake[1].package)["seed_per_run"] is False
+    assert "every run trains with training_seed 0 (--same-seed)" in capsys.readouterr().out
 
 
 def test_schedule_interval(fake):

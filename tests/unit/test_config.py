@@ -156,3 +156,39 @@ def test_cli_validate_and_show_a_good_file():
 def test_config_reference_doc_is_in_sync():
     doc = (ROOT / "docs" / "config-reference.md").read_text()
     assert doc == cfgmod.reference_markdown(), "run: sparring config reference --markdown"
+
+
+def test_a_run_of_a_seed_per_run_config_trains_with_a_seed_of_its_own():
+    """Config.for_run: the seed follows the run id, is the same for every task of one run, is
+    never 0 (training by `seed` alone), and deriving twice changes nothing (a TrainJob gets the
+    derived config and derives again)."""
+    import doctest
+
+    from sparring.config import schema
+
+    assert doctest.testmod(schema).failed == 0
+    cfg = load_config(str(ROOT / "configs" / "smoke.yaml"), ["seed_per_run=true"])
+    seeds = {cfg.for_run(f"run-{i}").training_seed for i in range(50)}
+    assert len(seeds) == 50 and 0 not in seeds
+    once = cfg.for_run("run-7")
+    assert once.seed_per_run is False and once.for_run("run-8") == once
+    assert cfg.for_run("") == cfg  # no run (the plain runner): the config as written
+    off = load_config(str(ROOT / "configs" / "smoke.yaml"))
+    assert off.for_run("run-7") == off
+
+
+def test_every_component_of_a_run_derives_its_config_for_that_run():
+    """A component that forgot the run id would train with another seed than its siblings."""
+    import ast
+
+    for path in sorted((ROOT / "components").glob("*.py")):
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(fn, ast.FunctionDef):
+                continue
+            if "parent_run_id" not in {a.arg for a in fn.args.args}:
+                continue
+            source = ast.get_source_segment(path.read_text(), fn)
+            assert (
+                "config_from_yaml(config_yaml, parent_run_id)" in source
+                or ".for_run(run_id)" in source
+            ), f"{path.name}: {fn.name} does not derive its config for its run"

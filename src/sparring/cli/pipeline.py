@@ -15,6 +15,7 @@ KF_PIPELINES_SA_TOKEN_PATH. Tests replace `_client_factory` with a fake.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import tempfile
 import time
@@ -70,6 +71,13 @@ def add_commands(sub) -> None:
     when.add_argument("--interval", type=int, metavar="SECONDS", help="period in seconds")
     p.add_argument("--name", help="recurring run name (default: <name>-recurring)")
     p.add_argument("--experiment", help="KFP experiment (default: tracking.experiment)")
+    p.add_argument(
+        "--same-seed",
+        action="store_true",
+        help="train every run with the config's training_seed; by default each run draws its "
+        "own from its run id (seed_per_run), so a run after one that was not promoted does not "
+        "replay it",
+    )
     p.set_defaults(func=_schedule)
 
     p = sub.add_parser(
@@ -202,6 +210,7 @@ def _recur(args: argparse.Namespace) -> int:
 def _schedule(args: argparse.Namespace) -> int:
     _recurring_config(args)
     cfg = config_from_args(args)
+    cfg = dataclasses.replace(cfg, seed_per_run=not args.same_seed)
     cron = validate_cron(args.cron) if args.cron else None
     if args.interval is not None and args.interval < 60:
         raise SparringError(f"--interval {args.interval}: use at least 60 seconds")
@@ -222,6 +231,12 @@ def _schedule(args: argparse.Namespace) -> int:
         )
     when = f"cron '{cron}'" if cron else f"every {args.interval}s"
     print(f"scheduled {name} ({when}): id {getattr(job, 'recurring_run_id', job)}")
+    seeds = (
+        "each run draws its training seed from its run id (seed_per_run; --same-seed keeps "
+        f"training_seed {cfg.training_seed})" if cfg.seed_per_run
+        else f"every run trains with training_seed {cfg.training_seed} (--same-seed)"
+    )  # fmt: skip
+    print(f"  {seeds}")
     return 0
 
 

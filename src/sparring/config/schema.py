@@ -57,6 +57,12 @@ class Config:
         "(`sparring eval pool`); 0 leaves training seeded by `seed` alone",
         ge=0,
     )
+    seed_per_run: bool = _f(
+        False,
+        "pipeline runs only: each run's training_seed is drawn from its MLflow parent run id, so "
+        "the runs of one schedule (one compiled config) do not replay each other's draws; the "
+        "seed a run trained with is in its start record (`sparring schedule` turns it on)",
+    )
     rounds: int = _f(2, "self-play rounds (unrolled into the DAG)", ge=1, le=100)
     topology: Literal["dual", "shared"] = _f("dual", "dual: two models; shared: one base")
     shared_model: str = _f("", "base model of both roles when topology is shared")
@@ -92,6 +98,24 @@ class Config:
         DistributedConfig, "multi-process training recipe (torchrun, TrainJob nodes)"
     )
     serving: ServingConfig = _f(ServingConfig, "sampling through an inference server; KServe")
+
+    def for_run(self, run_id: str) -> Config:
+        """This config as a pipeline run trains with it: with `seed_per_run`, training_seed drawn
+        from the run's id (stable across its tasks and resumes; never 0, which means "seed
+        alone") and seed_per_run off, so deriving again changes nothing. Otherwise itself.
+
+        >>> cfg = Config(seed_per_run=True, training_seed=3)
+        >>> one, two = cfg.for_run("run-a"), cfg.for_run("run-b")
+        >>> one.training_seed != two.training_seed, one == cfg.for_run("run-a")
+        (True, True)
+        >>> one.for_run("run-b") == one, Config().for_run("run-a") == Config()
+        (True, True)
+        """
+        if not (self.seed_per_run and run_id):
+            return self
+        digest = hashlib.sha256(f"{self.training_seed}:{run_id}".encode()).hexdigest()
+        seed = 1 + int(digest[:8], 16) % (2**31 - 1)
+        return dataclasses.replace(self, training_seed=seed, seed_per_run=False)
 
     def model_for(self, role: str) -> ModelConfig:
         """The model config of a role, honouring the shared topology."""

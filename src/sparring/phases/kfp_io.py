@@ -23,9 +23,10 @@ from sparring.config import Config, from_dict
 log = logging.getLogger(__name__)
 
 
-def config_from_yaml(text: str) -> Config:
-    """The Config a component receives as a YAML string parameter."""
-    cfg = from_dict(yaml.safe_load(text))
+def config_from_yaml(text: str, run_id: str = "") -> Config:
+    """The Config a component receives as a YAML string parameter, as run `run_id` (its MLflow
+    parent run) trains with it: `Config.for_run` (a seed of its own with `seed_per_run`)."""
+    cfg = from_dict(yaml.safe_load(text)).for_run(run_id)
     storage.configure(cfg)
     return cfg
 
