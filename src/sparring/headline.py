@@ -38,7 +38,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sparring.recurring import VS_START
+from sparring.evaluation.learning import VS_START
 
 Point = tuple[str, float, int]  # (metric key, value, step)
 

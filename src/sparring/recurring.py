@@ -36,8 +36,7 @@ from typing import Any
 
 from sparring.config import Config
 from sparring.errors import SparringError
-
-VS_START = "heldout_new_tasks_vs_start"  # the final answerer against the model it started from
+from sparring.evaluation.learning import VS_START
 
 
 def _bank_rows(cfg: Config) -> list[dict[str, Any]]:

@@ -164,6 +164,8 @@ def _generator_lines(summary: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+# the final answerer against the model it started from (recurring training: its champion)
+VS_START = "heldout_new_tasks_vs_start"
 HELDOUT_FILE = "heldout.json"  # per set, per problem, base and final: logged by evaluate
 # the held-out sets, in order: fresh tasks of the trained families, those of them whose
 # operation no training instance uses, families never trained, new instances of trained tasks,

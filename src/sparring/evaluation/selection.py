@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sparring import rewards
-from sparring.recurring import VS_START
+from sparring.evaluation.learning import VS_START
 
 
 def choose_best(cfg: Any, report: Mapping[str, Any]) -> tuple[int | None, float, str]:

@@ -26,11 +26,11 @@ from sparring.config import Config
 from sparring.evaluation import generator_heldout, intervals, learning
 from sparring.evaluation import report as report_mod
 from sparring.evaluation.hacking import hacking_signals
+from sparring.evaluation.learning import VS_START
 from sparring.evaluation.selection import choose_best
 from sparring.evaluation.snapshots import evaluate_snapshots, model_metrics
 from sparring.phases.snapshot import resolve_snapshots
 from sparring.problems import Problem, heldout_sets, read_jsonl
-from sparring.recurring import VS_START
 from sparring.sandbox.limits import trusted_limits
 
 log = logging.getLogger(__name__)
