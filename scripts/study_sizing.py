@@ -2,7 +2,7 @@
 
 It reads per-problem held-out files from docs/results and prints the numbers docs/learning.md
 quotes, with the arithmetic; the smallest contrast is the study report's own formula
-(sparring.evaluation.study.smallest_contrast), which sizes the study from its own seeds after it.
+(sparring.evaluation.sizing.smallest_contrast), which sizes the study from its own seeds after it.
 
 Model (an assumption, said here and in the docs): a run's final score on held-out task t is
 task effect + a run-level offset u (one per training run, SD sigma_seed) + task-level noise e
@@ -30,7 +30,7 @@ import math
 import statistics
 from pathlib import Path
 
-from sparring.evaluation.study import POWER_Z, smallest_contrast
+from sparring.evaluation.sizing import POWER_Z, smallest_contrast
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 # The only two clean training seeds of one configuration (development split, 2026-11-30)

@@ -13,7 +13,7 @@ import pytest
 
 from sparring import study_runner
 from sparring.cli.main import main
-from sparring.evaluation import study
+from sparring.evaluation import sizing, study
 from sparring.evaluation.study import StudyRun
 
 TASKS = 10  # two renamed instances of each: the matrices count tasks, not problems
@@ -127,12 +127,12 @@ def test_the_seed_spread_recovers_a_planted_run_offset_and_task_noise():
     """Offsets -0.05, 0, +0.05 have an SD of 0.05. Over 20 tasks of noise SD 0.3 a run's mean
     carries noise of SD 0.067 too, which must be taken out: 0.05 comes back, not 0.084. Many
     arms pooled (400 degrees of freedom) make the estimate tight."""
-    spread = study.seed_spread(planted([-0.05, 0.0, 0.05], 0.3, tasks=20, arms=200, seed=3))
+    spread = sizing.seed_spread(planted([-0.05, 0.0, 0.05], 0.3, tasks=20, arms=200, seed=3))
     assert spread["sigma_seed"] == pytest.approx(0.05, abs=0.01), spread
     assert spread["sigma_task"] == pytest.approx(0.3, abs=0.01), spread
     assert (spread["df_seeds"], spread["df_tasks"], spread["n"]) == (400, 400 * 19, 20)
     # no run offset at all: what the runs' means spread is task noise, and none is left
-    flat = study.seed_spread(planted([0.0, 0.0, 0.0], 0.3, tasks=20, arms=200, seed=4))
+    flat = sizing.seed_spread(planted([0.0, 0.0, 0.0], 0.3, tasks=20, arms=200, seed=4))
     assert flat["sigma_seed"] < 0.03, flat
 
 
@@ -144,7 +144,7 @@ def test_two_seeds_give_the_sizing_scripts_pair_arithmetic():
     diffs = [b - a for a, b in zip(first, second, strict=True)]
     mean = sum(diffs) / len(diffs)
     sd2 = sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)
-    spread = study.seed_spread(matrix)
+    spread = sizing.seed_spread(matrix)
     assert spread["sigma_task"] == pytest.approx((sd2 / 2) ** 0.5)
     assert spread["sigma_seed"] == pytest.approx(max(0.0, (mean**2 - sd2 / 30) / 2) ** 0.5)
 
@@ -300,3 +300,4 @@ def test_the_report_files_every_run_and_draws_the_figure(clear_pair, tmp_path):
 
 def test_the_doc_examples():
     assert doctest.testmod(study).failed == 0
+    assert doctest.testmod(sizing).failed == 0
