@@ -158,6 +158,10 @@ def test_one_seed_an_arm_leaves_the_smallest_contrast_unmeasured():
     assert "STUDY spread new_tasks n/a: no arm ran two seeds" in lines
     d_f = next(s for s in lines if s.startswith("STUDY D-F new_tasks "))
     assert " smallest=n/a " in d_f
+    # one seed: its interval resamples tasks alone, so even a clear one is not shown
+    (contrast,) = [c for c in result["contrasts"] if c["measure"] == "new_tasks"]
+    assert contrast["lo"] > 0.0 and not contrast["shown"]
+    assert " not shown: one seed (primary" in d_f
 
 
 def test_a_chained_run_is_refused_by_name(clear_pair):

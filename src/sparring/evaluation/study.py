@@ -305,11 +305,12 @@ def analyse(runs: Sequence[StudyRun], reps: int = REPS, seed: int = 0) -> dict[s
     matrices (`measure_matrix`), the table (per arm and measure: base, final and gain, with the
     95% interval of the final mean and of the gain over seeds and tasks), the contrasts
     (CONTRASTS: delta, interval, probability of improvement, on the seeds both arms ran;
-    `shown` when the interval excludes 0, and `smallest`, the smallest contrast its seeds and
-    tasks could see, once some arm ran two seeds), per measure the seed spread that sizes it
-    (`spread`: `seed_spread`), the measures no file holds (`missing`), and per arm the
-    generator and false-positive numbers of its LEARN lines (`learn`). Every interval names its
-    n (tasks) and seeds."""
+    `shown` when the interval excludes 0 and rests on two seeds or more (one seed's interval
+    resamples tasks alone, blind to how far training seeds spread), and `smallest`, the
+    smallest contrast its seeds and tasks could see, once some arm ran two seeds), per measure
+    the seed spread that sizes it (`spread`: `seed_spread`), the measures no file holds
+    (`missing`), and per arm the generator and false-positive numbers of its LEARN lines
+    (`learn`). Every interval names its n (tasks) and seeds."""
     if not runs:
         raise ValueError("no finished study run to analyse")
     check_runs(runs)
@@ -342,7 +343,8 @@ def analyse(runs: Sequence[StudyRun], reps: int = REPS, seed: int = 0) -> dict[s
                 result["smallest"] = smallest_contrast(
                     spread["sigma_seed"], spread["sigma_task"], len(result["seeds"]), result["n"]
                 )
-            result["shown"] = result["lo"] > 0.0 or result["hi"] < 0.0
+            excludes_zero = result["lo"] > 0.0 or result["hi"] < 0.0
+            result["shown"] = excludes_zero and len(result["seeds"]) >= 2
             out["contrasts"].append({**result, "rank": rank, "question": question})
     out["learn"] = learn_by_arm(runs)
     return out
@@ -429,15 +431,21 @@ def table_text(result: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _verdict(contrast: Mapping[str, Any]) -> str:
+    if contrast["shown"]:
+        return "shown"
+    return "not shown: one seed" if len(contrast["seeds"]) < 2 else "not shown"
+
+
 def _smallest_text(contrast: Mapping[str, Any]) -> str:
     return f"{contrast['smallest']:.3f}" if "smallest" in contrast else "n/a"
 
 
 def contrast_lines(result: Mapping[str, Any]) -> list[str]:
     """`STUDY <T>-<C> <measure> delta=X ci95_delta=LO,HI poi=P n=N seeds=K smallest=M shown|not
-    shown (...)` per contrast and measure, primary first (smallest=n/a while no arm ran two
-    seeds); then each measure's seed spread, the measures no file holds and the per-arm LEARN
-    values."""
+    shown[: one seed] (...)` per contrast and measure, primary first (smallest=n/a while no arm
+    ran two seeds); then each measure's seed spread, the measures no file holds and the per-arm
+    LEARN values."""
     lines = []
     for rank in ("primary", "secondary"):
         for c in (c for c in result["contrasts"] if c["rank"] == rank):
@@ -446,7 +454,7 @@ def contrast_lines(result: Mapping[str, Any]) -> list[str]:
                 f"ci95_delta={c['lo']:+.3f},{c['hi']:+.3f} "
                 f"poi={c['probability_of_improvement']:.3f} n={c['n']} "
                 f"{_seeds_text(c['seeds'])} smallest={_smallest_text(c)} "
-                f"{'shown' if c['shown'] else 'not shown'} ({rank}: {c['question']})"
+                f"{_verdict(c)} ({rank}: {c['question']})"
             )
     for label, spread in (result.get("spread") or {}).items():
         lines.append(
