@@ -147,12 +147,13 @@ learn-arms: format-start  ## issue 45's arms (ARMS=...), SEEDS=3 by default, at 
 	done
 
 # The study of issue 62 (docs/learning.md): arms F, D, G, S, B x training seeds 1-3, each a
-# `make learn` run from the base model (50-80 min on 2 cores, 2026-12-02: about 15 h for all 15),
+# `make learn` run from the base model (38 min alone on 2 cores, up to 80 with other work on
+# them, 2026-12-02: about 10 h for all 15 on idle cores),
 # seed 1 of every arm first; resumable (a run is kept while its code and config digest are
 # today's: run it from a worktree pinned at one commit, docs/learning.md). Then the table, the
 # contrasts, docs/results/study-<date>.json and docs/img/study.png.
 # STUDY_ARMS=F,D STUDY_SEEDS=1,2 pick; STUDY_FLAGS=--dry-list prints the plan, --report reports
-study: install  ## the study: every arm x seed from the base model, resumable; table, contrasts, figure (~15 h on 2 cores)
+study: install  ## the study: every arm x seed from the base model, resumable; table, contrasts, figure (~10 h on 2 idle cores)
 	$(BIN)/sparring study $(if $(STUDY_ARMS),--arms $(STUDY_ARMS)) \
 	  $(if $(STUDY_SEEDS),--seeds $(STUDY_SEEDS)) $(SET_FLAGS) $(STUDY_FLAGS)
 
