@@ -19,6 +19,17 @@ def _problem(pid: str, *tags: str) -> Problem:
     )
 
 
+def _stub_edges(monkeypatch, entries: list, evaluate_snapshots) -> None:
+    """The evaluate phase with its edges stubbed: no sandbox check, these snapshots, this
+    evaluation of them, no MLflow."""
+    monkeypatch.setattr("sparring.phases.sandboxed.require_isolation", lambda cfg: None)
+    monkeypatch.setattr(evaluate_mod, "resolve_snapshots", lambda path, cache: entries)
+    monkeypatch.setattr(evaluate_mod, "evaluate_snapshots", evaluate_snapshots)
+    monkeypatch.setattr(evaluate_mod.tracking, "log_artifacts", lambda *a, **k: None)
+    monkeypatch.setattr(evaluate_mod.report_mod, "write_report", lambda *a, **k: [])
+    monkeypatch.setattr(evaluate_mod.report_mod, "log_to_mlflow", lambda out: 0)
+
+
 def test_heldout_json_carries_tasks_reward_seed_and_digest(tmp_path, monkeypatch):
     # six instances of one new task and five bundled problems (each its own task)
     same = [_problem(f"t{i}", "heldout:new_tasks", "task:abc") for i in range(6)]
@@ -37,12 +48,7 @@ def test_heldout_json_carries_tasks_reward_seed_and_digest(tmp_path, monkeypatch
     answerer.mkdir()
     (answerer / "sparring_model.json").write_text(json.dumps({"base": "x", "start": start}))
     entries = [{"round": 1, "answerer_path": str(answerer), "tests_path": ""}]
-    monkeypatch.setattr("sparring.phases.sandboxed.require_isolation", lambda cfg: None)
-    monkeypatch.setattr(evaluate_mod, "resolve_snapshots", lambda path, cache: entries)
-    monkeypatch.setattr(evaluate_mod, "evaluate_snapshots", lambda *a, **k: report)
-    monkeypatch.setattr(evaluate_mod.tracking, "log_artifacts", lambda *a, **k: None)
-    monkeypatch.setattr(evaluate_mod.report_mod, "write_report", lambda *a, **k: [])
-    monkeypatch.setattr(evaluate_mod.report_mod, "log_to_mlflow", lambda out: 0)
+    _stub_edges(monkeypatch, entries, lambda *a, **k: report)
     cfg = from_dict({"seed": 4, "data": {"val_samples": 2}})
     out = tmp_path / "out"
     evaluate_mod.evaluate(cfg, str(tmp_path), "manifest.json", "", str(out))
@@ -98,13 +104,8 @@ def _evaluate_with_generators(tmp_path, monkeypatch, overrides: dict) -> tuple[d
         text = "assert half(5) == 2" if model_name == "final-gen" else "assert half(6) == 3"
         return [[f"```python\n{text}\n```"] * samples for _ in problems]
 
-    monkeypatch.setattr("sparring.phases.sandboxed.require_isolation", lambda cfg: None)
-    monkeypatch.setattr(evaluate_mod, "resolve_snapshots", lambda path, cache: entries)
-    monkeypatch.setattr(evaluate_mod, "evaluate_snapshots", fake_evaluate_snapshots)
+    _stub_edges(monkeypatch, entries, fake_evaluate_snapshots)
     monkeypatch.setattr(gh, "sample_tests", fake_sample_tests)
-    monkeypatch.setattr(evaluate_mod.tracking, "log_artifacts", lambda *a, **k: None)
-    monkeypatch.setattr(evaluate_mod.report_mod, "write_report", lambda *a, **k: [])
-    monkeypatch.setattr(evaluate_mod.report_mod, "log_to_mlflow", lambda out: 0)
     cfg = from_dict({"data": {"val_samples": 2, "generator_samples": 2}, **overrides})
     metrics = evaluate_mod.evaluate(cfg, str(tmp_path), "manifest.json", "", str(tmp_path / "o"))
     return metrics, report, sampled
@@ -161,12 +162,7 @@ def _evaluate_below_start(tmp_path, monkeypatch, refuse: bool) -> dict:
     start = {"configured": "tiny-random", "model": "tiny-random", "champion": None}
     (answerer / "sparring_model.json").write_text(json.dumps({"base": "x", "start": start}))
     entries = [{"round": 1, "answerer_path": str(answerer), "tests_path": ""}]
-    monkeypatch.setattr("sparring.phases.sandboxed.require_isolation", lambda cfg: None)
-    monkeypatch.setattr(evaluate_mod, "resolve_snapshots", lambda path, cache: entries)
-    monkeypatch.setattr(evaluate_mod, "evaluate_snapshots", lambda *a, **k: report)
-    monkeypatch.setattr(evaluate_mod.tracking, "log_artifacts", lambda *a, **k: None)
-    monkeypatch.setattr(evaluate_mod.report_mod, "write_report", lambda *a, **k: [])
-    monkeypatch.setattr(evaluate_mod.report_mod, "log_to_mlflow", lambda out: 0)
+    _stub_edges(monkeypatch, entries, lambda *a, **k: report)
     cfg = from_dict({"data": {"val_samples": 1}, "selection": {"refuse_below_start": refuse}})
     evaluate_mod.evaluate(cfg, str(tmp_path), "manifest.json", "", str(tmp_path / "out"))
     return json.loads((tmp_path / "out" / "report.json").read_text())
