@@ -151,7 +151,8 @@ learn-arms: format-start  ## issue 45's arms (ARMS=...), SEEDS=3 by default, at 
 # them, 2026-12-02: about 10 h for all 15 on idle cores),
 # seed 1 of every arm first; resumable (a run is kept while its code and config digest are
 # today's: run it from a worktree pinned at one commit, docs/learning.md). Then the table, the
-# contrasts, docs/results/study-<date>.json and docs/img/study.png.
+# contrasts, docs/results/study-<date>.json and docs/img/study.png. Every finished run is
+# copied to docs/results too, and a fresh clone goes on from those copies.
 # STUDY_ARMS=F,D STUDY_SEEDS=1,2 pick; STUDY_FLAGS=--dry-list prints the plan, --report reports
 study: install  ## the study: every arm x seed from the base model, resumable; table, contrasts, figure (~10 h on 2 idle cores)
 	$(BIN)/sparring study $(if $(STUDY_ARMS),--arms $(STUDY_ARMS)) \

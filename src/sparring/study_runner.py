@@ -8,7 +8,9 @@ match today's, else it is run again, and the plan says why), `run_one` (one run 
 `storage.start_fresh=true` set explicitly; then its heldout.json, fetched from the MLflow run of
 its evaluate phase where every pairing line finds it, checked to have started fresh, its LEARN
 lines (the run's stdout) and record.json written to local_outputs/study/<run name>/),
-`finished_runs`, `write_report` (docs/results/study-<date>.json and docs/img/study.png).
+`finished_runs`, `write_report` (docs/results/study-<date>.json and docs/img/study.png), and
+the filed copies (`file_run`, `restore`): every finished run's three files kept in a folder
+under git (docs/results, as study-<run>-<date>-<file>), so a fresh clone goes on from them.
 Does not cover: the statistics (sparring.evaluation.study), the pipeline (sparring.local_run,
 sparring.cli.pipeline), the command line (sparring.cli.study).
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,6 +40,8 @@ OUT = Path("local_outputs") / "study"
 RECORD = "record.json"  # written last: a run folder with it is a finished run
 HELDOUT = "heldout.json"
 LEARN = "learn.txt"
+# a run's files in the order they are copied: record.json last, so a torn copy is unfinished
+FILED = (HELDOUT, LEARN, RECORD)
 # what the runner sets on every run itself: --set may not move them
 RUNNER_FIELDS = ("name", "training_seed", "storage.start_fresh", "tracking.experiment")
 # the study's runs in an MLflow experiment of their own: the arms pair and pool each other
@@ -88,11 +93,15 @@ def config_digest(config: str, sets: Sequence[str]) -> str:
 
 
 def read_record(folder: Path) -> dict[str, Any] | None:
-    path = folder / RECORD
+    return read_record_file(folder / RECORD)
+
+
+def read_record_file(path: Path) -> dict[str, Any] | None:
     try:
-        return json.loads(path.read_text()) if path.is_file() else None
+        record = json.loads(path.read_text()) if path.is_file() else None
     except (OSError, json.JSONDecodeError):
         return None  # a torn or foreign file: the run counts as not finished
+    return record if isinstance(record, dict) else None
 
 
 def plan(
@@ -251,6 +260,45 @@ def run_one(item: Planned, config: str, out: Path) -> dict[str, Any] | None:
     }
     _write_json(folder / RECORD, record)
     return record
+
+
+def file_run(out: Path, name: str, filed: Path) -> list[Path]:
+    """Copy the finished run `out`/`name` to `filed` as `<name>-<day it finished>-<file>`;
+    the copies' paths (none when the run has not finished)."""
+    record = read_record(out / name)
+    if record is None or not (out / name / HELDOUT).is_file():
+        return []
+    day = str(record.get("finished", ""))[:10] or datetime.date.today().isoformat()
+    filed.mkdir(parents=True, exist_ok=True)
+    copies = []
+    for part in FILED:
+        if (out / name / part).is_file():
+            copies.append(Path(shutil.copyfile(out / name / part, filed / f"{name}-{day}-{part}")))
+    return copies
+
+
+def restore(filed: Path, out: Path, names: Sequence[str]) -> list[str]:
+    """Copy back to `out`/<name>/ the latest filed run of each of `names` that has no finished
+    run under `out` (a fresh clone, a lost local_outputs); one line per run restored. Whatever
+    its code: the plan reruns a run of other code, as it does one that ran here."""
+    lines = []
+    for name in names:
+        if read_record(out / name) is not None:
+            continue  # a run here is never replaced by a copy
+        for record_path in sorted(filed.glob(f"{name}-????-??-??-{RECORD}"), reverse=True):
+            prefix = record_path.name[: -len(RECORD)]
+            record = read_record_file(record_path)
+            if record is None or record.get("name") != name:
+                continue
+            if not (filed / f"{prefix}{HELDOUT}").is_file():
+                continue
+            (out / name).mkdir(parents=True, exist_ok=True)
+            for part in FILED:
+                if (filed / f"{prefix}{part}").is_file():
+                    shutil.copyfile(filed / f"{prefix}{part}", out / name / part)
+            lines.append(f"study: {name} restored from {filed / prefix}*")
+            break
+    return lines
 
 
 def finished_runs(

@@ -220,7 +220,8 @@ def file_run(out: Path, arm: str, seed: int, code: str, digest: str) -> None:
     folder = out / study_runner.run_name(arm, seed)
     folder.mkdir(parents=True)
     (folder / "heldout.json").write_text(json.dumps(heldout(dict(BASE), seed)))
-    record = {"arm": arm, "seed": seed, "code": code, "config_digest": digest, "finished": "t"}
+    record = {"name": folder.name, "arm": arm, "seed": seed, "code": code}
+    record |= {"config_digest": digest, "finished": "t"}
     (folder / "record.json").write_text(json.dumps(record))
 
 
@@ -243,6 +244,47 @@ def test_the_plan_interleaves_arms_and_keeps_only_runs_of_todays_code_and_config
     sets = items[0].overrides
     assert sets[:3] == ("name=study-F-t1", "training_seed=1", "storage.start_fresh=true")
     assert "rewards.answerer=format_only" in sets
+
+
+def test_a_filed_run_comes_back_to_a_fresh_out_and_is_kept(tmp_path):
+    """A fresh clone: local_outputs is empty, the runs filed in docs/results are kept."""
+    here, filed, fresh = tmp_path / "here", tmp_path / "filed", tmp_path / "fresh"
+    file_run(here, "D", 1, "today", "cfg-study-D-t1")
+    record = here / "study-D-t1" / "record.json"
+    record.write_text(record.read_text().replace('"t"', '"2026-12-02T09:12:39+00:00"'))
+    copies = study_runner.file_run(here, "study-D-t1", filed)  # this run has no learn.txt
+    names = ["study-D-t1-2026-12-02-heldout.json", "study-D-t1-2026-12-02-record.json"]
+    assert [c.name for c in copies] == names
+    lines = study_runner.restore(filed, fresh, ["study-D-t1", "study-F-t1"])
+    assert lines == [f"study: study-D-t1 restored from {filed}/study-D-t1-2026-12-02-*"]
+    for part in ("heldout.json", "record.json"):
+        copy, original = fresh / "study-D-t1" / part, here / "study-D-t1" / part
+        assert copy.read_bytes() == original.read_bytes()
+    items = study_runner.plan(fresh, ["D", "F"], [1], "today", lambda s: "cfg-" + s[0][5:])
+    assert [(i.name, i.action) for i in items] == [("study-F-t1", "run"), ("study-D-t1", "keep")]
+
+
+def test_restore_takes_the_latest_copy_and_never_replaces_a_run_here(tmp_path):
+    filed, out = tmp_path / "filed", tmp_path / "out"
+    filed.mkdir()
+    for day, code in (("2026-12-01", "old"), ("2026-12-03", "new")):
+        for part, text in (
+            ("heldout.json", "{}"),
+            ("record.json", json.dumps({"name": "study-G-t1", "code": code})),
+        ):
+            (filed / f"study-G-t1-{day}-{part}").write_text(text)
+    # a torn copy (no heldout.json) is no run
+    (filed / "study-S-t1-2026-12-04-record.json").write_text(json.dumps({"name": "study-S-t1"}))
+    study_runner.restore(filed, out, ["study-G-t1", "study-S-t1"])
+    assert study_runner.read_record(out / "study-G-t1")["code"] == "new"
+    assert not (out / "study-S-t1").exists()
+    file_run(out, "F", 1, "mine", "cfg")
+    (filed / "study-F-t1-2026-12-09-heldout.json").write_text("{}")
+    (filed / "study-F-t1-2026-12-09-record.json").write_text(
+        json.dumps({"name": "study-F-t1", "code": "filed"})
+    )
+    assert study_runner.restore(filed, out, ["study-F-t1"]) == []
+    assert study_runner.read_record(out / "study-F-t1")["code"] == "mine"
 
 
 def test_dry_list_plans_from_the_real_config_and_runs_nothing(tmp_path, monkeypatch, capsys):

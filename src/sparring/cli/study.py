@@ -44,6 +44,13 @@ def add_commands(sub) -> None:
         help="a further override of every run (its config digest follows it)",
     )
     p.add_argument("--out", default="local_outputs/study", help="where the runs are filed")
+    p.add_argument(
+        "--filed",
+        default="docs/results",
+        help="keep a copy of every finished run here as study-<run>-<date>-<file> and take "
+        "back from here a run missing under --out, so a fresh clone goes on from the committed "
+        "runs (docs/results; '' for neither)",
+    )
     p.add_argument("--results-dir", default="docs/results", help="where study-<date>.json goes")
     p.add_argument("--image", default="docs/img/study.png", help="the figure")
     p.add_argument("--reps", type=int, default=10_000, help="bootstrap resamples per interval")
@@ -67,6 +74,11 @@ def _study(args: argparse.Namespace) -> int:
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     seeds = _seeds(args.seeds)
     out = Path(args.out)
+    filed = Path(args.filed) if args.filed else None
+    if filed is not None:
+        names = [study_runner.run_name(a, s) for s in seeds for a in arms]
+        for line in study_runner.restore(filed, out, names):
+            print(line)
     if not args.report:
         items = study_runner.plan(
             out, arms, seeds, lineage.code_digest(),
@@ -76,7 +88,10 @@ def _study(args: argparse.Namespace) -> int:
         if args.dry_list:
             return 0
         for item in (i for i in items if i.action == "run"):
-            study_runner.run_one(item, args.config, out)
+            record = study_runner.run_one(item, args.config, out)
+            if record is not None and filed is not None:
+                copies = study_runner.file_run(out, item.name, filed)
+                print(f"study: {item.name} filed as {', '.join(str(c) for c in copies)}")
     runs = study_runner.finished_runs(out, arms, seeds)
     if not runs:
         raise SparringError(f"no finished study run under {out}: `make study` runs them")
