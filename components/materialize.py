@@ -17,8 +17,8 @@ def materialize(
 
     cfg = kfp_io.config_from_yaml(config_yaml)
     run_id = kfp_io.ensure_parent_run(cfg, parent_run_id, kfp_run_id)
-    cfg = cfg.for_run(run_id)  # seed_per_run: the seed every task of this run derives
     with tracking.phase_run(cfg, run_id, "materialize", kfp_io.SETUP_ROUND) as run:
+        cfg = kfp_io.for_parent_run(cfg, run_id, run)  # seed_per_run: every task's seed
         result = run.log(materialize_carrying_bank(cfg, data.path))
         kfp_io.log_problem_sets(run, cfg, data.path, datasets.SETS_ALL, parent_run_id=run_id)
     kfp_io.to_kfp_metrics(metrics, result)

@@ -190,5 +190,5 @@ def test_every_component_of_a_run_derives_its_config_for_that_run():
             source = ast.get_source_segment(path.read_text(), fn)
             assert (
                 "config_from_yaml(config_yaml, parent_run_id)" in source
-                or ".for_run(run_id)" in source
+                or "for_parent_run(cfg, run_id, run)" in source
             ), f"{path.name}: {fn.name} does not derive its config for its run"

@@ -61,7 +61,8 @@ class Config:
         False,
         "pipeline runs only: each run's training_seed is drawn from its MLflow parent run id, so "
         "the runs of one schedule (one compiled config) do not replay each other's draws; the "
-        "seed a run trained with is in its start record (`sparring schedule` turns it on)",
+        "seed a run trained with is in its start record and its parent run's tag "
+        "sparring.training_seed (`sparring schedule` turns it on)",
     )
     rounds: int = _f(2, "self-play rounds (unrolled into the DAG)", ge=1, le=100)
     topology: Literal["dual", "shared"] = _f("dual", "dual: two models; shared: one base")

@@ -1,10 +1,11 @@
 """What every component does at its edges: its config, its parent run, its KFP metrics.
 
 Covers: `config_from_yaml` (the config a component receives as a YAML string; storage set up
-from it), `ensure_parent_run`, the round numbers setup and final phases log under, and
-`to_kfp_metrics` and `log_problem_sets` (the problem sets a phase used, as MLflow dataset
-inputs of its run and, from materialize, of the parent run). The MLflow child run of a phase
-is `sparring.tracking.phase_run`.
+from it), `ensure_parent_run`, `for_parent_run` (the seed a run draws, tagged on its parent),
+the round numbers setup and final phases log under, and `to_kfp_metrics` and
+`log_problem_sets` (the problem sets a phase used, as MLflow dataset inputs of its run and,
+from materialize, of the parent run). The MLflow child run of a phase is
+`sparring.tracking.phase_run`.
 Does not cover: any phase's work (the modules beside this one).
 """
 
@@ -29,6 +30,20 @@ def config_from_yaml(text: str, run_id: str = "") -> Config:
     cfg = from_dict(yaml.safe_load(text)).for_run(run_id)
     storage.configure(cfg)
     return cfg
+
+
+SEED_TAG = "sparring.training_seed"
+
+
+def for_parent_run(cfg: Config, run_id: str, run: Any) -> Config:
+    """`cfg.for_run(run_id)`, the config every task of the run derives; with `seed_per_run`,
+    the seed drawn is also tagged on the parent run (`sparring.training_seed`) through the
+    phase run `run`, as the parent's params hold the configured seed and MLflow keeps a
+    param's first value."""
+    derived = cfg.for_run(run_id)
+    if cfg.seed_per_run:
+        run.log_params({}, tags={SEED_TAG: derived.training_seed}, run_id=run_id)
+    return derived
 
 
 def ensure_parent_run(cfg: Config, parent_run_id: str, kfp_run_id: str) -> str:

@@ -140,13 +140,16 @@ class PhaseRun:
         self.files.append((str(path), artifact_path))
         self.flush()
 
-    def log_params(self, params: dict[str, Any], tags: dict[str, Any] | None = None) -> None:
-        """Queue params and tags of this run (values as strings). MLflow keeps a param's first
-        value: logging it again with the same value is fine, with another one it is refused."""
+    def log_params(
+        self, params: dict[str, Any], tags: dict[str, Any] | None = None, run_id: str = ""
+    ) -> None:
+        """Queue params and tags of this run, or of `run_id` (the parent run), values as
+        strings. MLflow keeps a param's first value: logging it again with the same value is
+        fine, with another one it is refused."""
         params = {k: str(v) for k, v in params.items()}
         tags = {k: str(v) for k, v in (tags or {}).items()}
         if params or tags:
-            self.extra.append(("params", "", (params, tags)))
+            self.extra.append(("params", run_id, (params, tags)))
             self.flush()
 
     def log_inputs(self, datasets: list[Any], run_id: str = "") -> None:
