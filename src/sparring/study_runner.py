@@ -262,6 +262,17 @@ def run_one(item: Planned, config: str, out: Path) -> dict[str, Any] | None:
     return record
 
 
+def _copy_run(source: Path, source_prefix: str, target: Path, target_prefix: str) -> list[Path]:
+    """Copy a run's files (`FILED`, record.json last) from `source` to `target`, each name
+    prefixed; the copies' paths."""
+    target.mkdir(parents=True, exist_ok=True)
+    return [
+        Path(shutil.copyfile(source / f"{source_prefix}{part}", target / f"{target_prefix}{part}"))
+        for part in FILED
+        if (source / f"{source_prefix}{part}").is_file()
+    ]
+
+
 def file_run(out: Path, name: str, filed: Path) -> list[Path]:
     """Copy the finished run `out`/`name` to `filed` as `<name>-<day it finished>-<file>`;
     the copies' paths (none when the run has not finished)."""
@@ -269,12 +280,7 @@ def file_run(out: Path, name: str, filed: Path) -> list[Path]:
     if record is None or not (out / name / HELDOUT).is_file():
         return []
     day = str(record.get("finished", ""))[:10] or datetime.date.today().isoformat()
-    filed.mkdir(parents=True, exist_ok=True)
-    copies = []
-    for part in FILED:
-        if (out / name / part).is_file():
-            copies.append(Path(shutil.copyfile(out / name / part, filed / f"{name}-{day}-{part}")))
-    return copies
+    return _copy_run(out / name, "", filed, f"{name}-{day}-")
 
 
 def restore(filed: Path, out: Path, names: Sequence[str]) -> list[str]:
@@ -288,16 +294,10 @@ def restore(filed: Path, out: Path, names: Sequence[str]) -> list[str]:
         for record_path in sorted(filed.glob(f"{name}-????-??-??-{RECORD}"), reverse=True):
             prefix = record_path.name[: -len(RECORD)]
             record = read_record_file(record_path)
-            if record is None or record.get("name") != name:
-                continue
-            if not (filed / f"{prefix}{HELDOUT}").is_file():
-                continue
-            (out / name).mkdir(parents=True, exist_ok=True)
-            for part in FILED:
-                if (filed / f"{prefix}{part}").is_file():
-                    shutil.copyfile(filed / f"{prefix}{part}", out / name / part)
-            lines.append(f"study: {name} restored from {filed / prefix}*")
-            break
+            if record and record.get("name") == name and (filed / f"{prefix}{HELDOUT}").is_file():
+                _copy_run(filed, prefix, out / name, "")
+                lines.append(f"study: {name} restored from {filed / prefix}*")
+                break
     return lines
 
 

@@ -109,6 +109,37 @@ def test_parent_child_register_download(cfg, mlflow_server, s3_server, tmp_path,
     assert mlflow.get_run(parent).info.status == "FINISHED"
 
 
+@pytest.mark.parametrize("per_run", [True, False])
+def test_the_seed_a_run_draws_is_tagged_on_its_parent_run(cfg, mlflow_server, tmp_path, per_run):
+    """The parent's params hold the configured training_seed (MLflow keeps a param's first
+    value); with seed_per_run the seed every task trains with is its tag, for the UI."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from mlflow import MlflowClient
+
+    from components import make_components
+    from pipelines.common import config_line
+
+    def art(name):
+        return SimpleNamespace(path=str(tmp_path / name), uri="", metadata={},
+                               log_metric=lambda key, value: None)  # fmt: skip
+
+    small = load_config("configs/smoke.yaml", ["dry_run=true", "data.max_problems=4"])
+    cfg = dataclasses.replace(cfg, data=small.data, dry_run=True, seed_per_run=per_run)
+    parent = tracking.start_parent_run(cfg, "kfp-seed")
+    make_components(cfg).materialize.python_func(
+        config_line(cfg), parent, "kfp-seed", art("data"), art("m")
+    )
+    run = MlflowClient(mlflow_server).get_run(parent)
+    assert run.data.params["training_seed"] == str(cfg.training_seed)
+    tag = run.data.tags.get("sparring.training_seed")
+    if per_run:
+        assert tag == str(cfg.for_run(parent).training_seed) != str(cfg.training_seed)
+    else:
+        assert tag is None and cfg.for_run(parent) == cfg
+
+
 def test_exit_task_marks_a_failed_runs_parent_failed(cfg, mlflow_server):
     from kfp import dsl
     from mlflow import MlflowClient

@@ -194,29 +194,6 @@ def test_components_end_to_end_in_a_dry_run(env, capsys):
 MAKE_CONFIGS = sorted(set(re.findall(r"configs/[\w.-]+\.yaml", (ROOT / "Makefile").read_text())))
 
 
-@pytest.mark.parametrize("per_run", [True, False])
-def test_the_seed_a_run_draws_is_tagged_on_its_parent_run(env, per_run):
-    """The parent's params hold the configured training_seed (MLflow keeps a param's first
-    value); with seed_per_run the seed every task trains with is its tag, for the UI."""
-    from mlflow import MlflowClient
-
-    from sparring.config import to_dict
-
-    cfg = load_config("configs/smoke.yaml", [*DRY, f"seed_per_run={str(per_run).lower()}"])
-    parent = tracking.start_parent_run(cfg, "kfp-seed")
-    c = make_components(cfg)
-    c.materialize.python_func(
-        config_line(cfg), parent, "kfp-seed", Art(env.tmp / "d"), Art(env.tmp / "m")
-    )
-    run = MlflowClient().get_run(parent)
-    assert run.data.params["training_seed"] == str(cfg.training_seed)
-    tag = run.data.tags.get("sparring.training_seed")
-    if per_run:
-        assert tag == str(cfg.for_run(parent).training_seed) != str(cfg.training_seed)
-    else:
-        assert tag is None and to_dict(cfg.for_run(parent)) == to_dict(cfg)
-
-
 def test_every_config_a_make_target_runs_starts_from_the_base_model():
     """make run, learn (and its arms), smoke, calibrate: their LEARN lines compare the trained
     model with the configured base, so a run after one that registered a champion must not

@@ -221,7 +221,7 @@ def file_run(out: Path, arm: str, seed: int, code: str, digest: str) -> None:
     folder.mkdir(parents=True)
     (folder / "heldout.json").write_text(json.dumps(heldout(dict(BASE), seed)))
     record = {"name": folder.name, "arm": arm, "seed": seed, "code": code}
-    record |= {"config_digest": digest, "finished": "t"}
+    record |= {"config_digest": digest, "finished": "2026-12-02T09:12:39+00:00"}
     (folder / "record.json").write_text(json.dumps(record))
 
 
@@ -250,8 +250,6 @@ def test_a_filed_run_comes_back_to_a_fresh_out_and_is_kept(tmp_path):
     """A fresh clone: local_outputs is empty, the runs filed in docs/results are kept."""
     here, filed, fresh = tmp_path / "here", tmp_path / "filed", tmp_path / "fresh"
     file_run(here, "D", 1, "today", "cfg-study-D-t1")
-    record = here / "study-D-t1" / "record.json"
-    record.write_text(record.read_text().replace('"t"', '"2026-12-02T09:12:39+00:00"'))
     copies = study_runner.file_run(here, "study-D-t1", filed)  # this run has no learn.txt
     names = ["study-D-t1-2026-12-02-heldout.json", "study-D-t1-2026-12-02-record.json"]
     assert [c.name for c in copies] == names
@@ -295,20 +293,46 @@ def test_dry_list_plans_from_the_real_config_and_runs_nothing(tmp_path, monkeypa
 
     monkeypatch.setattr(study_runner, "run_one", no_run)
     sets = study_runner.overrides("D", 1)
-    file_run(
-        tmp_path, "D", 1, lineage.code_digest(),
+    elsewhere, filed, here = tmp_path / "elsewhere", tmp_path / "filed", tmp_path / "here"
+    file_run(  # a run filed from another checkout: this one takes it back
+        elsewhere, "D", 1, lineage.code_digest(),
         study_runner.config_digest("configs/learn.yaml", sets),
     )  # fmt: skip
+    study_runner.file_run(elsewhere, "study-D-t1", filed)
     file_run(  # the right config, other code
-        tmp_path, "F", 1, "0123456789abcdef",
+        here, "F", 1, "0123456789abcdef",
         study_runner.config_digest("configs/learn.yaml", study_runner.overrides("F", 1)),
     )  # fmt: skip
-    argv = ["study", "--dry-list", "--arms", "F,D", "--seeds", "1", "--out", str(tmp_path)]
-    assert main(argv) == 0
+    argv = ["study", "--dry-list", "--arms", "F,D", "--seeds", "1", "--out", str(here)]
+    assert main([*argv, "--filed", str(filed)]) == 0
     out = capsys.readouterr().out
+    assert f"study: study-D-t1 restored from {filed}/study-D-t1-2026-12-02-*" in out
     assert "study: 2 runs, 1 to run, 1 kept" in out
     assert "keep study-D-t1" in out
     assert "run  study-F-t1     ran at code 0123456789abcdef" in out
+
+
+def test_every_run_the_study_finishes_is_filed(tmp_path, monkeypatch, capsys):
+    def finish(item, config, out):
+        file_run(out, item.arm, item.seed, "today", item.config_digest)
+        return study_runner.read_record(out / item.name)
+
+    monkeypatch.setattr(study_runner, "run_one", finish)
+    filed = tmp_path / "filed"
+    argv = ["study", "--arms", "D", "--seeds", "1", "--out", str(tmp_path / "out"), "--reps", "50"]
+    argv += [
+        "--filed",
+        str(filed),
+        "--results-dir",
+        str(tmp_path),
+        "--image",
+        str(tmp_path / "s.png"),
+    ]
+    assert main(argv) == 0
+    assert "study: study-D-t1 filed as" in capsys.readouterr().out
+    assert sorted(p.name for p in filed.iterdir()) == [
+        "study-D-t1-2026-12-02-heldout.json", "study-D-t1-2026-12-02-record.json",
+    ]  # fmt: skip
 
 
 def test_every_arm_measures_humaneval_on_20_tasks():
