@@ -1,7 +1,8 @@
-"""Size the study of issue 62 from the clean runs there are (docs/learning.md, "Sizing").
+"""Size the study of issue 62 from the clean runs there are (docs/learning.md, "Sizing"; the
+arithmetic worked through in docs/learning-journal.md, "The study's sizing").
 
-It reads per-problem held-out files from docs/results and prints the numbers docs/learning.md
-quotes, with the arithmetic; the smallest contrast is the study report's own formula
+It reads per-problem held-out files from docs/results and prints the numbers those pages
+quote, with the arithmetic; the smallest contrast is the study report's own formula
 (sparring.evaluation.sizing.smallest_contrast), which sizes the study from its own seeds after it.
 
 Model (an assumption, said here and in the docs): a run's final score on held-out task t is

@@ -137,8 +137,8 @@ def test_the_seed_spread_recovers_a_planted_run_offset_and_task_noise():
 
 
 def test_two_seeds_give_the_sizing_scripts_pair_arithmetic():
-    """docs/learning.md, "Sizing": sigma_task = SD(diff) / sqrt(2), sigma_seed^2 =
-    max(0, (mean(diff)^2 - SD(diff)^2 / n) / 2)."""
+    """docs/learning-journal.md, "The study's sizing": sigma_task = SD(diff) / sqrt(2),
+    sigma_seed^2 = max(0, (mean(diff)^2 - SD(diff)^2 / n) / 2)."""
     matrix = planted([0.0, 0.08], 0.2, tasks=30, arms=1, seed=5)
     first, second = matrix["arms"]["A0"]["final"]
     diffs = [b - a for a, b in zip(first, second, strict=True)]
