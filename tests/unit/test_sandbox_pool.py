@@ -157,3 +157,64 @@ def test_workers_dying_on_arrival_is_infra_error(monkeypatch):
     rep = box.run(SOL, ["assert f(1) == 2"])
     box.close()
     assert rep.infra_error and rep.results[0].outcome == "infra_error"
+
+
+# ---------------------------------------------------- a verdict does not depend on the load
+def _loop_for(cpu_s: float) -> int:
+    """Iterations of `for _ in range(n): pass` that take about `cpu_s` of CPU here."""
+    import time
+
+    n, t0 = 2_000_000, time.process_time()
+    for _ in range(n):
+        pass
+    per = max(time.process_time() - t0, 1e-3) / n
+    return int(cpu_s / per)
+
+
+def _busy(k: int) -> list:
+    """k processes spinning on the CPU (the machine another job keeps busy)."""
+    import subprocess
+    import sys
+
+    # each in a session of its own, as other jobs are: the scheduler shares a core between
+    # sessions (autogroups) before it shares it between the processes of one
+    cmd = [sys.executable, "-c", "while True: pass"]
+    return [subprocess.Popen(cmd, start_new_session=True) for _ in range(k)]
+
+
+def test_a_busy_machine_does_not_turn_a_pass_into_a_timeout():
+    """A test computing for 0.5 s under a 1 s limit passes with every core shared five ways: its
+    verdict is its CPU time, which the load does not stretch (it was the wall clock, about 2 s
+    here). A test computing past the limit times out on the idle and the busy machine alike."""
+    import time
+
+    n = _loop_for(0.5)
+    sol = f"def f(x):\n    for _ in range({n}):\n        pass\n    return x\n"
+    over = f"def g(x):\n    for _ in range({n * 4}):\n        pass\n    return x\n"
+    with Sandbox(SandboxLimits(timeout_s=1.0, workers=1)) as box:
+        idle = [
+            r.outcome for r in box.run(sol + over, ["assert f(1) == 1", "assert g(1) == 1"]).results
+        ]
+        spinners = _busy(4 * (os.cpu_count() or 1))
+        try:
+            time.sleep(0.5)  # every spinner is spinning
+            t0 = time.monotonic()
+            passing = box.run(sol, ["assert f(1) == 1"]).results[0]
+            stretched = time.monotonic() - t0
+            over_limit = box.run(over, ["assert g(1) == 1"]).results[0]
+        finally:
+            for p in spinners:
+                p.kill()
+                p.wait()
+    assert idle == ["passed", "timeout"]
+    assert stretched > 1.0, f"the load stretched the test to {stretched:.2f} s only: it saw nothing"
+    assert passing.outcome == "passed", f"the verdict changed with the load: {passing}"
+    assert over_limit.outcome == "timeout" and "CPU time" in over_limit.detail
+
+
+def test_code_that_only_waits_is_stopped_by_the_wall_clock():
+    """Sleeping costs no CPU: the wall-clock backstop (WALL_FACTOR x timeout_s) stops it."""
+    sol = "import time\ndef f(x):\n    time.sleep(30)\n    return x\n"
+    with Sandbox(SandboxLimits(timeout_s=0.5, workers=1)) as box:
+        result = box.run(sol, ["assert f(1) == 1"]).results[0]
+    assert result.outcome == "timeout" and "wall clock" in result.detail

@@ -85,7 +85,12 @@ class ReasoningConfig:
 
 @dataclass(frozen=True)
 class SandboxConfig:
-    timeout_s: float = _f(2.0, "wall-clock limit per test", gt=0.0, le=600.0)
+    timeout_s: float = _f(
+        2.0,
+        "CPU-time limit per test (a test that only waits is stopped at 4x it, wall clock)",
+        gt=0.0,
+        le=600.0,
+    )
     memory_mb: int = _f(512, "address-space limit per test", ge=32)
     max_output_bytes: int = _f(65536, "stdout+stderr cap per test", ge=1024)
     max_test_chars: int = _f(2000, "longer generated tests are invalid", ge=16)

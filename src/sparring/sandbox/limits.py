@@ -20,12 +20,13 @@ TIMEOUT = "timeout"
 MEMORY_LIMIT = "memory_limit"
 OUTPUT_LIMIT = "output_limit"
 INFRA_ERROR = "infra_error"  # the sandbox broke, not the code: rewards should drop it
+WALL_FACTOR = 4.0  # a test's wall-clock backstop, in multiples of its CPU limit
 OUTCOMES = (PASSED, FAILED, ERROR, TIMEOUT, MEMORY_LIMIT, OUTPUT_LIMIT, INFRA_ERROR)
 
 
 @dataclass(frozen=True)
 class SandboxLimits:
-    timeout_s: float = 2.0  # wall clock per test
+    timeout_s: float = 2.0  # CPU seconds per test (the wall clock stops waiting code at wall_s)
     memory_mb: int = 512  # address space (RLIMIT_AS)
     max_output_bytes: int = 65536  # stdout+stderr cap per test
     max_test_chars: int = 2000  # longer tests are invalid (validation)
@@ -50,6 +51,15 @@ class SandboxLimits:
     def from_config(cls, sandbox_cfg: Any, **overrides: Any) -> SandboxLimits:
         """Limits from the experiment config's `sandbox` section (same field names)."""
         return cls(**{**dataclasses.asdict(sandbox_cfg), **overrides})
+
+    @property
+    def wall_s(self) -> float:
+        """The wall-clock backstop of one test: WALL_FACTOR times its CPU limit. A test's time
+        verdict is its CPU time, which a busy machine does not stretch (a test that computed for
+        1.5 s of a 2 s limit timed out on a loaded machine when the limit was wall clock); the
+        wall clock only stops code that waits without computing. A test starved to less than
+        1 / WALL_FACTOR of a core still times out: the limit that remains."""
+        return self.timeout_s * WALL_FACTOR
 
     @property
     def n_workers(self) -> int:

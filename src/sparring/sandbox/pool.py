@@ -302,6 +302,7 @@ class Sandbox:
         lim = self.limits
         wire_limits = {
             "timeout_s": lim.timeout_s,
+            "wall_s": lim.wall_s,
             "memory_mb": lim.memory_mb,
             "max_output_bytes": lim.max_output_bytes,
         }
@@ -328,7 +329,7 @@ class Sandbox:
                 )
                 sent = True
                 for k in range(base, len(specs)):
-                    msg = w.recv(time.monotonic() + lim.timeout_s + WATCHDOG_GRACE_S)
+                    msg = w.recv(time.monotonic() + 2 * lim.wall_s + WATCHDOG_GRACE_S)
                     if msg is None or msg.get("i") != k - base:
                         raise WorkerError("worker died or hung")
                     out[k] = _leaf_outcome(msg)
