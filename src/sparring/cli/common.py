@@ -1,5 +1,6 @@
-"""Arguments shared by every command that takes an experiment config (`--config`, `--set`), and
-`add_group`, a subcommand group whose bare form prints its own help.
+"""Arguments shared by every command that takes an experiment config (`--config`, `--set`),
+`add_group`, a subcommand group whose bare form prints its own help, and `Deprecated`, an old
+spelling of an option that still works and says so in one line.
 
 Does not cover: loading or validating configs (sparring.config) or any command of its own.
 """
@@ -7,6 +8,7 @@ Does not cover: loading or validating configs (sparring.config) or any command o
 from __future__ import annotations
 
 import argparse
+import sys
 
 from sparring.config import Config, load_config
 
@@ -18,14 +20,41 @@ def add_group(sub, name: str, help_text: str) -> argparse._SubParsersAction:
     return group.add_subparsers(dest=f"{name}_command", metavar="SUBCOMMAND")
 
 
-def add_config_args(parser: argparse.ArgumentParser, required: bool = False) -> None:
-    """Add `--config FILE` and repeatable `--set key.path=value` to a subcommand."""
+def deprecated(old: str, new: str) -> None:
+    """Say on stderr, in one line, that `old` is an old spelling of `new` (it still works)."""
+    print(f"warning: {old} is deprecated and will go; use {new}", file=sys.stderr)
+
+
+class Deprecated(argparse.Action):
+    """An option's old spelling: stores its value where the new one does and warns in one line
+    (`add_argument("--old", action=Deprecated, new="--new", dest=...)`)."""
+
+    def __init__(self, option_strings, dest, new: str, **kwargs) -> None:
+        self.new = new
+        kwargs.setdefault("help", f"deprecated spelling of {new}")
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        deprecated(option_string or self.option_strings[0], self.new)
+        setattr(namespace, self.dest, values)
+
+
+def add_config_args(
+    parser: argparse.ArgumentParser,
+    required: bool = False,
+    without: str | None = "the embedded defaults are used",
+) -> None:
+    """Add `--config FILE` and repeatable `--set key.path=value` to a subcommand; `without`
+    says what the command does without `--config` (None: it needs one, and checks that
+    itself)."""
     parser.add_argument(
         "--config",
         "-c",
         metavar="FILE",
         required=required,
-        help="experiment YAML (see configs/); without it the embedded defaults are used",
+        help="experiment YAML (see configs/); required"
+        if required or without is None
+        else f"experiment YAML (see configs/); without it {without}",
     )
     parser.add_argument(
         "--set",
