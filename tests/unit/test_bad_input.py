@@ -6,11 +6,13 @@ file (or the `--set` value); never another exception, which the CLI would show a
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sparring.cli.main import main
 from sparring.config import load_config
 from sparring.errors import SparringError
 from sparring.evaluation.humaneval import read_samples
@@ -95,3 +97,63 @@ def test_non_utf8_is_named(tmp_path, name):
     path.write_bytes(b'{"id": "\xff\xfe"}\n')
     with pytest.raises(SparringError, match=name):
         {"problems.json": load_source, **LOADERS}[name](str(path))
+
+
+# ---------------------------------------------------------------------------------------------
+# The commands themselves (issue 75, item 3): each bad input exits non-zero with one line on
+# stderr that names it, and no traceback; the good input beside it still passes.
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = sorted([*ROOT.glob("configs/*.yaml"), *ROOT.glob("configs/games/*.yaml")])
+
+
+def refused(capsys, argv: list[str], *named: str) -> str:
+    """Run `sparring ARGV` in-process: a non-zero exit with one line on stderr naming each of
+    `named` (and no traceback); returns that line."""
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code != 0, f"{argv}: exit 0; stderr {err!r}"
+    lines = [line for line in err.splitlines() if not line.startswith("warning: ")]
+    assert len(lines) == 1, f"{argv}: not one line: {err!r}"
+    assert "Traceback" not in err
+    for word in named:
+        assert word in lines[0], f"{argv}: {lines[0]!r} does not name {word!r}"
+    return lines[0]
+
+
+def passes(capsys, argv: list[str]) -> str:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 0, f"{argv}: exit {code}: {err}"
+    return out
+
+
+def _yaml(tmp_path: Path, text: str, name: str = "exp.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_level_no_family_defines_is_refused(tmp_path, capsys):
+    from sparring.families import DEFINED_LEVELS, FAMILIES
+
+    assert 3 not in DEFINED_LEVELS and all(3 not in f.levels for f in FAMILIES.values())
+    bad = _yaml(tmp_path, "data:\n  families:\n    levels: [3]\n")
+    refused(capsys, ["config", "validate", "--config", bad], "exp.yaml", "levels", "3")
+    refused(capsys, ["calibrate", "--levels", "1,3"], "--levels")
+    refused(capsys, ["problems", "families", "--seed", "1", "--per-family", "1", "--levels",
+                     "3", "--out", str(tmp_path / "f.jsonl")], "--levels")  # fmt: skip
+    good = _yaml(tmp_path, "data:\n  families:\n    levels: [0, 1, 2]\n", "good.yaml")
+    passes(capsys, ["config", "validate", "--config", good])
+
+
+def test_the_levels_default_is_levels_that_exist():
+    from sparring.families import DEFINED_LEVELS
+
+    levels = load_config().data.families.levels
+    assert levels and set(levels) <= set(DEFINED_LEVELS)
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_every_shipped_config_validates(path, capsys):
+    passes(capsys, ["config", "validate", "--config", str(path)])

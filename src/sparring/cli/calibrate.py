@@ -45,7 +45,9 @@ def add_commands(sub) -> None:
     p.add_argument("--per-family", type=int, default=2, help="instances per family and level")
     p.add_argument("--samples", type=int, default=8, help="samples per instance (default 8)")
     p.add_argument("--families", default="", help="comma-separated families (default: all)")
-    p.add_argument("--levels", default="1,2,3", help="comma-separated levels (default 1,2,3)")
+    p.add_argument(
+        "--levels", default="1,2", help="comma-separated levels, 0 to 2 (default 1,2)"
+    )
     p.add_argument("--model", default="", help="model to sample (default: the config's answerer)")
     p.add_argument(
         "--given-tests",
@@ -61,7 +63,7 @@ def add_commands(sub) -> None:
 
 def _calibrate(args: argparse.Namespace) -> int:
     from sparring import calibration
-    from sparring.families import FAMILIES, LEVELS
+    from sparring.families import DEFINED_LEVELS, FAMILIES
 
     if args.seed < 0:
         raise SparringError(f"--seed {args.seed}: use a seed >= 0")
@@ -74,8 +76,8 @@ def _calibrate(args: argparse.Namespace) -> int:
                 f"--families: unknown family {name!r}; known: {', '.join(FAMILIES)}"
             )
     levels = _int_list(args.levels, "--levels")
-    if not levels or any(level not in LEVELS for level in levels):
-        raise SparringError(f"--levels {args.levels!r}: use levels among {list(LEVELS)}")
+    if not levels or any(level not in DEFINED_LEVELS for level in levels):
+        raise SparringError(f"--levels {args.levels!r}: use levels among {list(DEFINED_LEVELS)}")
     band = [float(x) for x in args.band.split(",")] if args.band else []
     if len(band) != 2 or not 0 <= band[0] < band[1] <= 1:
         raise SparringError(f"--band {args.band!r}: two numbers LO,HI with 0 <= LO < HI <= 1")

@@ -180,7 +180,7 @@ def _problems_check(args: argparse.Namespace) -> int:
 
 def _problems_families(args: argparse.Namespace) -> int:
     from sparring.atomic import write_file
-    from sparring.families import LEVELS, TRAINED_FAMILIES, FamilyError, generate
+    from sparring.families import DEFINED_LEVELS, TRAINED_FAMILIES, FamilyError, generate
 
     seed = _int_option(args.seed, "--seed", 0, FamilyError)
     per_family = _int_option(args.per_family, "--per-family", 1, FamilyError)
@@ -196,8 +196,9 @@ def _problems_families(args: argparse.Namespace) -> int:
     levels = []
     for part in args.levels.split(","):
         level = part.strip()
-        if not level.isdigit() or int(level) not in LEVELS:
-            raise FamilyError(f"--levels: {level!r} is not one of {', '.join(map(str, LEVELS))}")
+        if not level.isdigit() or int(level) not in DEFINED_LEVELS:
+            known = ", ".join(map(str, DEFINED_LEVELS))
+            raise FamilyError(f"--levels: {level!r} is not one of {known}")
         levels.append(int(level))
     path = Path(args.out)
     if path.is_dir():
