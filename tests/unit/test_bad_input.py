@@ -157,3 +157,59 @@ def test_the_levels_default_is_levels_that_exist():
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
 def test_every_shipped_config_validates(path, capsys):
     passes(capsys, ["config", "validate", "--config", str(path)])
+
+
+@pytest.mark.parametrize("text", ["", "\n", "# only a comment\n", "null\n"])
+def test_an_empty_config_file_is_refused(tmp_path, capsys, text):
+    path = _yaml(tmp_path, text)
+    for command in (["config", "validate"], ["config", "show"]):
+        line = refused(capsys, [*command, "--config", path], "exp.yaml", "empty")
+        assert "defaults" in line  # says how to get them on purpose
+    passes(capsys, ["config", "show"])  # no --config: the defaults, as the help says
+
+
+def test_a_bad_set_names_the_flag_not_the_file(capsys):
+    smoke = str(ROOT / "configs" / "smoke.yaml")
+    for override, field in [("nosuch=1", "nosuch"), ("grpo.nosuch.deep=1", "grpo.nosuch"),
+                            ("rounds=0", "rounds"), ("data.families.levels=[3]", "levels")]:  # fmt: skip
+        line = refused(capsys, ["config", "validate", "-c", smoke, "--set", override], field)
+        assert line.startswith(f"error: --set {override}: ") and "smoke.yaml" not in line
+    passes(capsys, ["config", "validate", "-c", smoke, "--set", "rounds=3"])
+
+
+def test_a_bad_field_in_the_file_names_the_file(tmp_path, capsys):
+    path = _yaml(tmp_path, "roundz: 2\n")
+    line = refused(capsys, ["config", "validate", "-c", path, "--set", "rounds=3"], "roundz")
+    assert line.startswith(f"error: {path}: ")
+
+
+@pytest.mark.parametrize(
+    ("name", "named"),
+    [
+        ("", "empty"),
+        ("  ", "empty"),
+        ("/no/such/model", "no such folder"),
+        ("./no-such-folder", "no such folder"),
+        ("~/no-such-sparring-model", "no such folder"),
+        ("nosuch-model", "not a built-in"),
+        ("runs/x/answerer", "not a built-in"),  # a relative path that is not there
+        ("Qwen/Qwen 7B", "spaces"),
+        ("models:/", "names no model"),
+    ],
+)
+def test_a_model_name_nothing_can_load_is_refused(capsys, name, named):
+    fields = ["models.answerer.name", "models.generator.name"]
+    fields += ["game.model"] if name.strip() else []  # an empty game.model: the answerer's
+    for field in fields:
+        refused(capsys, ["config", "validate", "-c", str(ROOT / "configs" / "smoke.yaml"),
+                         "--set", f"{field}={name}"], field, named)  # fmt: skip
+
+
+def test_every_kind_of_loadable_model_name_validates(tmp_path, capsys, monkeypatch):
+    (tmp_path / "local-model").mkdir()
+    monkeypatch.chdir(tmp_path)
+    smoke = str(ROOT / "configs" / "smoke.yaml")
+    for name in ["tiny-random", "smollm2-135m", "Qwen/Qwen2.5-Coder-7B-Instruct",
+                 "models:/sparring-local@champion", "s3://bucket/models/answerer",
+                 str(tmp_path / "local-model"), "local-model", "./local-model"]:  # fmt: skip
+        passes(capsys, ["config", "validate", "-c", smoke, "--set", f"models.answerer.name={name}"])
