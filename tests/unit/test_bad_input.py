@@ -170,8 +170,9 @@ def test_an_empty_config_file_is_refused(tmp_path, capsys, text):
 
 def test_a_bad_set_names_the_flag_not_the_file(capsys):
     smoke = str(ROOT / "configs" / "smoke.yaml")
-    for override, field in [("nosuch=1", "nosuch"), ("grpo.nosuch.deep=1", "grpo.nosuch"),
-                            ("rounds=0", "rounds"), ("data.families.levels=[3]", "levels")]:  # fmt: skip
+    cases = [("nosuch=1", "nosuch"), ("grpo.nosuch.deep=1", "grpo.nosuch"),
+             ("rounds=0", "rounds"), ("data.families.levels=[3]", "levels")]  # fmt: skip
+    for override, field in cases:
         line = refused(capsys, ["config", "validate", "-c", smoke, "--set", override], field)
         assert line.startswith(f"error: --set {override}: ") and "smoke.yaml" not in line
     passes(capsys, ["config", "validate", "-c", smoke, "--set", "rounds=3"])

@@ -45,9 +45,7 @@ def add_commands(sub) -> None:
     p.add_argument("--per-family", type=int, default=2, help="instances per family and level")
     p.add_argument("--samples", type=int, default=8, help="samples per instance (default 8)")
     p.add_argument("--families", default="", help="comma-separated families (default: all)")
-    p.add_argument(
-        "--levels", default="1,2", help="comma-separated levels, 0 to 2 (default 1,2)"
-    )
+    p.add_argument("--levels", default="1,2", help="comma-separated levels, 0 to 2 (default 1,2)")
     p.add_argument("--model", default="", help="model to sample (default: the config's answerer)")
     p.add_argument(
         "--given-tests",

@@ -18,8 +18,8 @@ from typing import Any
 import yaml
 
 from sparring.config.checks import check_cross_fields
-from sparring.config.model_names import check_model_names
 from sparring.config.fields import ConfigError
+from sparring.config.model_names import check_model_names
 from sparring.config.schema import Config, to_dict
 from sparring.config.validate import build_section
 from sparring.errors import read_user_text

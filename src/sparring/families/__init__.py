@@ -40,8 +40,8 @@ from sparring.problems import Problem
 from sparring.trivial import argument_count, trivial_family
 
 __all__ = [
-    "FAMILIES",
     "DEFINED_LEVELS",
+    "FAMILIES",
     "LEVELS",
     "NEW_FAMILIES",
     "OP_TAG",
