@@ -214,3 +214,99 @@ def test_every_kind_of_loadable_model_name_validates(tmp_path, capsys, monkeypat
                  "models:/sparring-local@champion", "s3://bucket/models/answerer",
                  str(tmp_path / "local-model"), "local-model", "./local-model"]:  # fmt: skip
         passes(capsys, ["config", "validate", "-c", smoke, "--set", f"models.answerer.name={name}"])
+
+
+def _broken_reference(tmp_path: Path) -> str:
+    """A problems file whose one problem's reference fails one of its own tests."""
+    problem = {**PROBLEM, "id": "broken",
+               "baseline_tests": ["assert add(1, 2) == 3", "assert add(2, 2) == 5"]}  # fmt: skip
+    path = tmp_path / "problems.jsonl"
+    path.write_text(json.dumps(problem) + "\n")
+    return str(path)
+
+
+def _solutions(tmp_path: Path, rows: list[dict], name: str = "solutions.jsonl") -> str:
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return str(path)
+
+
+def test_reward_refuses_a_problem_whose_reference_fails_its_tests(tmp_path, capsys):
+    source = _broken_reference(tmp_path)
+    solutions = _solutions(tmp_path, [{"problem_id": "broken", "solution": PROBLEM[
+        "reference_solution"]}])  # fmt: skip
+    line = refused(capsys, ["reward", "--solutions", solutions, "--source", source],
+                   "--source", "problems.jsonl", "broken", "reference")  # fmt: skip
+    assert "problems check" in line  # says how to see every broken problem
+    good = tmp_path / "good"
+    good.mkdir()
+    source = _solutions(good, [PROBLEM], "problems.jsonl")
+    solutions = _solutions(good, [{"problem_id": "p1", "solution": PROBLEM["reference_solution"]}])
+    out = passes(capsys, ["reward", "--solutions", solutions, "--source", source, "--json"])
+    assert json.loads(out)["reward"] > 0
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "[]\n", '{"solutions": []}\n'])
+def test_reward_refuses_an_empty_solutions_file(tmp_path, capsys, text):
+    path = tmp_path / "solutions.jsonl"
+    path.write_text(text)
+    refused(capsys, ["reward", "--solutions", str(path)], "solutions.jsonl", "no solutions")
+
+
+@pytest.mark.parametrize("text", ["", "[]\n", '{"problems": []}\n'])
+@pytest.mark.parametrize("name", ["problems.json", "problems.jsonl"])
+def test_an_empty_problem_set_is_refused(tmp_path, capsys, text, name):
+    path = tmp_path / name
+    path.write_text(text)
+    refused(capsys, ["problems", "check", "--source", str(path)], name, "no problems")
+    refused(capsys, ["problems", "list", "--source", str(path)], name, "no problems")
+    solutions = _solutions(tmp_path, [{"problem_id": "p1", "solution": "x"}])
+    refused(capsys, ["reward", "--solutions", solutions, "--source", str(path)], name)
+    empty_dir = tmp_path / "none"
+    empty_dir.mkdir()
+    (empty_dir / name).write_text(text)
+    refused(capsys, ["problems", "check", "--source", str(empty_dir)], "none", "no problems")
+
+
+# One reader for JSON and JSON Lines: the same records, written either way under either name,
+# read the same by every loader that takes a file of records.
+LIGHT = {"description": "Add two numbers.", "signature": "def add(a, b):",
+         "tests": "assert add(1, 2) == 3"}  # fmt: skip
+SAMPLE = {"task_id": "HumanEval/0", "completion": "    return True\n"}
+
+
+def _writings(record: dict, key: str) -> dict[str, str]:
+    two = [record, {**record, "id": "p2"} if "id" in record else record]
+    return {
+        "jsonl": "".join(json.dumps(r) + "\n" for r in two),
+        "list": json.dumps(two, indent=1),
+        "object": json.dumps({key: two}, indent=1),
+    }
+
+
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+@pytest.mark.parametrize("writing", ["jsonl", "list", "object"])
+def test_json_and_json_lines_are_read_the_same_everywhere(tmp_path, suffix, writing):
+    from sparring.inference import read_problems_file
+
+    path = tmp_path / f"problems{suffix}"
+    path.write_text(_writings(PROBLEM, "problems")[writing])
+    assert [p.id for p in load_source(str(path))] == ["p1", "p2"]
+    assert [p.id for p in read_problems_file(path)] == ["p1", "p2"]
+    path.write_text(_writings(LIGHT, "problems")[writing])
+    assert [p.function_signature for p in read_problems_file(path)] == ["def add(a, b):"] * 2
+    samples = tmp_path / f"samples{suffix}"
+    samples.write_text(_writings(SAMPLE, "samples")[writing])
+    assert read_samples(samples) == [SAMPLE, SAMPLE]
+
+
+def test_infer_reads_the_json_lines_problems_that_reward_reads(tmp_path, capsys):
+    path = tmp_path / "problems.jsonl"
+    path.write_text(_writings(PROBLEM, "problems")["jsonl"])
+    # the file is read before the model loads: a missing checkpoint is the one complaint left
+    line = refused(capsys, ["infer", "--checkpoint", str(tmp_path / "no-model"), "--batch",
+                            "--problems-file", str(path)], "no-model")  # fmt: skip
+    assert "problems.jsonl" not in line
+    path.write_text("")
+    refused(capsys, ["infer", "--checkpoint", "tiny-random", "--batch", "--problems-file",
+                     str(path)], "problems.jsonl", "no problems")  # fmt: skip

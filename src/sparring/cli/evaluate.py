@@ -137,7 +137,12 @@ def add_commands(sub) -> None:
     p.add_argument("--tests", default="", help="tests separated by ';', e.g. 'assert f(1)==2'")
     p.add_argument("--execute-tests", action="store_true", help="run the tests in the sandbox")
     p.add_argument("--batch", action="store_true", help="batch mode (with --problems-file)")
-    p.add_argument("--problems-file", help="JSON problems file: bundled format or a list")
+    p.add_argument(
+        "--problems-file",
+        metavar="FILE",
+        help="problems, read as every problems file is: JSON Lines (one per line), a JSON list "
+        'or {"problems": [...]}; full records or {"description", "signature", "tests"}',
+    )
     p.add_argument("--output", metavar="FILE.json", help="write results as JSON")
     p.add_argument("--no-reasoning", action="store_true", help="show only the code")
     p.add_argument(
@@ -294,7 +299,7 @@ def _infer(args: argparse.Namespace) -> int:
             "give one of --problem, --problem-file, or --batch --problems-file (not several)"
         )
     if args.batch and not args.problems_file:
-        raise SparringError("--batch needs --problems-file FILE.json")
+        raise SparringError("--batch needs --problems-file FILE (.json or .jsonl)")
     if args.problems_file and not args.batch:
         raise SparringError("--problems-file needs --batch")
     tests = inf.split_tests(args.tests)
