@@ -310,3 +310,33 @@ def test_infer_reads_the_json_lines_problems_that_reward_reads(tmp_path, capsys)
     path.write_text("")
     refused(capsys, ["infer", "--checkpoint", "tiny-random", "--batch", "--problems-file",
                      str(path)], "problems.jsonl", "no problems")  # fmt: skip
+
+
+def _unwritable(tmp_path: Path) -> list[str]:
+    """Output paths no one can write, root included: under a file, a folder, and /proc."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    return [str(blocker / "out.yaml"), str(folder), "/proc/sparring-no-such/out.yaml"]
+
+
+def test_compile_to_an_unwritable_output_is_one_line(tmp_path, capsys):
+    smoke = str(ROOT / "configs" / "smoke.yaml")
+    for path in _unwritable(tmp_path):
+        refused(capsys, ["compile", "--config", smoke, "--output", path], "--output", path)
+    out = passes(capsys, ["compile", "--config", smoke, "--output", str(tmp_path / "new/p.yaml")])
+    assert "compiled" in out and (tmp_path / "new" / "p.yaml").stat().st_size > 0
+
+
+def test_outputs_are_checked_before_the_work_that_fills_them(tmp_path, capsys):
+    """A model-generating command refuses an unwritable output before it loads a model (the
+    checkpoint here does not exist: were the model loaded first, that would be the error)."""
+    missing = str(tmp_path / "no-model")
+    for path in _unwritable(tmp_path)[:2]:
+        refused(capsys, ["infer", "--checkpoint", missing, "--problem", "Add.",
+                         "--output", path], "--output")  # fmt: skip
+        refused(capsys, ["eval", "humaneval", "--checkpoint", missing, "--limit", "1",
+                         "--output", path], "--output")  # fmt: skip
+        refused(capsys, ["calibrate", "--model", missing, "--out", path], "--out")
+        refused(capsys, ["game", "plot", str(tmp_path), "--output", path], "--output")

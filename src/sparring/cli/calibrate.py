@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
-from sparring.cli.common import add_config_args, config_from_args
+from sparring.cli.common import add_config_args, config_from_args, output_file, write_output
 from sparring.errors import SparringError
 
 
@@ -81,13 +80,14 @@ def _calibrate(args: argparse.Namespace) -> int:
         raise SparringError(f"--band {args.band!r}: two numbers LO,HI with 0 <= LO < HI <= 1")
     if args.given_tests is not None and args.given_tests < 0:
         raise SparringError(f"--given-tests {args.given_tests}: use 0 (off) or K >= 1")
+    out = output_file(args.out, "--out") if args.out else None  # before minutes of sampling
     cfg = config_from_args(args)
     given = cfg.data.given_tests if args.given_tests is None else args.given_tests
     rows = calibration.calibrate(
         cfg, args.seed, args.per_family, args.samples, families, levels, args.model, given
     )
     summary = calibration.summarize(rows)
-    if args.out:
-        Path(args.out).write_text(json.dumps({"rows": rows, "summary": summary}, indent=1))
+    if out is not None:
+        write_output(out, json.dumps({"rows": rows, "summary": summary}, indent=1), "--out")
     print(calibration.format_table(summary, (band[0], band[1])))
     return 0

@@ -15,7 +15,13 @@ import sys
 import time
 from pathlib import Path
 
-from sparring.cli.common import add_config_args, add_group, config_from_args
+from sparring.cli.common import (
+    add_config_args,
+    add_group,
+    config_from_args,
+    output_file,
+    write_output,
+)
 from sparring.errors import SparringError
 from sparring.evaluation.learning import ARM_MEASURES, ARMS
 
@@ -172,6 +178,7 @@ def _eval_humaneval(args: argparse.Namespace) -> int:
     from sparring.sandbox.limits import trusted_limits
 
     cfg = config_from_args(args)
+    output = output_file(args.output, "--output") if args.output else None
     if args.samples_per_task < 1:
         raise SparringError("--samples-per-task: must be >= 1")
     if args.limit is not None and args.limit < 0:
@@ -209,8 +216,8 @@ def _eval_humaneval(args: argparse.Namespace) -> int:
             label=None if args.json else "eval",
         ).texts
         samples = sample_rows(targets, completions)
-        if args.output:
-            Path(args.output).write_text("".join(json.dumps(s) + "\n" for s in samples))
+        if output is not None:
+            write_output(output, "".join(json.dumps(s) + "\n" for s in samples), "--output")
     generated = time.perf_counter()
     result = evaluate_humaneval_samples(samples, problems, limits, cfg.data.pass_k)
     if not args.json and len(samples) > FEW:
@@ -302,6 +309,7 @@ def _infer(args: argparse.Namespace) -> int:
         raise SparringError("--batch needs --problems-file FILE (.json or .jsonl)")
     if args.problems_file and not args.batch:
         raise SparringError("--problems-file needs --batch")
+    output = output_file(args.output, "--output") if args.output else None  # before generating
     tests = inf.split_tests(args.tests)
     if args.batch:
         problems = inf.read_problems_file(args.problems_file)
@@ -343,8 +351,8 @@ def _infer(args: argparse.Namespace) -> int:
         if i:
             print("\n" + "-" * 60)
         print(inf.format_result(record, show_reasoning=not args.no_reasoning))
-    if args.output:
+    if output is not None:
         payload = records if args.batch else records[0]
-        Path(args.output).write_text(json.dumps(payload, indent=1))
+        write_output(output, json.dumps(payload, indent=1), "--output")
         print(f"\nwrote {args.output}")
     return 0

@@ -16,7 +16,7 @@ import json
 import time
 from pathlib import Path
 
-from sparring.cli.common import add_config_args, add_group
+from sparring.cli.common import add_config_args, add_group, output_error, output_file
 
 
 def add_commands(sub) -> None:
@@ -50,6 +50,7 @@ def _plot(args: argparse.Namespace) -> int:
     from sparring.errors import SparringError
     from sparring.phases.game import plot_games
 
+    out = output_file(args.output, "--output")
     histories = {}
     for run in args.runs:
         path = Path(run) / "metrics.json"
@@ -57,7 +58,14 @@ def _plot(args: argparse.Namespace) -> int:
             raise SparringError(f"{run}: no metrics.json (not a finished `sparring game run`)")
         data = json.loads(path.read_text())
         histories[data.get("game", Path(run).name)] = data.get("history", [])
-    print(f"wrote {plot_games(histories, args.output)}")
+    try:
+        written = plot_games(histories, out)
+    except OSError as exc:
+        error = output_error(exc, out, "--output")
+        if error is None:
+            raise
+        raise error from None
+    print(f"wrote {written}")
     return 0
 
 

@@ -22,7 +22,13 @@ import time
 from pathlib import Path
 
 from sparring import local_run
-from sparring.cli.common import add_config_args, add_group, config_from_args
+from sparring.cli.common import (
+    add_config_args,
+    add_group,
+    config_from_args,
+    output_error,
+    output_file,
+)
 from sparring.errors import SparringError
 
 RECUR_CONFIG = "configs/recur.yaml"  # what `schedule` and `recur` run without --config
@@ -162,8 +168,15 @@ def _experiment(args, cfg) -> str:
 
 def _compile(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
+    target = output_file(args.output, "--output")
     t0 = time.perf_counter()
-    out = local_run.pipelines_module().compile_pipeline(cfg, args.output)
+    try:
+        out = local_run.pipelines_module().compile_pipeline(cfg, target)
+    except OSError as exc:
+        error = output_error(exc, target, "--output")
+        if error is None:
+            raise
+        raise error from None
     what = f"game {cfg.game.name}" if cfg.game.name else f"{cfg.rounds} rounds"
     print(f"compiled {cfg.name} ({what}) -> {out} in {time.perf_counter() - t0:.1f}s")
     return 0
