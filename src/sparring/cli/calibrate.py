@@ -10,7 +10,13 @@ from __future__ import annotations
 import argparse
 import json
 
-from sparring.cli.common import add_config_args, config_from_args, output_file, write_output
+from sparring.cli.common import (
+    Deprecated,
+    add_config_args,
+    config_from_args,
+    output_file,
+    write_output,
+)
 from sparring.errors import SparringError
 
 
@@ -26,8 +32,9 @@ def add_commands(sub) -> None:
         "calibrate",
         help="sample the answerer on problem-family instances: reward per family and level",
         description=(
-            "Samples the config's answerer (or --model) --samples times on --per-family "
-            "instances of each problem family and level, generated under --seed (use a seed "
+            "Samples the config's answerer (or --model) --samples-per-instance times on "
+            "--per-family instances of each problem family and level, generated under --seed "
+            "(use a seed "
             "that neither training nor the held-out sets use), at the training temperature and "
             "completion budget, and prints per family and level the mean reward (share of the "
             "tests no trivial code passes), the whole-problem pass rate and the zone share "
@@ -42,7 +49,18 @@ def add_commands(sub) -> None:
     add_config_args(p)
     p.add_argument("--seed", type=int, default=2, help="instance seed (default 2: development)")
     p.add_argument("--per-family", type=int, default=2, help="instances per family and level")
-    p.add_argument("--samples", type=int, default=8, help="samples per instance (default 8)")
+    p.add_argument(
+        "--samples-per-instance",
+        dest="samples",
+        type=int,
+        default=8,
+        metavar="N",
+        help="samples per instance (default 8)",
+    )
+    # `--samples` is a file of samples in `eval humaneval`: one meaning per flag name
+    p.add_argument(
+        "--samples", dest="samples", type=int, action=Deprecated, new="--samples-per-instance"
+    )
     p.add_argument("--families", default="", help="comma-separated families (default: all)")
     p.add_argument("--levels", default="1,2", help="comma-separated levels, 0 to 2 (default 1,2)")
     p.add_argument("--model", default="", help="model to sample (default: the config's answerer)")
@@ -65,7 +83,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     if args.seed < 0:
         raise SparringError(f"--seed {args.seed}: use a seed >= 0")
     if args.per_family < 1 or args.samples < 1:
-        raise SparringError("--per-family and --samples: use at least 1")
+        raise SparringError("--per-family and --samples-per-instance: use at least 1")
     families = [f for f in args.families.split(",") if f.strip()] or None
     for name in families or []:
         if name not in FAMILIES:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from sparring.cli.common import (
+    Deprecated,
     add_config_args,
     add_group,
     config_from_args,
@@ -26,7 +27,7 @@ from sparring.errors import SparringError
 from sparring.evaluation.learning import ARM_MEASURES, ARMS
 
 SET_HELP = (
-    "held-out set the control comparison uses: new_tasks (tasks never trained, of trained "
+    "held-out set measured: new_tasks (tasks never trained, of trained "
     "families; default), new_families, trained_tasks (new instances of trained tasks) or bundled"
 )
 
@@ -59,7 +60,14 @@ def add_commands(sub) -> None:
     add_config_args(p)
     p.set_defaults(func=_eval_humaneval)
 
-    p = ev.add_parser("snapshots", help="evaluate answerer snapshots and write a run report")
+    p = ev.add_parser(
+        "snapshots",
+        help="evaluate answerer snapshots and write a run report",
+        description="Evaluate a run's answerer snapshots (base model first) on its data folder "
+        "(--data-dir: val and eval sets) with each round's tests and the bank, choose the best "
+        "the way the select phase does, and write report.json, report.md and the figures to "
+        "--out.",
+    )
     p.add_argument("--data-dir", required=True, help="folder with train/val/eval.jsonl")
     p.add_argument(
         "--model",
@@ -93,7 +101,7 @@ def add_commands(sub) -> None:
     )
     p.add_argument("treatment", metavar="TREATMENT.json", help="the treatment's heldout.json")
     p.add_argument("control", metavar="CONTROL.json", help="the control's heldout.json")
-    p.add_argument("--set", dest="set_name", default="new_tasks", help=SET_HELP)
+    _add_heldout_set(p)
     p.add_argument(
         "--arm", default="reward_vs_control", choices=[name for name, _ in ARMS],
         help="which pair of arms the files are (the line's name; each pair is one config field "
@@ -122,7 +130,7 @@ def add_commands(sub) -> None:
         "--control", dest="controls", nargs="+", default=[], metavar="CONTROL.json",
         help="the control runs' heldout.json files",
     )  # fmt: skip
-    p.add_argument("--set", dest="set_name", default="new_tasks", help=SET_HELP)
+    _add_heldout_set(p)
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (the run's seed: 0)")
     p.set_defaults(func=_eval_pool)
 
@@ -170,6 +178,14 @@ def add_commands(sub) -> None:
     )
     add_config_args(p)
     p.set_defaults(func=_infer)
+
+
+def _add_heldout_set(p: argparse.ArgumentParser) -> None:
+    """`--heldout-set NAME` (`--set`, its old spelling here, means a config override elsewhere)."""
+    p.add_argument("--heldout-set", dest="set_name", default="new_tasks", metavar="SET",
+                   help=SET_HELP)  # fmt: skip
+    p.add_argument("--set", dest="set_name", action=Deprecated, new="--heldout-set",
+                   metavar="SET")  # fmt: skip
 
 
 def _eval_humaneval(args: argparse.Namespace) -> int:

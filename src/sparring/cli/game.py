@@ -21,7 +21,12 @@ from sparring.cli.common import add_config_args, add_group, output_error, output
 
 def add_commands(sub) -> None:
     game = add_group(sub, "game", "self-play games of the engine: list them, train one")
-    p = game.add_parser("list", help="the games, their roles and options")
+    p = game.add_parser(
+        "list",
+        help="the games, their roles and options",
+        description="List the self-play games of the engine: each one's description, its "
+        "roles (which train) and its options (game.options).",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_list)
 
@@ -40,7 +45,12 @@ def add_commands(sub) -> None:
     p.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")
     p.set_defaults(func=_run)
 
-    p = game.add_parser("plot", help="reward curves of finished `game run` folders, one panel each")
+    p = game.add_parser(
+        "plot",
+        help="reward curves of finished `game run` folders, one panel each",
+        description="Draw each role's mean reward per step of finished `sparring game run` "
+        "folders (their metrics.json), one panel per game, into one PNG.",
+    )
     p.add_argument("runs", nargs="+", metavar="DIR", help="output folders of `sparring game run`")
     p.add_argument("--output", "-o", required=True, metavar="PNG", help="figure to write")
     p.set_defaults(func=_plot)

@@ -20,7 +20,13 @@ from sparring.errors import SparringError
 
 def add_commands(sub) -> None:
     prob = add_group(sub, "problems", "list and check problem sets")
-    p = prob.add_parser("list", help="list the problems of a source")
+    p = prob.add_parser(
+        "list",
+        help="list the problems of a source",
+        description="List a problem source's problems (id, difficulty, number of tests, tags) "
+        "and their count, or print them in full as JSON. A source that holds no problems is "
+        "refused.",
+    )
     p.add_argument("--source", default="bundled", help="bundled, humaneval, FILE, DIR or s3://…")
     p.add_argument("--json", action="store_true", help="print a JSON list of full problems")
     p.set_defaults(func=_problems_list)
