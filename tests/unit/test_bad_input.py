@@ -340,3 +340,25 @@ def test_outputs_are_checked_before_the_work_that_fills_them(tmp_path, capsys):
                          "--output", path], "--output")  # fmt: skip
         refused(capsys, ["calibrate", "--model", missing, "--out", path], "--out")
         refused(capsys, ["game", "plot", str(tmp_path), "--output", path], "--output")
+
+
+def test_output_folders_are_checked_before_the_work(tmp_path, capsys):
+    """A command that writes a folder refuses a file in its place, or in the place of one of
+    its parents, in one line naming the flag, before it loads anything."""
+    smoke = str(ROOT / "configs" / "smoke.yaml")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for path in (str(blocker), str(blocker / "sub")):
+        refused(capsys, ["run", "-c", smoke, "--pipeline-root", path], "--pipeline-root", path)
+        refused(capsys, ["train", "-c", smoke, "--workdir", path], "--workdir", path)
+        refused(capsys, ["phase", "materialize", "-c", smoke, "--workdir", path], "--workdir")
+        refused(capsys, ["eval", "snapshots", "--data-dir", str(tmp_path), "--model",
+                         "tiny-random", "--out", path], "--out")  # fmt: skip
+        refused(capsys, ["game", "run", "debate", "--output", path], "--output")
+
+
+def test_a_problem_file_that_is_not_utf8_is_one_line(tmp_path, capsys):
+    path = tmp_path / "problem.txt"
+    path.write_bytes(b"\xff\xfe add two numbers")
+    refused(capsys, ["infer", "--checkpoint", "tiny-random", "--problem-file", str(path)],
+            "problem.txt", "UTF-8")  # fmt: skip

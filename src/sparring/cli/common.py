@@ -1,8 +1,8 @@
 """Arguments shared by every command that takes an experiment config (`--config`, `--set`),
 `add_group`, a subcommand group whose bare form prints its own help, `Deprecated`, an old
 spelling of an option that still works and says so in one line, and the output files a command
-writes (`output_file`, checked before the work that fills them; `write_output`; `output_error`):
-a path that cannot be written is one line naming the flag, never a traceback.
+writes (`output_file`, `output_dir`: checked before the work that fills them; `write_output`;
+`output_error`): a path that cannot be written is one line naming the flag, never a traceback.
 
 Does not cover: loading or validating configs (sparring.config) or any command of its own.
 """
@@ -83,14 +83,29 @@ def output_file(path: str, flag: str) -> Path:
     target = Path(path).expanduser()
     if target.is_dir():
         raise SparringError(f"{flag} {path}: is a folder; name a file")
-    folder = target.parent
+    _writable_from(target.parent, path, flag)
+    return target
+
+
+def output_dir(path: str, flag: str) -> Path:
+    """`path` as a folder the command may write into (made as needed), checked before the
+    work: SparringError naming `flag` when a file stands there or where one of its folders
+    must be, or when the nearest existing folder is not writable."""
+    target = Path(path).expanduser()
+    if target.exists() and not target.is_dir():
+        raise SparringError(f"{flag} {path}: is a file; name a folder")
+    _writable_from(target, path, flag)
+    return target
+
+
+def _writable_from(folder: Path, path: str, flag: str) -> None:
+    """The nearest existing folder at or above `folder` must be a writable folder."""
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
     if not folder.is_dir():
         raise SparringError(f"{flag} {path}: {folder} is a file, not a folder")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise SparringError(f"{flag} {path}: cannot write in {folder} (permission denied)")
-    return target
 
 
 def output_error(exc: OSError, target: Path, flag: str) -> SparringError | None:

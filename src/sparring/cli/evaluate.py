@@ -20,10 +20,11 @@ from sparring.cli.common import (
     add_config_args,
     add_group,
     config_from_args,
+    output_dir,
     output_file,
     write_output,
 )
-from sparring.errors import SparringError
+from sparring.errors import SparringError, read_user_text
 from sparring.evaluation.learning import ARM_MEASURES, ARMS
 
 SET_HELP = (
@@ -301,6 +302,7 @@ def _eval_snapshots(args: argparse.Namespace) -> int:
     from sparring.evaluation.snapshots import evaluate_snapshots
 
     cfg = config_from_args(args)
+    output_dir(args.out, "--out")
     report = evaluate_snapshots(
         cfg, args.data_dir, args.models, args.round_tests, args.bank, args.out
     )
@@ -335,7 +337,7 @@ def _infer(args: argparse.Namespace) -> int:
             path = Path(args.problem_file)
             if not path.is_file():
                 raise SparringError(f"{args.problem_file}: no such problem file")
-            text = path.read_text()
+            text = read_user_text(path)
         problems = [inf.make_problem(text, args.signature, tests)]
     cfg = config_from_args(args)
     if args.stages:

@@ -16,7 +16,13 @@ import json
 import time
 from pathlib import Path
 
-from sparring.cli.common import add_config_args, add_group, output_error, output_file
+from sparring.cli.common import (
+    add_config_args,
+    add_group,
+    output_dir,
+    output_error,
+    output_file,
+)
 
 
 def add_commands(sub) -> None:
@@ -101,7 +107,8 @@ def _run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, [*args.overrides, f"game.name={args.name}"])
     check(cfg)  # one-line errors before any model loads
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    out = Path(args.output or f"{cfg.storage.pipeline_root}/games/{args.name}-{stamp}")
+    out = output_dir(args.output or f"{cfg.storage.pipeline_root}/games/{args.name}-{stamp}",
+                     "--output" if args.output else "storage.pipeline_root")  # fmt: skip
     if args.no_tracking:
         result = run_game(cfg, str(out))
     else:

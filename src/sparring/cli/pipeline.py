@@ -26,6 +26,7 @@ from sparring.cli.common import (
     add_config_args,
     add_group,
     config_from_args,
+    output_dir,
     output_error,
     output_file,
 )
@@ -307,7 +308,8 @@ def _local_root(args, cfg) -> Path:
             f"storage.pipeline_root {root!r}: local runs need a local folder; "
             "pass --pipeline-root DIR"
         )
-    return Path(root).resolve()
+    flag = "--pipeline-root" if args.pipeline_root else "storage.pipeline_root"
+    return output_dir(root, flag).resolve()
 
 
 def _run(args: argparse.Namespace) -> int:
