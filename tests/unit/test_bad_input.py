@@ -189,9 +189,9 @@ def test_a_bad_field_in_the_file_names_the_file(tmp_path, capsys):
     [
         ("", "empty"),
         ("  ", "empty"),
-        ("/no/such/model", "no such folder"),
-        ("./no-such-folder", "no such folder"),
-        ("~/no-such-sparring-model", "no such folder"),
+        ("/no/such/model", "': no such folder"),  # a path: said so
+        ("./no-such-folder", "': no such folder"),  # a path: said so
+        ("~/no-such-sparring-model", "': no such folder"),  # a path: said so
         ("nosuch-model", "not a built-in"),
         ("runs/x/answerer", "not a built-in"),  # a relative path that is not there
         ("Qwen/Qwen 7B", "spaces"),
