@@ -166,7 +166,7 @@ recur: install  ## play a recurring schedule here: RUNS=3 runs, each from the la
 	$(BIN)/sparring recur --config configs/recur.yaml --runs $(RUNS) $(if $(CHAIN),--chain $(CHAIN)) $(SET_FLAGS)
 
 calibrate: install  ## the base model's reward per problem family and level, and the levels in the zone
-	$(BIN)/sparring calibrate --config configs/learn.yaml --seed 2 --per-family 2 --samples 8
+	$(BIN)/sparring calibrate --config configs/learn.yaml --seed 2 --per-family 2 --samples-per-instance 8
 
 learn-search: install  ## the recipe search on the development split (~2 h; CONFIGS=a,b to pick)
 	$(PY) scripts/learn_search.py $(if $(CONFIGS),--configs $(CONFIGS))

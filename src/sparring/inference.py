@@ -13,7 +13,6 @@ Does not cover: training, or evaluation metrics (sparring.evaluation).
 from __future__ import annotations
 
 import ast
-import json
 import os
 import re
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ from typing import Any
 
 from sparring.errors import SparringError
 from sparring.problems import Problem, function_name_of
+from sparring.records import read_records
 
 
 class InferenceError(SparringError, ValueError):
@@ -103,33 +103,28 @@ def make_problem(
 
 
 def read_problems_file(path: str | Path) -> list[Problem]:
-    """Problems from a JSON file: the bundled format ({"problems": [...]}) or a list; each item
-    is a full problem record or a lighter {"description" | "problem", "function_signature" |
-    "signature", "baseline_tests" | "tests" (list or `;` string)}."""
-    p = Path(path)
-    if not p.is_file():
-        raise InferenceError(f"{path}: no such problems file")
-    try:
-        data = json.loads(p.read_text())
-    except json.JSONDecodeError as exc:
-        raise InferenceError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
-    items = data.get("problems") if isinstance(data, dict) else data
-    if not isinstance(items, list) or not items:
+    """Problems from a JSON or JSON Lines file, read as every problems file is
+    (sparring.records: a list, {"problems": [...]}, or one problem per line); each item is a
+    full problem record or a lighter {"description" | "problem", "function_signature" |
+    "signature", "baseline_tests" | "tests" (list or `;` string)}, or a string."""
+    items = read_records(path, "problems", InferenceError, "problems file")
+    if not items:
         raise InferenceError(
-            f"{path}: expected a non-empty list of problems or {{'problems': [...]}}"
+            f"{path}: holds no problems; one per line (JSONL) or a JSON list or "
+            '{"problems": [...]}'
         )
     problems = []
-    for i, item in enumerate(items):
+    for i, (label, item) in enumerate(items):
         if isinstance(item, str):
             item = {"description": item}
         if not isinstance(item, dict):
-            raise InferenceError(f"{path}[{i}]: expected an object or a string")
+            raise InferenceError(f"{label}: expected an object or a string")
         tests = item.get("baseline_tests", item.get("tests", []))
         if isinstance(tests, str):
             tests = split_tests(tests)
         description = item.get("description", item.get("problem", ""))
         if not isinstance(description, str) or not description.strip():
-            raise InferenceError(f"{path}[{i}]: missing 'description' (or 'problem')")
+            raise InferenceError(f"{label}: missing 'description' (or 'problem')")
         problems.append(
             make_problem(
                 description,

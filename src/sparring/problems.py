@@ -21,6 +21,7 @@ from typing import Any
 
 from sparring.errors import SparringError, read_user_text
 from sparring.programs import humaneval_job
+from sparring.records import parse_records
 
 DIFFICULTIES = ("easy", "medium", "hard")
 
@@ -123,28 +124,13 @@ def problem_from_dict(data: Any, where: str) -> Problem:
     )
 
 
-def parse_problems(text: str, where: str, jsonl: bool | None = None) -> list[Problem]:
-    """Parse JSON (a list or {"problems": [...]}) or JSONL text (by `jsonl` or the name)."""
-    if jsonl is None:
-        jsonl = where.endswith(".jsonl")
-    records: list[Any]
-    if jsonl:
-        records = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise ProblemError(f"{where}:{n}: invalid JSON: {exc.msg}") from None
-    else:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ProblemError(f"{where}:{exc.lineno}: invalid JSON: {exc.msg}") from None
-        records = data.get("problems") if isinstance(data, dict) else data
-        if not isinstance(records, list):
-            raise ProblemError(f"{where}: expected a list of problems or {{'problems': [...]}}")
-    return [problem_from_dict(r, f"{where}[{i}]") for i, r in enumerate(records)]
+def parse_problems(text: str, where: str) -> list[Problem]:
+    """Problems from JSON (a list or {"problems": [...]}) or JSON Lines text, told apart by the
+    text, not the name (sparring.records: the one reader)."""
+    return [
+        problem_from_dict(r, label)
+        for label, r in parse_records(text, where, "problems", ProblemError)
+    ]
 
 
 def load_bundled() -> list[Problem]:
@@ -205,7 +191,18 @@ def _docstring_of(prompt: str, entry: str) -> str:
 
 
 def load_source(source: str) -> list[Problem]:
-    """Load problems from `bundled`, `humaneval`, a file, a folder, or an s3:// URI."""
+    """Load problems from `bundled`, `humaneval`, a file, a folder, or an s3:// URI; a source
+    that holds no problems is refused (an empty file is a mistake, not an empty set)."""
+    problems = _load_source(source)
+    if not problems:
+        raise ProblemError(
+            f"{source}: holds no problems; one problem per line (JSONL) or a "
+            'JSON list or {"problems": [...]}'
+        )
+    return problems
+
+
+def _load_source(source: str) -> list[Problem]:
     if source == "bundled":
         return load_bundled()
     if source == "humaneval":
@@ -293,7 +290,7 @@ def write_jsonl(problems: list[Problem], path: str | Path) -> None:
 
 
 def read_jsonl(path: str | Path) -> list[Problem]:
-    return parse_problems(_read(path), str(path), jsonl=True)
+    return parse_problems(_read(path), str(path))
 
 
 def _read(path: str | Path) -> str:
@@ -369,8 +366,11 @@ def compute_trivial_passes(
     return out
 
 
-def check_problems(problems: list[Problem], timeout_s: float = 5.0) -> list[tuple[str, str]]:
-    """Run every reference solution against its own baseline tests in the sandbox.
+def check_problems(
+    problems: list[Problem], timeout_s: float = 5.0, sandbox: Any = None
+) -> list[tuple[str, str]]:
+    """Run every reference solution against its own baseline tests in the sandbox (`sandbox`,
+    else one opened here with `timeout_s`).
 
     Returns (problem id, what failed) for each problem whose reference solution does not pass
     all of its tests, or that has fewer than one test.
@@ -379,8 +379,11 @@ def check_problems(problems: list[Problem], timeout_s: float = 5.0) -> list[tupl
 
     failures: list[tuple[str, str]] = []
     jobs = [_reference_job(p) for p in problems]
-    with Sandbox(SandboxLimits(timeout_s=timeout_s)) as sandbox:
+    if sandbox is not None:
         reports = sandbox.run_many(jobs)
+    else:
+        with Sandbox(SandboxLimits(timeout_s=timeout_s)) as opened:
+            reports = opened.run_many(jobs)
     for problem, report in zip(problems, reports, strict=True):
         if not problem.baseline_tests:
             failures.append((problem.id, "no baseline tests"))

@@ -65,14 +65,17 @@ def test_resume_after_kill_reuses_finished_tasks(tmp_path):
 
 @pytest.mark.slow  # a kfp.local run that fails (~40 s): CI's slow tier keeps make test under 15 min
 def test_failed_task_is_named_in_one_line(tmp_path):
-    """A user mistake that only shows inside a task (a model folder that does not exist) ends
-    `sparring run` with one line naming the task and the mistake, not kfp.local's traceback."""
+    """A user mistake that only shows inside a task (a model folder that holds no model: one
+    that does not exist is refused at the door) ends `sparring run` with one line naming the
+    task and the mistake, not kfp.local's traceback."""
     env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db"}
+    empty = tmp_path / "model"
+    empty.mkdir()
     cmd = [sys.executable, "-m", "sparring.cli.main", "run", "--config", "configs/smoke.yaml"]
-    cmd += ["--set=name=failing", "--set=models.generator.name=/nonexistent/model"]
+    cmd += ["--set=name=failing", f"--set=models.generator.name={empty}"]
     cmd += ["--set=data.max_problems=6", "--pipeline-root", str(tmp_path / "out")]
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 2, done.stderr[-2000:]
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("error: task train-generator failed: model '/nonexistent/model'"), last
+    assert last.startswith(f"error: task train-generator failed: model folder {empty}:"), last
     assert "Traceback" not in done.stderr

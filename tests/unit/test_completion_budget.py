@@ -40,9 +40,11 @@ def test_config_accepts_auto_and_rejects_tiny_lengths():
     assert cfg.grpo.max_completion_length == 0
     assert cfg.grpo.stop_at_fence and cfg.grpo.mask_truncated_completions
     assert cfg.grpo.drop_flat_groups
-    with pytest.raises(ConfigError, match=r"^grpo\.max_completion_length: 2 .*0 \(auto\)"):
+    # the error names the --set that gave the value (issue 75), then the field
+    prefix = r"^--set grpo\.max_completion_length=-?\d: "
+    with pytest.raises(ConfigError, match=prefix + r"grpo\.max_completion_length: 2 .*0 \(auto\)"):
         load_config(None, ["grpo.max_completion_length=2"])
-    with pytest.raises(ConfigError, match=r"^grpo\.max_completion_length: -1 is too small"):
+    with pytest.raises(ConfigError, match=prefix + r"grpo\.max_completion_length: -1 is too small"):
         load_config(None, ["grpo.max_completion_length=-1"])
 
 

@@ -132,7 +132,7 @@ def _cli(*args, cwd=ROOT):
 def test_cli_validate_rejects_bad_files_in_one_line(tmp_path, text, fragment):
     path = tmp_path / "bad.yaml"
     path.write_text(text)
-    result = _cli("config", "validate", str(path))
+    result = _cli("config", "validate", "--config", str(path))
     assert result.returncode == 2
     assert fragment in result.stderr
     assert "Traceback" not in result.stderr
@@ -140,13 +140,13 @@ def test_cli_validate_rejects_bad_files_in_one_line(tmp_path, text, fragment):
 
 
 def test_cli_validate_missing_file():
-    result = _cli("config", "validate", "no/such.yaml")
+    result = _cli("config", "validate", "--config", "no/such.yaml")
     assert result.returncode == 2
     assert result.stderr.strip() == "error: no/such.yaml: no such config file"
 
 
 def test_cli_validate_and_show_a_good_file():
-    result = _cli("config", "validate", "configs/smoke.yaml")
+    result = _cli("config", "validate", "--config", "configs/smoke.yaml")
     assert result.returncode == 0, result.stderr
     shown = _cli("config", "show", "--config", "configs/smoke.yaml", "--set", "rounds=4")
     assert shown.returncode == 0

@@ -18,7 +18,8 @@ Covers, each draw recomputed in-process and compared with tests/golden/draws.jso
   the catalogue) and for the CLI's default selection (`cli/default/...`: the 14 families
   configs/learn.yaml trains on; before issue 63 retired the hand-written families the default
   was all 30, regenerated once on purpose then). A selection with none of a level (level
-  3: no spec family has it) records the one-line FamilyError the CLI prints.
+  3: no spec family has it) records the one-line FamilyError `generate` raises (the CLI
+  itself refuses level 3 before drawing, as a level no family defines).
 
 A draw is recorded as the sha256 of its problems, each serialized as JSON with sorted keys from
 `dataclasses.asdict` (every field: id, description, signature, tests, reference, difficulty,

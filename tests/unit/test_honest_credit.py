@@ -84,7 +84,9 @@ def test_reward_command_explains_each_solution(tmp_path):
     ]
     batch.write_text("".join(json.dumps(r) + "\n" for r in rows))
     cmd = [sys.executable, "-m", "sparring.cli.main", "reward", "--role", "answerer"]
-    out = subprocess.run([*cmd, "--batch", str(batch), "--json"], capture_output=True, text=True)
+    out = subprocess.run(
+        [*cmd, "--solutions", str(batch), "--json"], capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stderr
     got = [json.loads(line) for line in out.stdout.splitlines()]
     assert got[0]["reward"] == DEFAULT_DIFFICULTY_WEIGHTS[ref.difficulty] and got[0]["strict"]
@@ -92,6 +94,6 @@ def test_reward_command_explains_each_solution(tmp_path):
     assert got[2]["parsed"] is False and got[2]["reward"] == 0.0
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"problem_id": "nope", "solution": "x"}\n')
-    out = subprocess.run([*cmd, "--batch", str(bad)], capture_output=True, text=True)
+    out = subprocess.run([*cmd, "--solutions", str(bad)], capture_output=True, text=True)
     assert out.returncode == 2 and out.stderr.startswith("error: ")
     assert "bad.jsonl:1" in out.stderr and "Traceback" not in out.stderr

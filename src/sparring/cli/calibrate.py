@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
-from sparring.cli.common import add_config_args, config_from_args
+from sparring.cli.common import (
+    Deprecated,
+    add_config_args,
+    config_from_args,
+    output_file,
+    write_output,
+)
 from sparring.errors import SparringError
 
 
@@ -27,8 +32,9 @@ def add_commands(sub) -> None:
         "calibrate",
         help="sample the answerer on problem-family instances: reward per family and level",
         description=(
-            "Samples the config's answerer (or --model) --samples times on --per-family "
-            "instances of each problem family and level, generated under --seed (use a seed "
+            "Samples the config's answerer (or --model) --samples-per-instance times on "
+            "--per-family instances of each problem family and level, generated under --seed "
+            "(use a seed "
             "that neither training nor the held-out sets use), at the training temperature and "
             "completion budget, and prints per family and level the mean reward (share of the "
             "tests no trivial code passes), the whole-problem pass rate and the zone share "
@@ -43,9 +49,20 @@ def add_commands(sub) -> None:
     add_config_args(p)
     p.add_argument("--seed", type=int, default=2, help="instance seed (default 2: development)")
     p.add_argument("--per-family", type=int, default=2, help="instances per family and level")
-    p.add_argument("--samples", type=int, default=8, help="samples per instance (default 8)")
+    p.add_argument(
+        "--samples-per-instance",
+        dest="samples",
+        type=int,
+        default=8,
+        metavar="N",
+        help="samples per instance (default 8)",
+    )
+    # `--samples` is a file of samples in `eval humaneval`: one meaning per flag name
+    p.add_argument(
+        "--samples", dest="samples", type=int, action=Deprecated, new="--samples-per-instance"
+    )
     p.add_argument("--families", default="", help="comma-separated families (default: all)")
-    p.add_argument("--levels", default="1,2,3", help="comma-separated levels (default 1,2,3)")
+    p.add_argument("--levels", default="1,2", help="comma-separated levels, 0 to 2 (default 1,2)")
     p.add_argument("--model", default="", help="model to sample (default: the config's answerer)")
     p.add_argument(
         "--given-tests",
@@ -61,12 +78,12 @@ def add_commands(sub) -> None:
 
 def _calibrate(args: argparse.Namespace) -> int:
     from sparring import calibration
-    from sparring.families import FAMILIES, LEVELS
+    from sparring.families import DEFINED_LEVELS, FAMILIES
 
     if args.seed < 0:
         raise SparringError(f"--seed {args.seed}: use a seed >= 0")
     if args.per_family < 1 or args.samples < 1:
-        raise SparringError("--per-family and --samples: use at least 1")
+        raise SparringError("--per-family and --samples-per-instance: use at least 1")
     families = [f for f in args.families.split(",") if f.strip()] or None
     for name in families or []:
         if name not in FAMILIES:
@@ -74,20 +91,21 @@ def _calibrate(args: argparse.Namespace) -> int:
                 f"--families: unknown family {name!r}; known: {', '.join(FAMILIES)}"
             )
     levels = _int_list(args.levels, "--levels")
-    if not levels or any(level not in LEVELS for level in levels):
-        raise SparringError(f"--levels {args.levels!r}: use levels among {list(LEVELS)}")
+    if not levels or any(level not in DEFINED_LEVELS for level in levels):
+        raise SparringError(f"--levels {args.levels!r}: use levels among {list(DEFINED_LEVELS)}")
     band = [float(x) for x in args.band.split(",")] if args.band else []
     if len(band) != 2 or not 0 <= band[0] < band[1] <= 1:
         raise SparringError(f"--band {args.band!r}: two numbers LO,HI with 0 <= LO < HI <= 1")
     if args.given_tests is not None and args.given_tests < 0:
         raise SparringError(f"--given-tests {args.given_tests}: use 0 (off) or K >= 1")
+    out = output_file(args.out, "--out") if args.out else None  # before minutes of sampling
     cfg = config_from_args(args)
     given = cfg.data.given_tests if args.given_tests is None else args.given_tests
     rows = calibration.calibrate(
         cfg, args.seed, args.per_family, args.samples, families, levels, args.model, given
     )
     summary = calibration.summarize(rows)
-    if args.out:
-        Path(args.out).write_text(json.dumps({"rows": rows, "summary": summary}, indent=1))
+    if out is not None:
+        write_output(out, json.dumps({"rows": rows, "summary": summary}, indent=1), "--out")
     print(calibration.format_table(summary, (band[0], band[1])))
     return 0

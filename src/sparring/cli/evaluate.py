@@ -15,12 +15,20 @@ import sys
 import time
 from pathlib import Path
 
-from sparring.cli.common import add_config_args, add_group, config_from_args
-from sparring.errors import SparringError
+from sparring.cli.common import (
+    Deprecated,
+    add_config_args,
+    add_group,
+    config_from_args,
+    output_dir,
+    output_file,
+    write_output,
+)
+from sparring.errors import SparringError, read_user_text
 from sparring.evaluation.learning import ARM_MEASURES, ARMS
 
 SET_HELP = (
-    "held-out set the control comparison uses: new_tasks (tasks never trained, of trained "
+    "held-out set measured: new_tasks (tasks never trained, of trained "
     "families; default), new_families, trained_tasks (new instances of trained tasks) or bundled"
 )
 
@@ -53,7 +61,14 @@ def add_commands(sub) -> None:
     add_config_args(p)
     p.set_defaults(func=_eval_humaneval)
 
-    p = ev.add_parser("snapshots", help="evaluate answerer snapshots and write a run report")
+    p = ev.add_parser(
+        "snapshots",
+        help="evaluate answerer snapshots and write a run report",
+        description="Evaluate a run's answerer snapshots (base model first) on its data folder "
+        "(--data-dir: val and eval sets) with each round's tests and the bank, choose the best "
+        "the way the select phase does, and write report.json, report.md and the figures to "
+        "--out.",
+    )
     p.add_argument("--data-dir", required=True, help="folder with train/val/eval.jsonl")
     p.add_argument(
         "--model",
@@ -87,7 +102,7 @@ def add_commands(sub) -> None:
     )
     p.add_argument("treatment", metavar="TREATMENT.json", help="the treatment's heldout.json")
     p.add_argument("control", metavar="CONTROL.json", help="the control's heldout.json")
-    p.add_argument("--set", dest="set_name", default="new_tasks", help=SET_HELP)
+    _add_heldout_set(p)
     p.add_argument(
         "--arm", default="reward_vs_control", choices=[name for name, _ in ARMS],
         help="which pair of arms the files are (the line's name; each pair is one config field "
@@ -116,7 +131,7 @@ def add_commands(sub) -> None:
         "--control", dest="controls", nargs="+", default=[], metavar="CONTROL.json",
         help="the control runs' heldout.json files",
     )  # fmt: skip
-    p.add_argument("--set", dest="set_name", default="new_tasks", help=SET_HELP)
+    _add_heldout_set(p)
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (the run's seed: 0)")
     p.set_defaults(func=_eval_pool)
 
@@ -137,7 +152,12 @@ def add_commands(sub) -> None:
     p.add_argument("--tests", default="", help="tests separated by ';', e.g. 'assert f(1)==2'")
     p.add_argument("--execute-tests", action="store_true", help="run the tests in the sandbox")
     p.add_argument("--batch", action="store_true", help="batch mode (with --problems-file)")
-    p.add_argument("--problems-file", help="JSON problems file: bundled format or a list")
+    p.add_argument(
+        "--problems-file",
+        metavar="FILE",
+        help="problems, read as every problems file is: JSON Lines (one per line), a JSON list "
+        'or {"problems": [...]}; full records or {"description", "signature", "tests"}',
+    )
     p.add_argument("--output", metavar="FILE.json", help="write results as JSON")
     p.add_argument("--no-reasoning", action="store_true", help="show only the code")
     p.add_argument(
@@ -161,12 +181,21 @@ def add_commands(sub) -> None:
     p.set_defaults(func=_infer)
 
 
+def _add_heldout_set(p: argparse.ArgumentParser) -> None:
+    """`--heldout-set NAME` (`--set`, its old spelling here, means a config override elsewhere)."""
+    p.add_argument("--heldout-set", dest="set_name", default="new_tasks", metavar="SET",
+                   help=SET_HELP)  # fmt: skip
+    p.add_argument("--set", dest="set_name", action=Deprecated, new="--heldout-set",
+                   metavar="SET")  # fmt: skip
+
+
 def _eval_humaneval(args: argparse.Namespace) -> int:
     from sparring.evaluation.humaneval import evaluate_humaneval_samples, read_samples
     from sparring.problems import load_humaneval
     from sparring.sandbox.limits import trusted_limits
 
     cfg = config_from_args(args)
+    output = output_file(args.output, "--output") if args.output else None
     if args.samples_per_task < 1:
         raise SparringError("--samples-per-task: must be >= 1")
     if args.limit is not None and args.limit < 0:
@@ -204,8 +233,8 @@ def _eval_humaneval(args: argparse.Namespace) -> int:
             label=None if args.json else "eval",
         ).texts
         samples = sample_rows(targets, completions)
-        if args.output:
-            Path(args.output).write_text("".join(json.dumps(s) + "\n" for s in samples))
+        if output is not None:
+            write_output(output, "".join(json.dumps(s) + "\n" for s in samples), "--output")
     generated = time.perf_counter()
     result = evaluate_humaneval_samples(samples, problems, limits, cfg.data.pass_k)
     if not args.json and len(samples) > FEW:
@@ -273,6 +302,7 @@ def _eval_snapshots(args: argparse.Namespace) -> int:
     from sparring.evaluation.snapshots import evaluate_snapshots
 
     cfg = config_from_args(args)
+    output_dir(args.out, "--out")
     report = evaluate_snapshots(
         cfg, args.data_dir, args.models, args.round_tests, args.bank, args.out
     )
@@ -294,9 +324,10 @@ def _infer(args: argparse.Namespace) -> int:
             "give one of --problem, --problem-file, or --batch --problems-file (not several)"
         )
     if args.batch and not args.problems_file:
-        raise SparringError("--batch needs --problems-file FILE.json")
+        raise SparringError("--batch needs --problems-file FILE (.json or .jsonl)")
     if args.problems_file and not args.batch:
         raise SparringError("--problems-file needs --batch")
+    output = output_file(args.output, "--output") if args.output else None  # before generating
     tests = inf.split_tests(args.tests)
     if args.batch:
         problems = inf.read_problems_file(args.problems_file)
@@ -306,7 +337,7 @@ def _infer(args: argparse.Namespace) -> int:
             path = Path(args.problem_file)
             if not path.is_file():
                 raise SparringError(f"{args.problem_file}: no such problem file")
-            text = path.read_text()
+            text = read_user_text(path)
         problems = [inf.make_problem(text, args.signature, tests)]
     cfg = config_from_args(args)
     if args.stages:
@@ -338,8 +369,8 @@ def _infer(args: argparse.Namespace) -> int:
         if i:
             print("\n" + "-" * 60)
         print(inf.format_result(record, show_reasoning=not args.no_reasoning))
-    if args.output:
+    if output is not None:
         payload = records if args.batch else records[0]
-        Path(args.output).write_text(json.dumps(payload, indent=1))
+        write_output(output, json.dumps(payload, indent=1), "--output")
         print(f"\nwrote {args.output}")
     return 0

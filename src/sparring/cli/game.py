@@ -16,12 +16,23 @@ import json
 import time
 from pathlib import Path
 
-from sparring.cli.common import add_config_args, add_group
+from sparring.cli.common import (
+    add_config_args,
+    add_group,
+    output_dir,
+    output_error,
+    output_file,
+)
 
 
 def add_commands(sub) -> None:
     game = add_group(sub, "game", "self-play games of the engine: list them, train one")
-    p = game.add_parser("list", help="the games, their roles and options")
+    p = game.add_parser(
+        "list",
+        help="the games, their roles and options",
+        description="List the self-play games of the engine: each one's description, its "
+        "roles (which train) and its options (game.options).",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_list)
 
@@ -40,7 +51,12 @@ def add_commands(sub) -> None:
     p.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")
     p.set_defaults(func=_run)
 
-    p = game.add_parser("plot", help="reward curves of finished `game run` folders, one panel each")
+    p = game.add_parser(
+        "plot",
+        help="reward curves of finished `game run` folders, one panel each",
+        description="Draw each role's mean reward per step of finished `sparring game run` "
+        "folders (their metrics.json), one panel per game, into one PNG.",
+    )
     p.add_argument("runs", nargs="+", metavar="DIR", help="output folders of `sparring game run`")
     p.add_argument("--output", "-o", required=True, metavar="PNG", help="figure to write")
     p.set_defaults(func=_plot)
@@ -50,6 +66,7 @@ def _plot(args: argparse.Namespace) -> int:
     from sparring.errors import SparringError
     from sparring.phases.game import plot_games
 
+    out = output_file(args.output, "--output")
     histories = {}
     for run in args.runs:
         path = Path(run) / "metrics.json"
@@ -57,7 +74,14 @@ def _plot(args: argparse.Namespace) -> int:
             raise SparringError(f"{run}: no metrics.json (not a finished `sparring game run`)")
         data = json.loads(path.read_text())
         histories[data.get("game", Path(run).name)] = data.get("history", [])
-    print(f"wrote {plot_games(histories, args.output)}")
+    try:
+        written = plot_games(histories, out)
+    except OSError as exc:
+        error = output_error(exc, out, "--output")
+        if error is None:
+            raise
+        raise error from None
+    print(f"wrote {written}")
     return 0
 
 
@@ -83,7 +107,8 @@ def _run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, [*args.overrides, f"game.name={args.name}"])
     check(cfg)  # one-line errors before any model loads
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    out = Path(args.output or f"{cfg.storage.pipeline_root}/games/{args.name}-{stamp}")
+    out = output_dir(args.output or f"{cfg.storage.pipeline_root}/games/{args.name}-{stamp}",
+                     "--output" if args.output else "storage.pipeline_root")  # fmt: skip
     if args.no_tracking:
         result = run_game(cfg, str(out))
     else:

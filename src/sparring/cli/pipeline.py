@@ -22,7 +22,14 @@ import time
 from pathlib import Path
 
 from sparring import local_run
-from sparring.cli.common import add_config_args, add_group, config_from_args
+from sparring.cli.common import (
+    add_config_args,
+    add_group,
+    config_from_args,
+    output_dir,
+    output_error,
+    output_file,
+)
 from sparring.errors import SparringError
 
 RECUR_CONFIG = "configs/recur.yaml"  # what `schedule` and `recur` run without --config
@@ -39,18 +46,37 @@ def _client_factory(host: str | None, token: str | None, namespace: str | None):
 
 
 def add_commands(sub) -> None:
-    p = sub.add_parser("compile", help="compile a config's pipeline to KFP IR YAML")
+    p = sub.add_parser(
+        "compile",
+        help="compile a config's pipeline to KFP IR YAML",
+        description="Compile the config's pipeline (the self-play DAG, or the game DAG when "
+        "game.name is set) to a KFP IR YAML file to upload to Kubeflow Pipelines; the same "
+        "config compiles to the same bytes. The config travels inside it: every task reads it.",
+    )
     add_config_args(p, required=True)
     p.add_argument("--output", "-o", required=True, metavar="FILE", help="IR YAML to write")
     p.set_defaults(func=_compile)
 
-    p = sub.add_parser("run", help="run the pipeline locally (kfp.local, subprocesses)")
+    p = sub.add_parser(
+        "run",
+        help="run the pipeline locally (kfp.local, subprocesses)",
+        description="Run the config's pipeline on this machine, the same DAG as on a cluster, "
+        "each task a subprocess (kfp.local), logging to MLflow (tracking.mlflow_uri). Prints "
+        "the START line, each task's status and time, and with data.val_samples the LEARN "
+        "lines. A killed run goes on with --resume: finished tasks are reused.",
+    )
     add_config_args(p, required=True)
     p.add_argument("--resume", action="store_true", help="reuse finished tasks of the last run")
     p.add_argument("--pipeline-root", metavar="DIR", help="local outputs (default: config's)")
     p.set_defaults(func=_run)
 
-    p = sub.add_parser("submit", help="submit one run to a Kubeflow Pipelines server")
+    p = sub.add_parser(
+        "submit",
+        help="submit one run to a Kubeflow Pipelines server",
+        description="Compile the config's pipeline and start one run of it on a Kubeflow "
+        "Pipelines server (--host), in --experiment, under the config's Kubernetes service "
+        "account; prints the run id.",
+    )
     add_config_args(p, required=True)
     _add_server_args(p)
     p.add_argument("--experiment", help="KFP experiment (default: tracking.experiment)")
@@ -64,7 +90,7 @@ def add_commands(sub) -> None:
         "inherits its bank (storage.start_fresh: false). Without --config: "
         f"{RECUR_CONFIG} (the recurring config; `sparring recur` plays it on this machine).",
     )
-    add_config_args(p)
+    add_config_args(p, without=f"{RECUR_CONFIG} (from a checkout's root)")
     _add_server_args(p)
     when = p.add_mutually_exclusive_group(required=True)
     when.add_argument("--cron", help="six-field cron, seconds first: '0 0 3 * * *' = 03:00 daily")
@@ -89,13 +115,18 @@ def add_commands(sub) -> None:
         "START line and its LEARN lines against the base model and against its own start; "
         "the chain's table ends the output and is written to chain.md there.",
     )
-    add_config_args(p)
+    add_config_args(p, without=f"{RECUR_CONFIG} (from a checkout's root)")
     p.add_argument("--runs", type=int, default=3, help="how many runs (default 3)")
     p.add_argument("--chain", metavar="DIR", help="a chain folder to continue (default: new)")
     p.set_defaults(func=_recur)
 
     runs = add_group(sub, "runs", "list pipeline runs on a Kubeflow Pipelines server")
-    p = runs.add_parser("list", help="recent runs, newest first")
+    p = runs.add_parser(
+        "list",
+        help="recent runs, newest first",
+        description="List the newest runs on a Kubeflow Pipelines server (all, or one "
+        "--experiment's): run id, state, creation time and name.",
+    )
     _add_server_args(p)
     p.add_argument("--experiment", help="only runs of this experiment")
     p.add_argument("--limit", type=int, default=20, help="how many runs")
@@ -162,8 +193,15 @@ def _experiment(args, cfg) -> str:
 
 def _compile(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
+    target = output_file(args.output, "--output")
     t0 = time.perf_counter()
-    out = local_run.pipelines_module().compile_pipeline(cfg, args.output)
+    try:
+        out = local_run.pipelines_module().compile_pipeline(cfg, target)
+    except OSError as exc:
+        error = output_error(exc, target, "--output")
+        if error is None:
+            raise
+        raise error from None
     what = f"game {cfg.game.name}" if cfg.game.name else f"{cfg.rounds} rounds"
     print(f"compiled {cfg.name} ({what}) -> {out} in {time.perf_counter() - t0:.1f}s")
     return 0
@@ -270,7 +308,8 @@ def _local_root(args, cfg) -> Path:
             f"storage.pipeline_root {root!r}: local runs need a local folder; "
             "pass --pipeline-root DIR"
         )
-    return Path(root).resolve()
+    flag = "--pipeline-root" if args.pipeline_root else "storage.pipeline_root"
+    return output_dir(root, flag).resolve()
 
 
 def _run(args: argparse.Namespace) -> int:

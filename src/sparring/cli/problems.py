@@ -20,7 +20,13 @@ from sparring.errors import SparringError
 
 def add_commands(sub) -> None:
     prob = add_group(sub, "problems", "list and check problem sets")
-    p = prob.add_parser("list", help="list the problems of a source")
+    p = prob.add_parser(
+        "list",
+        help="list the problems of a source",
+        description="List a problem source's problems (id, difficulty, number of tests, tags) "
+        "and their count, or print them in full as JSON. A source that holds no problems is "
+        "refused.",
+    )
     p.add_argument("--source", default="bundled", help="bundled, humaneval, FILE, DIR or s3://…")
     p.add_argument("--json", action="store_true", help="print a JSON list of full problems")
     p.set_defaults(func=_problems_list)
@@ -180,7 +186,7 @@ def _problems_check(args: argparse.Namespace) -> int:
 
 def _problems_families(args: argparse.Namespace) -> int:
     from sparring.atomic import write_file
-    from sparring.families import LEVELS, TRAINED_FAMILIES, FamilyError, generate
+    from sparring.families import DEFINED_LEVELS, TRAINED_FAMILIES, FamilyError, generate
 
     seed = _int_option(args.seed, "--seed", 0, FamilyError)
     per_family = _int_option(args.per_family, "--per-family", 1, FamilyError)
@@ -196,8 +202,9 @@ def _problems_families(args: argparse.Namespace) -> int:
     levels = []
     for part in args.levels.split(","):
         level = part.strip()
-        if not level.isdigit() or int(level) not in LEVELS:
-            raise FamilyError(f"--levels: {level!r} is not one of {', '.join(map(str, LEVELS))}")
+        if not level.isdigit() or int(level) not in DEFINED_LEVELS:
+            known = ", ".join(map(str, DEFINED_LEVELS))
+            raise FamilyError(f"--levels: {level!r} is not one of {known}")
         levels.append(int(level))
     path = Path(args.out)
     if path.is_dir():

@@ -1,6 +1,8 @@
 """`sparring reward`: what each solution of a JSONL batch earns as the answerer's reward, and why.
 
-Covers: reading and checking the batch, and printing one line (or JSON object) per solution.
+Covers: reading and checking the solutions (one reader for JSON and JSON Lines:
+sparring.records; a problem whose reference fails its own tests is refused), and printing one
+line (or JSON object) per solution.
 Does not cover: the scoring itself (sparring.code_duel.score_answers,
 sparring.rewards.answerer_credit) or which tests trivial code passes
 (sparring.problems.compute_trivial_passes).
@@ -11,6 +13,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from sparring.cli.common import Deprecated
+
 
 def add_commands(sub) -> None:
     p = sub.add_parser(
@@ -19,9 +23,11 @@ def add_commands(sub) -> None:
         description=(
             "Scores solutions the way answerer training does: the difficulty-weighted share of "
             "a problem's discriminating tests (tests no trivial solution passes) that the code "
-            "passes; code whose results equal a trivial solution's earns 0. Input: JSONL, one "
-            '{"problem_id": ..., "solution": ...} per line (a solution may be a whole model '
-            "completion: its last python code block defining the function is used)."
+            "passes; code whose results equal a trivial solution's earns 0. Input (--solutions): "
+            'JSONL, one {"problem_id": ..., "solution": ...} per line, or a JSON list of them '
+            "(a solution may be a whole model completion: its last python code block defining "
+            "the function is used). A problem whose reference solution fails its own tests is "
+            "refused."
         ),
     )
     p.add_argument(
@@ -30,49 +36,65 @@ def add_commands(sub) -> None:
         default="answerer",
         help="whose reward (the generator's needs a frozen answerer: see the report)",
     )
-    p.add_argument("--batch", required=True, metavar="FILE.jsonl", help="solutions to score")
-    p.add_argument("--source", default="bundled", help="where the problems come from")
+    p.add_argument(
+        "--solutions",
+        metavar="FILE.jsonl",
+        help='required: the solutions to score, one {"problem_id", "solution"} per line '
+        "(or a JSON list of them)",
+    )
+    p.add_argument("--batch", dest="solutions", action=Deprecated, new="--solutions")
+    p.add_argument(
+        "--source",
+        default="bundled",
+        help="where the problems come from: bundled, humaneval, FILE, DIR or s3://…",
+    )
     p.add_argument("--timeout", type=float, default=2.0, help="seconds per test")
     p.add_argument("--json", action="store_true", help="one JSON object per solution")
     p.set_defaults(func=_reward)
 
 
 def _reward(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from sparring import code_duel
     from sparring.errors import SparringError
-    from sparring.problems import compute_trivial_passes, load_source
+    from sparring.problems import check_problems, compute_trivial_passes, load_source
+    from sparring.records import read_records
     from sparring.sandbox import Sandbox
     from sparring.sandbox.limits import trusted_limits
 
-    path = Path(args.batch)
-    if not path.is_file():
-        raise SparringError(f"{args.batch}: no such file")
+    if not args.solutions:
+        raise SparringError('--solutions FILE.jsonl is required: one {"problem_id", "solution"} '
+                            "per line")  # fmt: skip
+    where = f"--solutions {args.solutions}"
     items = []
-    for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SparringError(f"{args.batch}:{n}: invalid JSON: {exc.msg}") from None
+    for label, row in read_records(args.solutions, "solutions", SparringError, "solutions file"):
         if not isinstance(row, dict) or not isinstance(row.get("problem_id"), str):
-            raise SparringError(
-                f'{args.batch}:{n}: expected {{"problem_id": ..., "solution": ...}}'
-            )
+            raise SparringError(f'{label}: expected {{"problem_id": ..., "solution": ...}}')
         if not isinstance(row.get("solution"), str):
-            raise SparringError(f"{args.batch}:{n}: 'solution' must be a string")
-        items.append((n, row["problem_id"], row["solution"]))
+            raise SparringError(f"{label}: 'solution' must be a string")
+        # the line of a JSON Lines file (label FILE:LINE), else the record's place (FILE[i])
+        tail = label.rpartition(":")[2]
+        n = int(tail) if tail.isdigit() else len(items) + 1
+        items.append((n, label, row["problem_id"], row["solution"]))
+    if not items:
+        raise SparringError(f'{where}: holds no solutions; one {{"problem_id", "solution"}} a line')
     problems = {p.id: p for p in load_source(args.source)}
-    for n, pid, _ in items:
+    for _, label, pid, _ in items:
         if pid not in problems:
-            raise SparringError(f"{args.batch}:{n}: problem_id {pid!r} is not in {args.source}")
-    wanted = list(dict.fromkeys(pid for _, pid, _ in items))
+            raise SparringError(f"{label}: problem_id {pid!r} is not in {args.source}")
+    wanted = list(dict.fromkeys(pid for _, _, pid, _ in items))
     with Sandbox(trusted_limits(None, timeout_s=args.timeout)) as sb:
+        # a problem whose reference fails its own tests would score against wrong tests
+        broken = check_problems([problems[i] for i in wanted], sandbox=sb)
+        if broken:
+            pid, why = broken[0]
+            raise SparringError(
+                f"--source {args.source}: problem {pid}: its reference solution fails its own "
+                f"tests ({why}); fix the problem (sparring problems check --source "
+                f"{args.source}) before scoring against it"
+            )
         scored = {p.id: p for p in compute_trivial_passes([problems[i] for i in wanted], sb)}
         credits = code_duel.score_answers(
-            [scored[pid] for _, pid, _ in items], [text for _, _, text in items], sb
+            [scored[pid] for _, _, pid, _ in items], [text for *_, text in items], sb
         )
     out = [
         {
@@ -88,7 +110,7 @@ def _reward(args: argparse.Namespace) -> int:
             "strict": c.strict,
             "difficulty": scored[pid].difficulty,
         }
-        for (n, pid, _), c in zip(items, credits, strict=True)
+        for (n, _, pid, _), c in zip(items, credits, strict=True)
     ]
     for row in out:
         if args.json:

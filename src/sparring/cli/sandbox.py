@@ -101,18 +101,38 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tests", required=True, help="file with one assert per line")
     p.add_argument("--timeout", type=float, default=2.0, help="seconds per test (wall clock)")
     p.add_argument("--memory-mb", type=int, default=512, help="address space limit per test")
-    p.add_argument("--isolation", choices=["auto", "bwrap", "none"], default="auto")
+    p.add_argument(
+        "--isolation",
+        choices=["auto", "bwrap", "none"],
+        default="auto",
+        help="auto and bwrap: bubblewrap namespaces (stops in one line where they do not work); "
+        "none: rlimits only, no file system, network or /proc isolation (default auto)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
     """Register `sandbox exec` and `sandbox validate` on a top-level subparsers object."""
     sub = add_group(subparsers, "sandbox", "run untrusted code against tests")
-    ex = sub.add_parser("exec", help="run a solution against tests")
+    ex = sub.add_parser(
+        "exec",
+        help="run a solution against tests",
+        description="Run a Python file against a file of asserts (one per line), each test "
+        "alone in the sandbox under its time and memory limits, and print each test's outcome "
+        "(passed, failed, error, timeout, ...) and the count passed. Exit 0 whenever the "
+        "sandbox ran, 2 on bad input, 1 on a sandbox failure.",
+    )
     ex.add_argument("--solution", required=True, help="Python file defining the function(s)")
     _common(ex)
     ex.set_defaults(func=_cmd_exec)
-    va = sub.add_parser("validate", help="validate generated tests against a reference solution")
+    va = sub.add_parser(
+        "validate",
+        help="validate generated tests against a reference solution",
+        description="Judge generated tests the way the validate phase does: a test is valid "
+        "when the problem's reference solution passes it (duplicates are marked), and each "
+        "valid test says which --solutions it breaks. Prints each verdict, the validity and "
+        "the discrimination (the share of valid tests that break some solution).",
+    )
     va.add_argument("--problem", required=True, help="JSON file with 'reference_solution'")
     va.add_argument("--solutions", nargs="*", default=[], help="solution files to try to break")
     _common(va)

@@ -34,7 +34,13 @@ def add_commands(sub) -> None:
     p.add_argument(
         "--report", action="store_true", help="run nothing: report the finished runs as they are"
     )
-    p.add_argument("--config", default="configs/learn.yaml", help="the config every arm is on")
+    p.add_argument(
+        "--config",
+        "-c",
+        metavar="FILE",
+        default="configs/learn.yaml",
+        help="experiment YAML every arm is on (default configs/learn.yaml)",
+    )
     p.add_argument(
         "--set",
         dest="overrides",

@@ -11,7 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
-from sparring.cli.common import add_config_args, add_group, config_from_args
+from sparring.cli.common import add_config_args, add_group, config_from_args, output_dir
 from sparring.errors import SparringError
 
 PHASES = ("materialize", "train-answerer", "train-generator", "validate")
@@ -83,6 +83,7 @@ def _train(args: argparse.Namespace) -> int:
     from sparring.plain_runner.loop import run_selfplay
 
     cfg = _cfg(args)
+    output_dir(args.workdir, "--workdir")
     summary = run_selfplay(
         cfg, args.workdir, resume=args.resume, resume_from=args.resume_from, mirror=args.mirror
     )
@@ -100,7 +101,7 @@ def _phase(args: argparse.Namespace) -> int:
     from sparring.phases.table import outputs_in, run
 
     cfg = _cfg(args)
-    d = Path(args.workdir)
+    d = output_dir(args.workdir, "--workdir")
     n = args.round
     if n < 1:
         raise SparringError("--round: rounds are numbered from 1")

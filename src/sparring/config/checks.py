@@ -84,7 +84,7 @@ def check_cross_fields(cfg: Config) -> None:
 
 
 def _check_families(cfg: Config) -> None:
-    from sparring.families import FAMILIES, LEVELS
+    from sparring.families import DEFINED_LEVELS, FAMILIES
 
     fam = cfg.data.families
     for key in ("families", "heldout_families"):
@@ -94,8 +94,11 @@ def _check_families(cfg: Config) -> None:
                     f"data.families.{key}: unknown family {name!r}; known: {', '.join(FAMILIES)}"
                 )
     for level in fam.levels:
-        if level not in LEVELS:
-            raise ConfigError(f"data.families.levels: {level}; use levels among {list(LEVELS)}")
+        if level not in DEFINED_LEVELS:
+            raise ConfigError(
+                f"data.families.levels: {level}; use levels among {list(DEFINED_LEVELS)} "
+                f"(no family defines level {level})"
+            )
     if not fam.levels:
         raise ConfigError("data.families.levels: name at least one level, e.g. [1, 2]")
     both = sorted(set(fam.families) & set(fam.heldout_families))

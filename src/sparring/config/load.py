@@ -1,9 +1,10 @@
 """From a YAML file and `--set key.path=value` overrides to a validated Config, and back to YAML.
 
-Covers: `read_yaml` (errors name the file and, for syntax, the line), `parse_override` and
-`apply_overrides` (values read as YAML, applied before validation), `from_dict` (schema, then
-cross-field checks), `load_config` (all of it; errors prefixed with the file), `dump_yaml` (the
-resolved config, keys in schema order).
+Covers: `read_yaml` (errors name the file and, for syntax, the line; an empty file is refused),
+`parse_override` and `apply_overrides` (values read as YAML, applied before validation),
+`from_dict` (schema, then cross-field checks), `load_config` (all of it, and the door's check
+that each model name can load here; an error names the `--set` that set the field it is about,
+else the file), `dump_yaml` (the resolved config, keys in schema order).
 
 Does not cover: the schema (sparring.config.schema and its sections), the checks themselves
 (sparring.config.validate, .checks), the CLI around it (sparring.cli.config).
@@ -18,6 +19,7 @@ import yaml
 
 from sparring.config.checks import check_cross_fields
 from sparring.config.fields import ConfigError
+from sparring.config.model_names import check_model_names
 from sparring.config.schema import Config, to_dict
 from sparring.config.validate import build_section
 from sparring.errors import read_user_text
@@ -75,19 +77,39 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: YAML syntax error at {line}: {exc.problem}") from None
     except yaml.YAMLError as exc:  # e.g. a control character: one line, not PyYAML's three
         raise ConfigError(f"{path}: YAML error: {' '.join(str(exc).split())}") from None
-    if data is not None and not isinstance(data, dict):
+    if data is None:  # empty, or comments only: almost surely not the file meant
+        raise ConfigError(
+            f"{path}: empty config file; give at least one key (e.g. name: my-run), or leave "
+            "out --config for the embedded defaults"
+        )
+    if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of keys to values")
-    return data or {}
+    return data
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> Config:
-    """Load, override and validate a config file (no file: the embedded defaults)."""
+    """Load, override and validate a config file (no file: the embedded defaults), and check
+    that its model names can load here. An error about a field a `--set` gave names that
+    `--set`; any other names the file."""
     data = read_yaml(path) if path else {}
     data = apply_overrides(data, overrides or [])
     try:
-        return from_dict(data)
+        cfg = from_dict(data)
+        check_model_names(cfg)
     except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc}" if path else str(exc)) from None
+        raise ConfigError(f"{_blamed(str(exc), overrides or [], path)}{exc}") from None
+    return cfg
+
+
+def _blamed(message: str, overrides: list[str], path: str | Path | None) -> str:
+    """The prefix naming where the field of `message` (`key.path: ...`) came from: the last
+    `--set` whose key path it lies on (either within the other), else the file."""
+    field = message.split(":", 1)[0].split("[", 1)[0].split(".")
+    for text in reversed(overrides):
+        key = text.partition("=")[0].strip().split(".")
+        if field[: len(key)] == key or key[: len(field)] == field:
+            return f"--set {text}: "
+    return f"{path}: " if path else ""
 
 
 def dump_yaml(cfg: Config) -> str:

@@ -17,13 +17,13 @@ Does not cover: generating completions (sparring.sampler) or loading the tasks
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparring.errors import SparringError, read_user_text
+from sparring.errors import SparringError
 from sparring.programs import humaneval_job
+from sparring.records import read_records
 from sparring.sandbox.limits import trusted_limits
 
 if TYPE_CHECKING:
@@ -96,21 +96,15 @@ def sample_rows(problems: Sequence[Problem], completions: Sequence[Sequence[str]
 
 
 def read_samples(path: str | Path) -> list[dict[str, Any]]:
-    """Samples in the official HumanEval format: JSONL with task_id and completion."""
-    p = Path(path)
-    if not p.is_file():
-        raise SparringError(f"{path}: no such samples file")
+    """Samples in the official HumanEval format: JSONL with task_id and completion (or a JSON
+    list of them: sparring.records, the one reader)."""
     samples = []
-    for n, line in enumerate(read_user_text(p).splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SparringError(f"{path}:{n}: invalid JSON: {exc.msg}") from None
+    for label, row in read_records(path, "samples", SparringError, "samples file"):
         if not isinstance(row, dict) or "task_id" not in row or "completion" not in row:
-            raise SparringError(f"{path}:{n}: each line needs 'task_id' and 'completion'")
+            raise SparringError(f"{label}: each line needs 'task_id' and 'completion'")
         samples.append(row)
+    if not samples:
+        raise SparringError(f"{path}: holds no samples; one {{task_id, completion}} per line")
     return samples
 
 

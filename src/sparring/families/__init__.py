@@ -40,6 +40,7 @@ from sparring.problems import Problem
 from sparring.trivial import argument_count, trivial_family
 
 __all__ = [
+    "DEFINED_LEVELS",
     "FAMILIES",
     "LEVELS",
     "NEW_FAMILIES",
@@ -60,7 +61,10 @@ __all__ = [
 ]
 
 FAMILIES: dict[str, Family] = {name: as_family(spec) for name, spec in SPECS.items()}
-LEVELS = (0, 1, 2, 3)
+LEVELS = (0, 1, 2, 3)  # the generator's vocabulary (DIFFICULTY); no family has level 3 today
+# the levels some family defines: what a config or a command may ask for (level 3 would draw
+# nothing; materialize would fail on it)
+DEFINED_LEVELS = tuple(sorted({level for family in FAMILIES.values() for level in family.levels}))
 TASK_TAG = "task:"  # + the instance's task key (sparring.families.identity)
 OP_TAG = "op:"  # + `family/op` of an instance: the operation, constants aside
 DEFAULT_LEVELS = (1, 2)  # level 0 (one step with drawn constants) is asked for by name
