@@ -75,6 +75,18 @@ def check_cross_fields(cfg: Config) -> None:
             "selection.refuse_below_start: the gain over the start is measured on held-out "
             "samples; set data.val_samples to 1 or more, or refuse_below_start: false"
         )
+    heldout_new_tasks = "families" in cfg.data.train and cfg.data.families.heldout_per_family
+    if cfg.selection.refuse_below_start and not heldout_new_tasks:
+        raise ConfigError(
+            "selection.refuse_below_start: the gain over the start is measured on the held-out "
+            "new tasks of the problem families; add families to data.train (with "
+            "data.families.heldout_per_family 1 or more), or refuse_below_start: false"
+        )
+    if cfg.selection.start_margin and not cfg.selection.refuse_below_start:
+        raise ConfigError(
+            f"selection.start_margin: {cfg.selection.start_margin} is read only by the start "
+            "gate; set selection.refuse_below_start: true, or start_margin: 0"
+        )
     coach = cfg.coach
     if coach.failure_threshold >= coach.success_threshold:
         raise ConfigError(

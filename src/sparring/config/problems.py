@@ -68,9 +68,18 @@ class SelectionConfig:
     )
     refuse_below_start: bool = _f(
         False,
-        "promote only the final round, and only when it scores at least its start on the "
-        "held-out new tasks (LEARN heldout_new_tasks_vs_start: the champion the run trained on "
-        "from, or the base model); a schedule keeps its champion otherwise",
+        "the start gate: promote only the final round, and only when it does not fall below "
+        "its start (the champion the run trained on from, or the base model) by more than "
+        "start_margin on the held-out new tasks, sampled again for the gate with a seed of its "
+        "own; a schedule keeps its champion otherwise (on in configs/recur.yaml and the "
+        "cluster presets that schedule)",
+    )
+    start_margin: float = _f(
+        0.0,
+        "with refuse_below_start: a run is refused when its gain over its start in the gate's "
+        "sample is below -start_margin (0: any drop refuses, a tie passes)",
+        ge=0.0,
+        le=1.0,
     )
     registered_model: str = _f("sparring-answerer", "MLflow registered model name")
     alias: str = _f("champion", "MLflow alias given to the selected version")
