@@ -2,9 +2,10 @@
 one-line default, the pipeline's name, and `Tasks`, which applies one config's Kubernetes settings
 to a task by kind (light, training, TrainJob launcher, sandbox).
 
-Cluster settings (ignored silently by kfp.local): GPU type/count and memory on training tasks,
-CPU/memory elsewhere, retries on idempotent tasks (materialize, validate, snapshot, evaluate),
-S3 and MLflow Secrets as environment on every task except validation, node selectors and
+Cluster settings (ignored silently by kfp.local): GPU type/count, CPU and memory on training
+tasks (`kubernetes.train_cpu`, `train_memory`), CPU/memory elsewhere (`cpu`, `memory`), each a
+request equal to its limit, retries on idempotent tasks (materialize, validate, snapshot,
+evaluate), S3 and MLflow Secrets as environment on every task except validation, node selectors and
 tolerations, per-task timeouts, non-root security context, and on validation pods the label
 `sparring.io/sandbox: "true"` (the NetworkPolicy selects it) plus the annotation
 `sparring.io/runtime-class` (kfp-kubernetes 2.17 has no RuntimeClass setter; an admission policy
@@ -125,13 +126,15 @@ class Tasks:
         return task
 
     def training(self, task, display: str):
-        """GRPO phases: GPUs, training memory, the GPU pool's node selector and tolerations."""
+        """GRPO phases and the warm start: GPUs, training CPU and memory, the GPU pool's node
+        selector and tolerations."""
         self._common(task, display)
         gpu = self.k8s.gpu
         if gpu.count > 0:
             task.set_accelerator_type(gpu.resource).set_accelerator_limit(gpu.count)
             if gpu.accelerator:
                 kubernetes.add_node_selector(task, GPU_PRODUCT_LABEL, gpu.accelerator)
+        task.set_cpu_request(self.k8s.train_cpu).set_cpu_limit(self.k8s.train_cpu)
         task.set_memory_request(self.k8s.train_memory).set_memory_limit(self.k8s.train_memory)
         self._place(task, self.k8s.node_selector, self.k8s.tolerations)
         return task

@@ -12,6 +12,9 @@ This module says so and measures it:
   whether the next run starts from this one.
 - `vs_start_line`: `LEARN heldout_new_tasks_vs_start base=X final=Y ci95_delta=LO,HI n=TASKS`,
   the final answerer against the run's own start (the evaluate phase measures it).
+- `chains` and `gate_line`: whether a schedule's runs continue from the champion, and what the
+  start gate (selection.refuse_below_start) does with a run that falls below its start:
+  `sparring schedule` and `sparring recur` print it.
 - `play`: `sparring recur` / `make recur RUNS=N`: N runs of one config in one MLflow store and
   one bank folder, each continuing from the one before, the way a Kubeflow schedule runs them,
   run k with training_seed + k - 1; then the table of the chain (`chain_table`) that
@@ -60,6 +63,37 @@ def bank_summary(rows: Sequence[Mapping[str, Any]]) -> str:
     if not rows:
         return "none"
     return f"{len(rows)} tests (" + ", ".join(f"{k}: {n}" for k, n in runs_of(rows).items()) + ")"
+
+
+def chains(cfg: Config) -> bool:
+    """Whether each scheduled run of `cfg` continues from the champion the run before
+    registered: storage.start_fresh off, and the code duel (a game's run starts from its base
+    model every time, and promotes by its own rule). Every shipped config that chains has the
+    start gate on (tests/unit/test_recurring.py)."""
+    return not cfg.storage.start_fresh and not cfg.game.name
+
+
+def gate_line(cfg: Config) -> str:
+    """What the start gate does in a schedule of `cfg`, in one line.
+
+    >>> from sparring.config import from_dict
+    >>> gate_line(from_dict({"storage": {"start_fresh": True}}))
+    'start gate: n/a, every run starts from the base model (storage.start_fresh: true)'
+    """
+    s = cfg.selection
+    if not chains(cfg):
+        why = "a game" if cfg.game.name else "storage.start_fresh: true"
+        return f"start gate: n/a, every run starts from the base model ({why})"
+    if not s.refuse_below_start:
+        return (
+            "start gate: off (selection.refuse_below_start: false): a run below its start is "
+            "promoted all the same, and the next run starts from it"
+        )
+    return (
+        "start gate: on: a run whose held-out new tasks, sampled again for the gate, fall below "
+        f"its start's by more than selection.start_margin ({s.start_margin:.3f}) is not "
+        "promoted, and the next run starts from the champion that stands"
+    )
 
 
 def start_line(cfg: Config) -> str:
@@ -247,6 +281,7 @@ def play(config: str, runs: int, chain: str | None, sets: Sequence[str]) -> Path
             f"{config}: storage.start_fresh is true, so no run would continue from the one "
             "before; a schedule needs storage.start_fresh: false"
         )
+    print(gate_line(cfg), flush=True)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     folder = Path(chain or Path(cfg.storage.pipeline_root) / "recur" / stamp).resolve()
     folder.mkdir(parents=True, exist_ok=True)

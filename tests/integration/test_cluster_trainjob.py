@@ -229,6 +229,7 @@ def test_component_runs_the_phase_as_a_trainjob(kube, s3_server, tmp_path, monke
         "dry_run=true", "kubernetes.trainer.poll_s=0.05", "kubernetes.trainer.processes_per_node=1",
         "kubernetes.gpu.count=0", "models.answerer.name=tiny-random", "models.answerer.device=cpu",
         "data.train=[bundled]", "data.max_problems=12", f"storage.s3_endpoint={s3_server}",
+        "selection.refuse_below_start=false",  # the gate measures the families, not trained here
     ]  # fmt: skip
     cfg = load_config(ROOT / "configs/cluster-multinode.yaml", sets)
     storage.configure(cfg)

@@ -2,12 +2,14 @@
 moto S3) with the tiny model: run 1 persists a bank and registers a champion; run 2's START line
 names both, init-models starts from the champion, materialize inherits the bank (retiring an
 invalid test and a duplicate), and the evaluate phase measures the final answerer against the
-very version it started from. Also the refusal of a bank from another task space."""
+very version it started from. Also the refusal of a bank from another task space, and the start
+gate keeping the first run's champion through a second run that scores below it."""
 
 from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -140,3 +142,117 @@ def test_a_bank_of_another_task_space_is_refused_by_materialize(chain, tmp_path)
     assert "\n" not in str(refused.value) and "task space" in str(refused.value)
     fresh = chain("storage.start_fresh=true")  # the way out the message names
     assert materialize_carrying_bank(fresh, str(tmp_path / "fresh"))["bank_loaded"] == 0
+
+
+def test_a_run_below_its_start_keeps_the_first_runs_champion(mlflow_server, tmp_path, monkeypatch):
+    """Two recurring runs in configs/recur.yaml's configuration (its start gate, start_margin and
+    data.val_samples; the tiny model, this test's registry name and bank): run 1 ends above its
+    start (the base model) and becomes champion v1; run 2 starts from v1 and ends below it in the
+    start gate's own sample, so it is not promoted and the next run starts from v1 again. A tiny
+    model cannot be made worse on purpose: the held-out scores are stubbed at the sampler, by
+    the weights the sampled model holds. The rest is real: the held-out new tasks recur.yaml
+    generates, init-models and the champion's download, the start's download by version with
+    its weights check, the gate, the selection and the registry of a real MLflow server."""
+    from sparring.evaluation import learning
+    from sparring.evaluation import snapshots as snapshots_mod
+    from sparring.evaluation.intervals import task_keys
+    from sparring.families.sets import configured_sets
+    from sparring.phases import evaluate as evaluate_mod
+    from sparring.phases.select import select_and_register
+    from sparring.problems import heldout_sets
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
+    cfg = load_config(
+        "configs/recur.yaml",
+        [
+            f"tracking.mlflow_uri={mlflow_server}",
+            "tracking.experiment=recurring-gate-test",
+            f"selection.registered_model=gate-{tmp_path.name}",
+            f"storage.bank_uri={tmp_path / 'persisted' / 'bank.jsonl'}",
+            "models.answerer.name=tiny-random",
+            "models.generator.name=tiny-random",
+        ],
+    )
+    assert cfg.selection.refuse_below_start and cfg.data.val_samples == 1, "recur.yaml's gate"
+    margin = cfg.selection.start_margin
+    val = configured_sets(cfg.data.families).heldout_problems()
+    sets, tasks = heldout_sets(val), task_keys({p.id: p.tags for p in val})
+    new_tasks = sets["new_tasks"]
+    assert len(set(tasks[i] for i in new_tasks)) > 40
+
+    def trained(k: int) -> str:
+        """Run k's final answerer: tiny-random's files and weights of its own."""
+        folder = tmp_path / f"final{k}"
+        shutil.copytree(builtin_dir("tiny-random"), folder)
+        (folder / "adapter_model.safetensors").write_bytes(f"run {k}".encode())
+        meta = {"base": "tiny-random", "tuning_mode": "full", "role": "answerer"}
+        (folder / "sparring_model.json").write_text(json.dumps(meta))
+        return str(folder)
+
+    finals = [trained(1), trained(2)]
+    # held-out new-task score of each model, whichever draw: the base 0.3, run 1 above it,
+    # run 2 below run 1 (its start) by more than recur.yaml's start_margin
+    score = {"tiny-random": 0.3, lineage.weights_digest(finals[0]): 0.5}
+    score[lineage.weights_digest(finals[1])] = 0.5 - margin - 0.2
+    draws = []
+
+    def sampler(cfg, model, problems, name, cache=False, seed=None):
+        key = lineage.weights_digest(model) if Path(model).is_dir() else model
+        draws.append((name, seed))
+        return {"discriminating": {p.id: score[key] for p in problems}}
+
+    monkeypatch.setattr(snapshots_mod, "sampled_scores", sampler)
+    (tmp_path / "bank.jsonl").write_text("")
+
+    def run(k: int) -> dict:
+        """Recurring run k from init-models to select, its training replaced by finals[k-1]."""
+        init_models(cfg, str(tmp_path / f"a{k}"), str(tmp_path / f"g{k}"), champion=True)
+        start = lineage.start_of(str(tmp_path / f"a{k}"))
+        parent = tracking.start_parent_run(cfg, f"kfp-gate-{k}")
+        final = finals[k - 1]
+        evaluated = sampler(cfg, final, val, "final")  # the evaluation's own draw
+        report = {
+            "baseline": {"val_sampled": sampler(cfg, "tiny-random", val, "base")},
+            "snapshots": [
+                {"round": 1, "answerer_reward": 0.5, "test_validity": 0.5, "promotable": True,
+                 "val_sampled": evaluated}
+            ],
+        }  # fmt: skip
+        report["learning"] = learning.learning_summary(report, cfg.seed, sets, tasks)
+        seed = evaluate_mod.gate_seed(cfg, parent)
+        evaluate_mod.start_measures(cfg, start, final, val, sets, tasks, report, seed)
+        out = tmp_path / f"report{k}"
+        out.mkdir()
+        (out / "report.json").write_text(json.dumps(report))
+        manifest = tmp_path / f"manifest{k}.json"
+        manifest.write_text(json.dumps([{"round": 1, "answerer": final}]))
+        result = select_and_register(
+            cfg, str(out), str(manifest), str(tmp_path / "bank.jsonl"),
+            str(tmp_path / f"champion{k}"), parent,
+        )  # fmt: skip
+        tracking.finish_parent_run(cfg, parent)
+        return {"start": start, "report": report, "result": result, "seed": seed}
+
+    first = run(1)
+    assert first["start"]["champion"] is None  # from the base model
+    assert first["result"]["promoted"] == 1.0 and first["result"]["version"] == "1"
+
+    second = run(2)
+    assert second["start"]["champion"]["version"] == "1"
+    assert second["start"]["weights"] == lineage.weights_digest(finals[0])
+    gate = second["report"]["learning"]["gate"]["discriminating"]
+    assert gate["before"] == 0.5 and gate["delta"] < -margin
+    assert second["result"]["promoted"] == 0.0, second["result"]
+    assert "below -selection.start_margin" in second["result"]["reason"]
+    assert (tmp_path / "champion2" / "NOT_PROMOTED.txt").is_file()
+    # the gate drew with a seed of each run's own, never the evaluation's
+    gate_seeds = {s for name, s in draws if name.startswith("start gate")}
+    assert gate_seeds == {first["seed"], second["seed"]} and cfg.seed + 1 not in gate_seeds
+
+    # the champion stands: the alias still names version 1, and the next run starts from it
+    assert tracking.champion_version(cfg)["version"] == "1"
+    assert "@champion version 1 " in recurring.start_line(cfg)
+    init_models(cfg, str(tmp_path / "a3"), str(tmp_path / "g3"), champion=True)
+    third = lineage.start_of(str(tmp_path / "a3"))
+    assert third["champion"]["version"] == "1"
+    assert third["weights"] == lineage.weights_digest(finals[0])

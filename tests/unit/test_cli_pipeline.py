@@ -147,6 +147,15 @@ def test_a_schedule_gives_each_run_its_own_seed_unless_asked_not_to(fake, capsys
     assert "every run trains with training_seed 0 (--same-seed)" in capsys.readouterr().out
 
 
+def test_a_schedule_says_whether_its_start_gate_keeps_the_champion(fake, capsys):
+    args = ["schedule", "--interval", "3600", "--host", "http://h"]
+    assert main([*args, "-c", "configs/recur.yaml", "--set", "name=smoke"]) == 0  # fake's name
+    assert "  start gate: on: a run whose held-out new tasks" in capsys.readouterr().out
+    assert _scheduled_config(fake[0].package)["selection"]["refuse_below_start"] is True
+    assert main([*args, "-c", SMOKE]) == 0
+    assert "start gate: n/a, every run starts from the base model" in capsys.readouterr().out
+
+
 def test_schedule_interval(fake):
     assert main(["schedule", "-c", SMOKE, "--interval", "3600", "--host", "http://h"]) == 0
     kw = fake[0].calls[1][1]

@@ -80,7 +80,8 @@ def test_spec_environment_resources_and_placement():
     assert obj["spec"]["activeDeadlineSeconds"] == 86400
     assert trainer["image"] == cfg.kubernetes.images.trainer
     assert trainer["numNodes"] == 2 and trainer["numProcPerNode"] == 8
-    assert trainer["resourcesPerNode"]["limits"] == {"memory": "960Gi", "nvidia.com/gpu": 8}
+    want = {"cpu": "64", "memory": "960Gi", "nvidia.com/gpu": 8}
+    assert trainer["resourcesPerNode"]["limits"] == trainer["resourcesPerNode"]["requests"] == want
     secret_env = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in trainer["env"]
                   if "valueFrom" in e}  # fmt: skip
     assert tuple(trainjob.S3_ENV) == S3_ENV and tuple(trainjob.MLFLOW_ENV) == MLFLOW_ENV
@@ -102,7 +103,8 @@ def test_spec_environment_resources_and_placement():
     trainer = trainjob.trainjob_spec(cpu, name="n", namespace="ns", phase="train-answerer",
                                      round_index=1, args=[])["spec"]["trainer"]  # fmt: skip
     assert trainer["numProcPerNode"] == 1 and trainer["resourcesPerNode"]["limits"] == {
-        "memory": "960Gi"
+        "cpu": "64",
+        "memory": "960Gi",
     }
 
 

@@ -73,6 +73,17 @@ def test_smoke_uses_tiny_model_and_local_uses_smollm2():
         ),
         ({"coach": {"start_level": 4}}, "coach.start_level: 4 is too large; must be <= 3"),
         ({"coach": {"enable": True}}, "coach.enable: unknown key in 'coach'; did you mean"),
+        (
+            {"kubernetes": {"train_cpu": "8 cores"}},
+            "kubernetes.train_cpu: '8 cores' is not a CPU quantity above 0",
+        ),
+        ({"kubernetes": {"train_cpu": "0"}}, "kubernetes.train_cpu: '0' is not a CPU quantity"),
+        ({"kubernetes": {"cpu": "2x"}}, "kubernetes.cpu: '2x' is not a CPU quantity"),
+        (
+            {"kubernetes": {"train_memory": "32GB"}},
+            "kubernetes.train_memory: '32GB' is not a memory quantity above 0; write e.g.",
+        ),
+        ({"kubernetes": {"memory": "0Gi"}}, "kubernetes.memory: '0Gi' is not a memory quantity"),
     ],
 )
 def test_invalid_values_name_the_field(data, fragment):
@@ -81,6 +92,12 @@ def test_invalid_values_name_the_field(data, fragment):
     message = str(info.value)
     assert fragment in message
     assert "\n" not in message
+
+
+def test_resources_take_kubernetes_quantities():
+    cfg = from_dict({"kubernetes": {"train_cpu": 12, "cpu": "500m", "train_memory": "64Gi"}})
+    assert (cfg.kubernetes.train_cpu, cfg.kubernetes.cpu) == ("12", "500m")
+    assert from_dict({"kubernetes": {"train_cpu": 0.5}}).kubernetes.train_cpu == "0.5"
 
 
 def test_overrides_keep_yaml_types():

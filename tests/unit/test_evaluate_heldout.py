@@ -9,6 +9,7 @@ import json
 from sparring import lineage
 from sparring.config import from_dict
 from sparring.evaluation import learning
+from sparring.evaluation import snapshots as snapshots_mod
 from sparring.phases import evaluate as evaluate_mod
 from sparring.problems import Problem, write_jsonl
 
@@ -136,9 +137,13 @@ def test_a_run_without_a_generator_phase_measures_no_generator(tmp_path, monkeyp
     assert "generator_heldout" not in report["learning"]
 
 
-def _evaluate_below_start(tmp_path, monkeypatch, refuse: bool) -> dict:
+def _evaluate_below_start(
+    tmp_path, monkeypatch, refuse: bool, gate_final: float = 0.0, margin: float = 0.0
+) -> tuple[dict, list]:
     """One round whose final answerer scores below the base model it started from on the
-    held-out new tasks (three tasks, 1.0 -> 0.0 on one of them); report.json as written."""
+    held-out new tasks in the evaluation's sample (three tasks, 1.0 -> 0.0 on one of them);
+    the start gate's own sample (the sampler stubbed: the start scores as in the evaluation,
+    the final `gate_final` on every task). report.json as written, and the gate's draws."""
     val = [_problem(f"t{i}", "heldout:new_tasks", f"task:k{i}") for i in range(3)]
     write_jsonl(val, tmp_path / "val.jsonl")
     base = {p.id: 1.0 if p.id == "t0" else 0.0 for p in val}
@@ -163,21 +168,74 @@ def _evaluate_below_start(tmp_path, monkeypatch, refuse: bool) -> dict:
     (answerer / "sparring_model.json").write_text(json.dumps({"base": "x", "start": start}))
     entries = [{"round": 1, "answerer_path": str(answerer), "tests_path": ""}]
     _stub_edges(monkeypatch, entries, lambda *a, **k: report)
-    cfg = from_dict({"data": {"val_samples": 1}, "selection": {"refuse_below_start": refuse}})
+    draws = []
+
+    def gate_sampler(cfg, model, problems, name, cache=False, seed=None):
+        draws.append((model, [p.id for p in problems], seed))
+        scores = (
+            base if model == cfg.model_for("answerer").name else dict.fromkeys(base, gate_final)
+        )
+        return {"discriminating": {p.id: scores[p.id] for p in problems}}
+
+    monkeypatch.setattr(snapshots_mod, "sampled_scores", gate_sampler)
+    cfg = from_dict(
+        {
+            "data": {"val_samples": 1, "train": ["families"]},
+            "selection": {"refuse_below_start": refuse, "start_margin": margin},
+        }
+    )
     evaluate_mod.evaluate(cfg, str(tmp_path), "manifest.json", "", str(tmp_path / "out"))
-    return json.loads((tmp_path / "out" / "report.json").read_text())
+    return json.loads((tmp_path / "out" / "report.json").read_text()), draws
 
 
 def test_the_start_gate_keeps_a_run_below_its_start_from_promotion(tmp_path, monkeypatch):
-    """With selection.refuse_below_start the selection is made again once the gain over the
-    start is known, and the report (which select reads) refuses the final round in words."""
-    written = _evaluate_below_start(tmp_path, monkeypatch, refuse=True)
-    assert written["learning"]["gains"]["heldout_new_tasks_vs_start"]["discriminating"]["delta"] < 0
+    """With selection.refuse_below_start the selection is made again once the gate's own sample
+    of the start and the final answerer is known, and the report (which select reads) refuses
+    the final round in words."""
+    written, draws = _evaluate_below_start(tmp_path, monkeypatch, refuse=True, gate_final=0.0)
+    assert written["learning"]["gate"]["discriminating"]["delta"] < 0
     selection = written["selection"]
     assert selection["index"] is None, selection
-    assert "held-out new tasks 0.333 -> 0.000 (n=3) against its start" in selection["reason"]
+    assert "held-out new tasks 0.333 -> 0.000 (n=3, sampled for the gate)" in selection["reason"]
+    # the gate drew its own answers: start then final, the new tasks alone, a seed of its own
+    cfg = from_dict({"data": {"val_samples": 1}})
+    seed = evaluate_mod.gate_seed(cfg)
+    assert draws == [
+        (cfg.model_for("answerer").name, ["t0", "t1", "t2"], seed),
+        (str(tmp_path / "a1"), ["t0", "t1", "t2"], seed),
+    ]
+    assert seed != cfg.seed + 1, "not the evaluation's draw"
+
+
+def test_the_start_gate_reads_its_own_sample_not_the_reported_gain(tmp_path, monkeypatch):
+    """The reported gain over the start (VS_START: the evaluation's answers) fell; the gate's
+    own draw did not: promoted, and the reported gain is left as measured."""
+    written, _ = _evaluate_below_start(tmp_path, monkeypatch, refuse=True, gate_final=1.0)
+    reported = written["learning"]["gains"]["heldout_new_tasks_vs_start"]["discriminating"]
+    assert reported["delta"] < 0
+    assert written["learning"]["gate"]["discriminating"]["delta"] > 0
+    assert written["selection"]["index"] == 0, written["selection"]
+
+
+def test_a_drop_within_the_start_margin_is_promoted(tmp_path, monkeypatch):
+    written, _ = _evaluate_below_start(
+        tmp_path, monkeypatch, refuse=True, gate_final=0.0, margin=0.5
+    )
+    assert written["learning"]["gate"]["discriminating"]["delta"] == -1 / 3
+    assert written["selection"]["index"] == 0, written["selection"]
 
 
 def test_without_the_start_gate_a_run_below_its_start_is_promoted(tmp_path, monkeypatch):
-    written = _evaluate_below_start(tmp_path, monkeypatch, refuse=False)
+    written, draws = _evaluate_below_start(tmp_path, monkeypatch, refuse=False)
     assert written["selection"]["index"] == 0
+    assert draws == [] and "gate" not in written["learning"], "no gate, no sample of its own"
+
+
+def test_the_gate_seed_is_the_runs_own():
+    """One per run (its parent run id; its training seed without one), none the evaluation's."""
+    cfg = from_dict({})
+    seeds = {evaluate_mod.gate_seed(cfg, run) for run in ("run-a", "run-b", "")}
+    assert len(seeds) == 3 and cfg.seed + 1 not in seeds
+    assert evaluate_mod.gate_seed(cfg, "run-a") == evaluate_mod.gate_seed(cfg, "run-a")
+    other = from_dict({"training_seed": 7})
+    assert evaluate_mod.gate_seed(other) != evaluate_mod.gate_seed(cfg)

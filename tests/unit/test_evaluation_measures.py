@@ -354,38 +354,76 @@ def test_humaneval_job_defaults_to_the_canonical_solution():
 
 def _gated_report(delta: float | None) -> dict:
     """Round 1 scores best by the checkpoint score, round 2 is the final round; `delta` is the
-    final's gain over its start on the held-out new tasks (None: not measured)."""
+    final's gain over its start on the held-out new tasks in the start gate's own sample (None:
+    not measured); the reported gain over the start (VS_START) says the opposite, and the gate
+    must not read it."""
     gain = {} if delta is None else {
         "discriminating": {"before": 0.4, "after": 0.4 + delta, "delta": delta, "n": 40}
     }  # fmt: skip
+    reported = {"discriminating": {"before": 0.4, "after": 0.2, "delta": -0.2, "n": 40}}
     return {
         "snapshots": [
             {"round": 1, "answerer_reward": 0.9, "test_validity": 0.9, "promotable": True},
             {"round": 2, "answerer_reward": 0.5, "test_validity": 0.5, "promotable": True},
         ],
-        "learning": {"gains": {"heldout_new_tasks_vs_start": gain}},
+        "learning": {"gains": {"heldout_new_tasks_vs_start": reported}, "gate": gain},
     }
 
 
+GATED = {
+    "selection": {"refuse_below_start": True},
+    "data": {"val_samples": 1, "train": ["families"]},
+}
+
+
 def test_the_start_gate_promotes_only_a_final_round_not_below_its_start():
-    gated = from_dict({"selection": {"refuse_below_start": True}, "data": {"val_samples": 1}})
+    gated = from_dict(GATED)
     index, _, reason = choose_best(gated, _gated_report(0.0))
     assert index == 1, reason  # round 1 scored higher, but only the final one was measured
     assert "refused: round 1 (not the final round" in reason
     index, score, reason = choose_best(gated, _gated_report(-0.025))
     assert (index, score) == (None, 0.0)
-    assert "round 2 (held-out new tasks 0.400 -> 0.375 (n=40) against its start" in reason
+    assert "round 2 (held-out new tasks 0.400 -> 0.375 (n=40, sampled for the gate)" in reason
+    assert "-0.025, below -selection.start_margin (0.000)" in reason
     index, _, reason = choose_best(gated, _gated_report(None))
     assert index is None and "was not measured" in reason
     # off (the default): the checkpoint score alone, whatever the start
     assert choose_best(from_dict({}), _gated_report(-0.025))[0] == 0
 
 
-def test_the_start_gate_needs_held_out_samples_and_no_game():
+@pytest.mark.parametrize(
+    ("margin", "delta", "promoted"),
+    [
+        (0.0, 0.0, True),  # a tie passes
+        (0.0, -0.001, False),
+        (0.05, -0.05, True),  # exactly -margin passes
+        (0.05, -0.025, True),
+        (0.05, -0.051, False),
+        (0.05, 0.1, True),
+    ],
+)
+def test_the_start_margin_refuses_a_gain_below_minus_the_margin(margin, delta, promoted):
+    cfg = from_dict({**GATED, "selection": {"refuse_below_start": True, "start_margin": margin}})
+    index, _, reason = choose_best(cfg, _gated_report(delta))
+    assert (index == 1) is promoted, reason
+    if not promoted:
+        assert f"below -selection.start_margin ({margin:.3f})" in reason
+
+
+def test_the_start_gate_needs_held_out_samples_new_tasks_and_no_game():
     with pytest.raises(ConfigError, match=r"selection\.refuse_below_start: .*data\.val_samples"):
         from_dict({"selection": {"refuse_below_start": True}, "data": {"val_samples": 0}})
     with pytest.raises(ConfigError, match=r"selection\.refuse_below_start: a game"):
         from_dict({"selection": {"refuse_below_start": True}, "game": {"name": "debate"}})
+    with pytest.raises(ConfigError, match=r"held-out new tasks .* add families to data\.train"):
+        from_dict({"selection": {"refuse_below_start": True}, "data": {"val_samples": 1}})
+    no_heldout = {**GATED["data"], "families": {"heldout_per_family": 0}}
+    with pytest.raises(ConfigError, match=r"data\.families\.heldout_per_family 1 or more"):
+        from_dict({**GATED, "data": no_heldout})
+    with pytest.raises(ConfigError, match=r"selection\.start_margin: 0\.1 is read only by"):
+        from_dict({"selection": {"start_margin": 0.1}})
+    with pytest.raises(ConfigError, match=r"selection\.start_margin: -0\.1 is too small"):
+        from_dict({**GATED, "selection": {"refuse_below_start": True, "start_margin": -0.1}})
 
 
 def test_selection_doc_examples():

@@ -10,8 +10,11 @@ Covers, each draw recomputed in-process and compared with tests/golden/draws.jso
   held-out set by its `heldout:<set>` tag (`<config>/heldout:new_tasks`, `new_ops` (a subset
   of new_tasks), `trained_tasks`, `new_families`, and a `data.heldout` source such as
   `bundled`, whose split depends on the training prompts), and the drop counts and task
-  overlap (`<config>/drops`). Today these are configs/learn.yaml and configs/local.yaml; a
-  config that starts naming `families` without a record fails `test_every_draw_is_recorded`;
+  overlap (`<config>/drops`). Today these are configs/learn.yaml, configs/local.yaml,
+  configs/recur.yaml and the cluster presets that schedule (their held-out new tasks are what
+  the start gate measures); a config that starts naming `families` without a record fails
+  `test_every_draw_is_recorded`. A remote source (s3://: the cluster presets' own problems)
+  cannot be drawn offline and is left out of its config's record;
 - `sparring problems families --per-family 8` at seeds 0, 1, 2 and levels 0, 1, 2, 3, through
   the function behind the CLI (`sparring.families.generate`): for the 16 spec families
   (`cli/spec/...`, named in SPEC_FAMILIES, not read from SPECS, so the record does not follow
@@ -47,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import dataclasses
 import hashlib
 import json
 import multiprocessing
@@ -129,7 +133,10 @@ def _config_draws(config: str) -> dict[str, dict]:
     from sparring.problem_sources import problem_sets
     from sparring.problems import HELDOUT_TAG
 
-    sets = problem_sets(load_config(ROOT / config))
+    cfg = load_config(ROOT / config)
+    local = [s for s in cfg.data.train if not s.startswith("s3://")]  # offline: see the top
+    cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, train=local))
+    sets = problem_sets(cfg)
     draws = {f"{config}/train": _record(sets.train)}
     by_set: dict[str, list] = {}
     for p in sets.heldout:

@@ -262,6 +262,37 @@ def test_gpu_on_training_tasks_only(cluster):
             assert res["resourceCpuLimit"] == cfg.kubernetes.cpu
 
 
+@pytest.mark.parametrize(
+    "config",
+    [
+        "configs/local.yaml",
+        "configs/cluster-qwen7b.yaml",
+        "configs/cluster-multinode.yaml",
+        "configs/games/debate.yaml",
+    ],
+)
+def test_every_task_requests_cpu_and_memory_training_tasks_their_own(compiled, config):
+    """Every executor of the IR requests CPU and memory (request = limit): the training tasks
+    kubernetes.train_cpu and train_memory, every other task (the TrainJob launchers of
+    trainer.nodes > 1 included: their nodes get train_cpu, tests/unit/test_cluster_spec.py)
+    kubernetes.cpu and memory."""
+    cfg, _, ir, _ = compiled(config)
+    k8s = cfg.kubernetes
+    execs = ir["deploymentSpec"]["executors"]
+    in_task = k8s.trainer.nodes == 1
+    trained = set()
+    for key, task in _tasks(ir).items():
+        res = execs[_executor(ir, task)]["container"].get("resources", {})
+        training = in_task and (_kind(key) in (*TRAINING, "warm-start", "train-game"))
+        cpu, memory = (k8s.train_cpu, k8s.train_memory) if training else (k8s.cpu, k8s.memory)
+        assert res.get("resourceCpuRequest") == res.get("resourceCpuLimit") == cpu, key
+        assert res.get("resourceMemoryRequest") == res.get("resourceMemoryLimit") == memory, key
+        trained |= {_kind(key)} if training else set()
+    assert trained == ({"train-game"} if cfg.game.name else set(TRAINING) if in_task else set())
+    used = {_executor(ir, t) for t in _tasks(ir).values()}
+    assert used == set(execs), "every executor is some task's: all of them were checked"
+
+
 def test_smoke_has_no_gpu(smoke):
     _, _, ir, _ = smoke
     for ex in ir["deploymentSpec"]["executors"].values():

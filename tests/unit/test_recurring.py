@@ -186,3 +186,37 @@ def test_each_run_of_a_local_schedule_has_a_training_seed_of_its_own(tmp_path, m
     more = recurring.play(str(ROOT / "configs/recur.yaml"), 1, str(folder), [])  # continued
     assert [r["name"] for r in json.loads((more / "chain.json").read_text())][-1] == "recur-3"
     assert json.loads((more / "chain.json").read_text())[-1]["training_seed"] == 2
+
+
+def test_every_config_whose_schedule_chains_validates_with_the_start_gate_on():
+    """Each shipped config a schedule continues run after run from its champion (not
+    start_fresh, not a game) loads and validates with the start gate on, the held-out samples
+    it needs set, and held-out new tasks to measure (else the gate would refuse every run)."""
+    from sparring.config import load_config
+    from sparring.families.sets import configured_sets
+    from tests.conftest import ROOT
+
+    chaining = {}
+    for path in sorted((ROOT / "configs").rglob("*.yaml")):
+        cfg = load_config(path)  # validates, the gate's own checks included
+        if recurring.chains(cfg):
+            chaining[path.name] = cfg
+    assert set(chaining) == {"recur.yaml", "cluster-qwen7b.yaml", "cluster-multinode.yaml"}
+    for name, cfg in chaining.items():
+        assert cfg.selection.refuse_below_start, name
+        assert cfg.data.val_samples >= 1, name
+        assert configured_sets(cfg.data.families).heldout["new_tasks"], name
+        assert recurring.gate_line(cfg).startswith("start gate: on"), name
+
+
+def test_the_gate_line_says_what_a_schedule_does_with_a_run_below_its_start():
+    from sparring.config import from_dict
+
+    on = {"selection": {"refuse_below_start": True, "start_margin": 0.02},
+          "data": {"val_samples": 1, "train": ["families"]}}  # fmt: skip
+    line = recurring.gate_line(from_dict(on))
+    assert "selection.start_margin (0.020) is not promoted" in line
+    assert "the champion that stands" in line
+    assert recurring.gate_line(from_dict({})).startswith("start gate: off")
+    game = recurring.gate_line(from_dict({"game": {"name": "debate"}}))
+    assert game == "start gate: n/a, every run starts from the base model (a game)"

@@ -295,6 +295,34 @@ def test_limits_validation_and_reports():
     assert TestResult.__test__ is False
 
 
+def test_workers_zero_means_the_cores_a_container_may_use(tmp_path, monkeypatch):
+    """workers: 0 sizes the pool to the CPU limit (kubernetes.train_cpu on a cluster), not to the
+    node's cores: cgroup v2 cpu.max, else v1's quota over period, a fraction rounded up."""
+    from sparring.sandbox import limits
+
+    monkeypatch.setattr(limits.os, "sched_getaffinity", lambda pid: set(range(192)), raising=False)
+    v2 = tmp_path / "v2"
+    v2.mkdir()
+    assert limits.usable_cpus(str(v2)) == 192  # no cgroup file: the affinity
+    (v2 / "cpu.max").write_text("max 100000\n")
+    assert limits.usable_cpus(str(v2)) == 192  # no limit
+    (v2 / "cpu.max").write_text("800000 100000\n")
+    assert limits.usable_cpus(str(v2)) == 8
+    (v2 / "cpu.max").write_text("150000 100000\n")
+    assert limits.usable_cpus(str(v2)) == 2
+    v1 = tmp_path / "v1" / "cpu"
+    v1.mkdir(parents=True)
+    (v1 / "cpu.cfs_quota_us").write_text("-1\n")
+    (v1 / "cpu.cfs_period_us").write_text("100000\n")
+    assert limits.usable_cpus(str(v1.parent)) == 192
+    (v1 / "cpu.cfs_quota_us").write_text("400000\n")
+    assert limits.usable_cpus(str(v1.parent)) == 4
+    (v2 / "cpu.max").write_text("garbage\n")
+    assert limits.usable_cpus(str(v2)) == 192  # unreadable: the affinity stands
+    monkeypatch.setattr(limits, "CGROUP_ROOT", str(tmp_path / "v1"))
+    assert SandboxLimits().n_workers == 4 and SandboxLimits(workers=3).n_workers == 3
+
+
 def test_trusted_and_untrusted_limits_differ_only_in_the_test_length_cap():
     """Generated tests are capped at sandbox.max_test_chars (a longer one is invalid); HumanEval's
     and a problem's own tests are not, and both keep the config's other limits."""

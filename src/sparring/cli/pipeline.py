@@ -275,6 +275,9 @@ def _schedule(args: argparse.Namespace) -> int:
         else f"every run trains with training_seed {cfg.training_seed} (--same-seed)"
     )  # fmt: skip
     print(f"  {seeds}")
+    from sparring import recurring
+
+    print(f"  {recurring.gate_line(cfg)}")
     return 0
 
 

@@ -156,7 +156,7 @@ def trainjob_spec(
         "sparring.io/phase": phase,
         "sparring.io/round": str(round_index),
     }
-    resources: dict[str, Any] = {"memory": k8s.train_memory}
+    resources: dict[str, Any] = {"cpu": k8s.train_cpu, "memory": k8s.train_memory}
     if k8s.gpu.count > 0:
         resources[k8s.gpu.resource] = k8s.gpu.count
     env = [_secret_env(n, k8s.secrets.s3) for n in S3_ENV]

@@ -10,6 +10,8 @@ Does not cover: a field's own type and bounds (sparring.config.validate), or wha
 
 from __future__ import annotations
 
+import re
+
 from sparring.config.fields import ConfigError
 from sparring.config.problems import REASONING_STAGES
 from sparring.config.schema import Config
@@ -73,6 +75,18 @@ def check_cross_fields(cfg: Config) -> None:
             "selection.refuse_below_start: the gain over the start is measured on held-out "
             "samples; set data.val_samples to 1 or more, or refuse_below_start: false"
         )
+    heldout_new_tasks = "families" in cfg.data.train and cfg.data.families.heldout_per_family
+    if cfg.selection.refuse_below_start and not heldout_new_tasks:
+        raise ConfigError(
+            "selection.refuse_below_start: the gain over the start is measured on the held-out "
+            "new tasks of the problem families; add families to data.train (with "
+            "data.families.heldout_per_family 1 or more), or refuse_below_start: false"
+        )
+    if cfg.selection.start_margin and not cfg.selection.refuse_below_start:
+        raise ConfigError(
+            f"selection.start_margin: {cfg.selection.start_margin} is read only by the start "
+            "gate; set selection.refuse_below_start: true, or start_margin: 0"
+        )
     coach = cfg.coach
     if coach.failure_threshold >= coach.success_threshold:
         raise ConfigError(
@@ -81,6 +95,7 @@ def check_cross_fields(cfg: Config) -> None:
         )
     _check_families(cfg)
     _check_distributed(cfg)
+    _check_resources(cfg)
 
 
 def _check_families(cfg: Config) -> None:
@@ -149,3 +164,26 @@ def _check_distributed(cfg: Config) -> None:
             f"distributed.vllm_tensor_parallel_size: {d.vllm_tensor_parallel_size} must divide "
             f"the {n} training processes per node (a vLLM engine may not span nodes)"
         )
+
+
+# the Kubernetes quantities KFP's task setters accept (kfp.dsl.PipelineTask), checked here so a
+# typo is one line naming the field rather than a traceback from `sparring compile`
+CPU_QUANTITY = re.compile(r"([0-9]*[.])?[0-9]+m?")
+MEMORY_QUANTITY = re.compile(r"[0-9]+(E|Ei|P|Pi|T|Ti|G|Gi|M|Mi|K|Ki)?")
+
+
+def _check_resources(cfg: Config) -> None:
+    """The CPU and memory of the pipeline's tasks: Kubernetes quantities above zero."""
+    k8s = cfg.kubernetes
+    for key, kind, pattern, example in (
+        ("cpu", "CPU", CPU_QUANTITY, '"2" or "500m"'),
+        ("train_cpu", "CPU", CPU_QUANTITY, '"8" or "500m"'),
+        ("memory", "memory", MEMORY_QUANTITY, '"8Gi" or "512Mi"'),
+        ("train_memory", "memory", MEMORY_QUANTITY, '"32Gi" or "512Mi"'),
+    ):
+        value = getattr(k8s, key)
+        if not pattern.fullmatch(value) or not float(re.sub(r"[^0-9.]", "", value) or 0):
+            raise ConfigError(
+                f"kubernetes.{key}: {value!r} is not a {kind} quantity above 0; write e.g. "
+                f"{example}"
+            )

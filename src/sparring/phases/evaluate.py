@@ -7,16 +7,21 @@ keys, reward, seed, config digest, the answerer's start record and the code vers
 `sparring eval control` and `sparring eval pool` read), the generators measured held out when
 the run has a generator phase (the base generator and the manifest's final one, on the held-out
 new tasks, against the base answerer's sampled answers: sparring.evaluation.generator_heldout),
-every phase's per-step curves from MLflow, report.json and the report's files logged to the
-run) and its flat metrics.
+the final answerer against its own start (`versus_start`) and, with
+`selection.refuse_below_start`, the start gate's own sample of both (`start_gate_sample`), every
+phase's per-step curves from MLflow, report.json and the report's files logged to the run) and
+its flat metrics.
 Does not cover: the measures (sparring.evaluation).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +31,7 @@ from sparring.config import Config
 from sparring.evaluation import generator_heldout, intervals, learning
 from sparring.evaluation import report as report_mod
 from sparring.evaluation.hacking import hacking_signals
-from sparring.evaluation.learning import VS_START
+from sparring.evaluation.learning import GATE, VS_START
 from sparring.evaluation.selection import choose_best
 from sparring.evaluation.snapshots import evaluate_snapshots, model_metrics
 from sparring.phases.snapshot import resolve_snapshots
@@ -69,20 +74,20 @@ def evaluate(
         )
         if len(rounds) < len(entries):
             report = _add_labelled(cfg, report, entries, data_dir, bank_path, out_dir)
-        if cfg.data.val_samples:  # the final generator is read from the download cache
+        if cfg.data.val_samples:  # the final models are read from the download cache
             try:
                 generators = _generators_heldout(cfg, entries, val, sets, tasks, base_pool)
             except Exception as exc:  # an added measure: the answerer's measures still stand
                 log.warning("generators not measured held out: %s", exc, exc_info=True)
-    if cfg.data.val_samples:  # held-out gains per stage and per set, with bootstrap intervals
-        report["learning"] = learning.learning_summary(report, cfg.seed, sets, tasks)
-        report["learning"].update(generators)
-        start = lineage.start_of(entries[-1]["answerer_path"] if entries else None)
-        report["learning"]["start"] = start
-        report["learning"]["gains"][VS_START] = versus_start(cfg, start, val, sets, tasks, report)
-        if cfg.selection.refuse_below_start:  # the start gate reads that gain: choose again
-            best, score, reason = choose_best(cfg, report)
-            report["selection"] = {"index": best, "score": score, "reason": reason}
+            # held-out gains per stage and per set, bootstrap intervals; against the start
+            report["learning"] = learning.learning_summary(report, cfg.seed, sets, tasks)
+            report["learning"].update(generators)
+            start = lineage.start_of(entries[-1]["answerer_path"] if entries else None)
+            report["learning"]["start"] = start
+            final = rounds[-1]["answerer_path"] if rounds else ""
+            seed = gate_seed(cfg, parent_run_id)
+            start_measures(cfg, start, final, val, sets, tasks, report, seed)
+    if cfg.data.val_samples:
         per_problem = learning.heldout_per_problem(report, sets)
         report["learning"]["per_problem"] = per_problem
         Path(out_dir).mkdir(parents=True, exist_ok=True)
@@ -122,6 +127,72 @@ def evaluate(
     return metrics
 
 
+def start_measures(
+    cfg: Config,
+    start: dict[str, Any] | None,
+    final_model: str,
+    val: list[Problem],
+    sets: dict[str, list[str]],
+    tasks: dict[str, str],
+    report: dict[str, Any],
+    seed: int,
+) -> None:
+    """The final answerer against its own start, into report["learning"]: the reported gain
+    (gains[VS_START], `versus_start`) and, with `selection.refuse_below_start`, the start gate's
+    own sample (learning[GATE], `start_gate_sample`, drawn with `seed`), after which the
+    selection is made again. The start is fetched once for both, and not at all without held-out
+    new tasks."""
+    gains, gate_on = report["learning"]["gains"], cfg.selection.refuse_below_start
+    if not set(sets.get("new_tasks") or []) & {p.id for p in val}:
+        gains[VS_START] = versus_start(cfg, start, val, sets, tasks, report)  # fetches nothing
+        gate = {"why": "no held-out new task in val.jsonl"}
+    else:
+        with start_model(cfg, start) as (model, why):
+            gains[VS_START] = versus_start(cfg, start, val, sets, tasks, report, model, why)
+            if gate_on:
+                gate = start_gate_sample(cfg, model, why, final_model, val, sets, tasks, seed)
+    if gate_on:
+        report["learning"][GATE] = gate
+        best, score, reason = choose_best(cfg, report)
+        report["selection"] = {"index": best, "score": score, "reason": reason}
+
+
+def gate_seed(cfg: Config, run_key: str = "") -> int:
+    """The sampling seed of the start gate's own sample: one of this run's (its MLflow parent
+    run id; without one, its training seed), never the evaluation's (cfg.seed + 1). So the
+    reported gain over the start is not the number the gate chose on, and a champion's next
+    gate draws its answers afresh rather than the lucky ones that promoted it."""
+    text = f"start-gate:{run_key or cfg.training_seed}"
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+
+
+@contextmanager
+def start_model(cfg: Config, start: dict[str, Any] | None) -> Iterator[tuple[str, str]]:
+    """(the model a run started from, as the sampler loads it; "" and why when it cannot be):
+    the configured base model, or the registered champion version the start record names,
+    downloaded by number and checked to hold the weights the record names (the folder lives
+    while the context does)."""
+    champion = (start or {}).get("champion")
+    if not champion:
+        yield cfg.model_for("answerer").name, ""
+        return
+    name, version = champion["name"], champion["version"]
+    with tempfile.TemporaryDirectory() as folder:
+        try:
+            tracking.download_version(cfg, name, version, folder)
+        except Exception as exc:  # an added measure: the run's own measures still stand
+            yield "", f"{name} version {version} not downloaded ({exc})"
+            return
+        if lineage.weights_digest(folder) != start.get("weights"):
+            changed = (
+                f"{name} version {version} holds other weights than this run started from "
+                "(the registry changed under it)"
+            )
+            yield "", changed
+            return
+        yield folder, ""
+
+
 def versus_start(
     cfg: Config,
     start: dict[str, Any] | None,
@@ -129,13 +200,15 @@ def versus_start(
     sets: dict[str, list[str]],
     tasks: dict[str, str],
     report: dict[str, Any],
+    model: str | None = None,
+    why: str = "",
 ) -> dict[str, Any]:
     """{measure: gain} of the final answerer over its own start on the held-out new tasks,
     paired over tasks. A run that started from its base model: the base-to-final gain. A run
-    that started from a registered champion (recurring training): that version, downloaded by
-    number and checked to hold the weights the start record names, sampled on the held-out
-    problems like the final one (free when the run before evaluated it: the completion cache).
-    {} (the LEARN line n/a, a line saying why) when it cannot be."""
+    that started from a registered champion (recurring training): that version (`model`, else
+    fetched by `start_model`), sampled on the held-out problems like the final one (free when
+    the run before evaluated it: the completion cache). {} (the LEARN line n/a, a line saying
+    why) when it cannot be."""
     from sparring import progress
 
     gains = report["learning"]["gains"]
@@ -146,29 +219,65 @@ def versus_start(
     rounds = [s for s in report.get("snapshots") or [] if not s.get("label")]
     if not set(ids) & {p.id for p in val} or not rounds:
         return {}
-    name, version = champion["name"], champion["version"]
-    with tempfile.TemporaryDirectory() as folder:
-        try:
-            tracking.download_version(cfg, name, version, folder)
-        except Exception as exc:  # an added measure: the run's own measures still stand
-            progress.say(f"evaluate: {name} version {version} not downloaded ({exc}): vs start n/a")
-            return {}
-        if lineage.weights_digest(folder) != start.get("weights"):
-            progress.say(
-                f"evaluate: {name} version {version} holds other weights than this run started "
-                "from (the registry changed under it): vs start n/a"
-            )
-            return {}
-        from sparring.evaluation.snapshots import sampled_scores
+    if model is None:
+        with start_model(cfg, start) as (fetched, why):
+            return versus_start(cfg, start, val, sets, tasks, report, fetched, why)
+    if not model:
+        progress.say(f"evaluate: {why}: vs start n/a")
+        return {}
+    from sparring.evaluation.snapshots import sampled_scores
 
-        # every held-out problem, as the run before sampled its final snapshot: the same
-        # call, so a start that was that snapshot is read from the completion cache
-        scores = sampled_scores(cfg, folder, val, f"start ({name} v{version})", cache=True)
+    name, version = champion["name"], champion["version"]
+    # every held-out problem, as the run before sampled its final snapshot: the same
+    # call, so a start that was that snapshot is read from the completion cache
+    scores = sampled_scores(cfg, model, val, f"start ({name} v{version})", cache=True)
     before = {"val_sampled": scores}
     return {
         m: learning.subset_gain(before, rounds[-1], m, ids, cfg.seed, tasks)
         for m in ("discriminating", "strict")
     }
+
+
+def start_gate_sample(
+    cfg: Config,
+    start_model_ref: str,
+    why: str,
+    final_model: str,
+    val: list[Problem],
+    sets: dict[str, list[str]],
+    tasks: dict[str, str],
+    seed: int,
+) -> dict[str, Any]:
+    """The start gate's own measure: the start (`start_model_ref`) and the final answerer
+    (`final_model`) sampled again on the held-out new tasks alone, data.val_samples answers a
+    problem drawn with `seed`, and the gain paired over tasks: {"discriminating": gain, "seed",
+    "problems"}, or {"why": ...} when it cannot be measured (the gate then refuses). Apart from
+    the reported gain (VS_START), which the gate does not read: a run is not promoted on the
+    very numbers it reports."""
+    from sparring import progress
+    from sparring.evaluation.snapshots import sampled_scores
+
+    ids = set(sets.get("new_tasks") or [])
+    problems = [p for p in val if p.id in ids]
+    if not problems:
+        return {"why": "no held-out new task in val.jsonl"}
+    if not final_model:
+        return {"why": "no final round to measure"}
+    if not start_model_ref:
+        return {"why": why}
+    progress.say(
+        f"evaluate: the start gate samples its start and the final answerer on {len(problems)} "
+        f"held-out new tasks, seed {seed}"
+    )
+    before = sampled_scores(cfg, start_model_ref, problems, "start gate: start", True, seed)
+    after = sampled_scores(cfg, final_model, problems, "start gate: final", True, seed)
+    gain = learning.subset_gain(
+        {"val_sampled": before}, {"val_sampled": after}, "discriminating",
+        [p.id for p in problems], cfg.seed, tasks,
+    )  # fmt: skip
+    if not gain:
+        return {"why": "no held-out new task was scored"}
+    return {"discriminating": gain, "seed": seed, "problems": len(problems)}
 
 
 def has_generator_phase(cfg: Config) -> bool:

@@ -1,16 +1,20 @@
 """Limits and result types of the sandbox (plain data, no processes).
 
-Covers: `SandboxLimits` with its two named uses, `untrusted_limits` (model-written tests: the
-config's limits, length capped) and `trusted_limits` (HumanEval and the project's own tests:
-length not capped), the per-test `TestResult`, the per-request `RunReport`, outcome names.
+Covers: `SandboxLimits` with its two named uses, `usable_cpus` (what `workers: 0` means: the
+cores this process may run on, under a container's CPU limit), `untrusted_limits` (model-written
+tests: the config's limits, length capped) and `trusted_limits` (HumanEval and the project's own
+tests: length not capped), the per-test `TestResult`, the per-request `RunReport`, outcome
+names.
 Does not cover: running anything (see `pool.py`) or deciding pass/fail (see `plan.py`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 PASSED = "passed"
@@ -30,7 +34,7 @@ class SandboxLimits:
     memory_mb: int = 512  # address space (RLIMIT_AS)
     max_output_bytes: int = 65536  # stdout+stderr cap per test
     max_test_chars: int = 2000  # longer tests are invalid (validation)
-    workers: int = 0  # 0 = number of cores
+    workers: int = 0  # 0 = usable_cpus(): the cores this process may use
     isolation: str = "auto"  # "auto" | "bwrap" | "none"
 
     def __post_init__(self) -> None:
@@ -63,7 +67,36 @@ class SandboxLimits:
 
     @property
     def n_workers(self) -> int:
-        return self.workers or max(1, os.cpu_count() or 1)
+        return self.workers or usable_cpus()
+
+
+CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def usable_cpus(cgroup_root: str = "") -> int:
+    """The cores this process may run on: its CPU affinity, capped by the container's CPU limit
+    (cgroup v2 `cpu.max`, else v1 `cpu/cpu.cfs_quota_us` over `cpu.cfs_period_us`; a fraction
+    rounds up). os.cpu_count() is the node's count: a training pod limited to 8 of a node's 192
+    cores would start 192 workers and have the kernel throttle them to 8."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS has no affinity
+        cores = os.cpu_count() or 1
+    root = Path(cgroup_root or CGROUP_ROOT)
+    quota = period = None
+    try:
+        if (root / "cpu.max").is_file():
+            q, p = (root / "cpu.max").read_text().split()[:2]  # "max 100000": no limit
+            quota, period = (None if q == "max" else int(q)), int(p)
+        elif (root / "cpu" / "cpu.cfs_quota_us").is_file():
+            q = int((root / "cpu" / "cpu.cfs_quota_us").read_text())
+            quota = q if q > 0 else None  # -1: no limit
+            period = int((root / "cpu" / "cpu.cfs_period_us").read_text())
+    except (OSError, ValueError):  # unreadable or unexpected: the affinity stands
+        quota = None
+    if quota and period:
+        cores = min(cores, math.ceil(quota / period))
+    return max(1, cores)
 
 
 def untrusted_limits(cfg: Any) -> SandboxLimits:
