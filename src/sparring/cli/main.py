@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "sparring.cli.serve",
     "sparring.cli.game",
     "sparring.cli.study",
+    "sparring.cli.rerun",
 )
 
 

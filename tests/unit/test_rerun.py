@@ -1,0 +1,70 @@
+"""`sparring rerun` and its comparison: every LEARN measure of either side is reported, a changed
+value or a missing line is a difference, and a record that cannot drive a rerun is one line."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from sparring.cli.rerun import filed_learn_path
+from sparring.evaluation import learn_diff
+
+ROOT = Path(__file__).resolve().parents[2]
+FILED = ROOT / "docs" / "results" / "study-S-t1-2026-12-02-learn.txt"
+
+
+def test_doctests():
+    assert doctest.testmod(learn_diff).failed == 0
+
+
+def test_a_filed_run_compared_with_itself_has_no_difference():
+    lines = learn_diff.learn_lines(FILED.read_text())
+    assert len(lines) > 20 and "heldout_new_tasks" in lines
+    report = learn_diff.report_lines(learn_diff.differences(lines, dict(lines)))
+    assert report[-1] == f"RERUN 0 of {len(lines)} LEARN lines differ"
+
+
+def test_the_issue_rerun_is_reported_line_by_line():
+    """The rerun of issue 76 (study-S-t1 at 1133469): its bank and validity lines differ."""
+    filed = learn_diff.learn_lines(FILED.read_text())
+    rerun = dict(filed)
+    rerun["bank"] = "size=22 inherited=0 new=22 retired=0"
+    rerun["generator_validity"] = "base=0.438 final=0.381"
+    del rerun["task_overlap"]
+    rerun["new_measure"] = "1"
+    report = learn_diff.report_lines(learn_diff.differences(filed, rerun))
+    assert "RERUN differs bank: filed size=34 inherited=0 new=34 retired=0 | rerun size=22 " \
+           "inherited=0 new=22 retired=0" in report  # fmt: skip
+    assert "RERUN differs task_overlap: filed 0 | rerun (no line)" in report
+    assert "RERUN differs new_measure: filed (no line) | rerun 1" in report
+    assert "RERUN same heldout_new_tasks: base=0.227 final=0.387 ci95_delta=0.047,0.274 n=45" \
+           in report  # fmt: skip
+    assert report[-1] == f"RERUN 4 of {len(filed) + 1} LEARN lines differ"
+
+
+def test_the_filed_learn_lines_are_found_beside_the_record():
+    record = ROOT / "docs" / "results" / "study-S-t1-2026-12-02-record.json"
+    assert filed_learn_path(record) == FILED
+    assert filed_learn_path(Path("local_outputs/study/x/record.json")).name == "learn.txt"
+
+
+def _rerun(*args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "sparring.cli.main", "rerun", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def test_a_record_that_cannot_drive_a_rerun_is_one_line(tmp_path):
+    not_json = tmp_path / "a-record.json"
+    not_json.write_text("{")
+    no_overrides = tmp_path / "b-record.json"
+    no_overrides.write_text(json.dumps({"name": "b"}))
+    no_learn = tmp_path / "c-record.json"
+    no_learn.write_text(json.dumps({"overrides": ["name=c"]}))
+    for path, words in [(not_json, "cannot read it as JSON"), (no_overrides, "no 'overrides'"),
+                        (no_learn, "c-learn.txt")]:  # fmt: skip
+        done = _rerun(str(path))
+        assert done.returncode != 0 and "Traceback" not in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and words in done.stderr, done.stderr
