@@ -44,7 +44,7 @@ def add_commands(sub) -> None:
     )
     p.add_argument(
         "--set",
-        dest="extra",
+        dest="overrides",
         action="append",
         default=[],
         metavar="KEY=VALUE",
@@ -82,7 +82,7 @@ def _rerun(args: argparse.Namespace) -> int:
         raise SparringError(f"--learn {learn_path}: no LEARN line in it")
     if not Path(args.config).is_file():
         raise SparringError(f"--config {args.config}: no such file")
-    sets = [*map(str, overrides), *args.extra]
+    sets = [*map(str, overrides), *args.overrides]
     cmd = [sys.executable, "-m", "sparring.cli.main", "run", "--config", args.config]
     cmd += [part for s in sets for part in ("--set", s)]
     print(f"rerun {record.get('name', record_path.name)} (filed at code {record.get('code')}): "
