@@ -219,7 +219,7 @@ def test_a_run_below_its_start_keeps_the_first_runs_champion(mlflow_server, tmp_
             ],
         }  # fmt: skip
         report["learning"] = learning.learning_summary(report, cfg.seed, sets, tasks)
-        seed = evaluate_mod.gate_seed(cfg, parent)
+        seed = evaluate_mod.gate_seed(cfg, start)
         evaluate_mod.start_measures(cfg, start, final, val, sets, tasks, report, seed)
         out = tmp_path / f"report{k}"
         out.mkdir()
@@ -245,9 +245,10 @@ def test_a_run_below_its_start_keeps_the_first_runs_champion(mlflow_server, tmp_
     assert second["result"]["promoted"] == 0.0, second["result"]
     assert "below -selection.start_margin" in second["result"]["reason"]
     assert (tmp_path / "champion2" / "NOT_PROMOTED.txt").is_file()
-    # the gate drew with a seed of each run's own, never the evaluation's
+    # each run's gate drew with a seed of its start's (base, then v1), never the evaluation's
     gate_seeds = {s for name, s in draws if name.startswith("start gate")}
-    assert gate_seeds == {first["seed"], second["seed"]} and cfg.seed + 1 not in gate_seeds
+    assert gate_seeds == {first["seed"], second["seed"]} and len(gate_seeds) == 2
+    assert cfg.seed + 1 not in gate_seeds
 
     # the champion stands: the alias still names version 1, and the next run starts from it
     assert tracking.champion_version(cfg)["version"] == "1"

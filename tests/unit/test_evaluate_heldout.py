@@ -231,11 +231,14 @@ def test_without_the_start_gate_a_run_below_its_start_is_promoted(tmp_path, monk
     assert draws == [] and "gate" not in written["learning"], "no gate, no sample of its own"
 
 
-def test_the_gate_seed_is_the_runs_own():
-    """One per run (its parent run id; its training seed without one), none the evaluation's."""
+def test_the_gate_seed_follows_the_runs_seeds_and_start_never_its_id():
+    """One per seeds and start (a new champion draws afresh), the same for a repeated run (no
+    run id in it: issue 76), never the evaluation's."""
     cfg = from_dict({})
-    seeds = {evaluate_mod.gate_seed(cfg, run) for run in ("run-a", "run-b", "")}
+    v1 = {"champion": {"name": "m", "version": "1"}}
+    v2 = {"champion": {"name": "m", "version": "2"}}
+    seeds = {evaluate_mod.gate_seed(cfg, start) for start in (None, v1, v2)}
     assert len(seeds) == 3 and cfg.seed + 1 not in seeds
-    assert evaluate_mod.gate_seed(cfg, "run-a") == evaluate_mod.gate_seed(cfg, "run-a")
+    assert evaluate_mod.gate_seed(cfg, v1) == evaluate_mod.gate_seed(from_dict({}), dict(v1))
     other = from_dict({"training_seed": 7})
     assert evaluate_mod.gate_seed(other) != evaluate_mod.gate_seed(cfg)

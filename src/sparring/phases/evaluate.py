@@ -85,7 +85,7 @@ def evaluate(
             start = lineage.start_of(entries[-1]["answerer_path"] if entries else None)
             report["learning"]["start"] = start
             final = rounds[-1]["answerer_path"] if rounds else ""
-            seed = gate_seed(cfg, parent_run_id)
+            seed = gate_seed(cfg, start)
             start_measures(cfg, start, final, val, sets, tasks, report, seed)
     if cfg.data.val_samples:
         per_problem = learning.heldout_per_problem(report, sets)
@@ -157,12 +157,17 @@ def start_measures(
         report["selection"] = {"index": best, "score": score, "reason": reason}
 
 
-def gate_seed(cfg: Config, run_key: str = "") -> int:
-    """The sampling seed of the start gate's own sample: one of this run's (its MLflow parent
-    run id; without one, its training seed), never the evaluation's (cfg.seed + 1). So the
-    reported gain over the start is not the number the gate chose on, and a champion's next
-    gate draws its answers afresh rather than the lucky ones that promoted it."""
-    text = f"start-gate:{run_key or cfg.training_seed}"
+def gate_seed(cfg: Config, start: dict[str, Any] | None = None) -> int:
+    """The sampling seed of the start gate's own sample, from what the run is given: its seeds
+    and its start (the champion version it starts from, or the base model). Never the
+    evaluation's (cfg.seed + 1), so the reported gain over the start is not the number the gate
+    chose on; a run from a new champion draws afresh rather than rereading the lucky answers
+    that promoted it; and a run repeated with the same config, seed and start draws the same
+    (a run id would make a repeat differ: issue 76). A schedule's runs draw their own training
+    seeds (seed_per_run), and so their own gate draws."""
+    champion = (start or {}).get("champion") or {}
+    began = f"{champion.get('name')}@{champion.get('version')}" if champion else "base"
+    text = f"start-gate:{cfg.seed}:{cfg.training_seed}:{began}"
     return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
 
 
