@@ -137,13 +137,14 @@ def _yaml(tmp_path: Path, text: str, name: str = "exp.yaml") -> str:
 def test_a_level_no_family_defines_is_refused(tmp_path, capsys):
     from sparring.families import DEFINED_LEVELS, FAMILIES
 
-    assert 3 not in DEFINED_LEVELS and all(3 not in f.levels for f in FAMILIES.values())
-    bad = _yaml(tmp_path, "data:\n  families:\n    levels: [3]\n")
-    refused(capsys, ["config", "validate", "--config", bad], "exp.yaml", "levels", "3")
-    refused(capsys, ["calibrate", "--levels", "1,3"], "--levels")
+    # level 3 exists since issue 73 (a stated value at a special input); 4 is defined by none
+    assert 4 not in DEFINED_LEVELS and all(4 not in f.levels for f in FAMILIES.values())
+    bad = _yaml(tmp_path, "data:\n  families:\n    levels: [4]\n")
+    refused(capsys, ["config", "validate", "--config", bad], "exp.yaml", "levels", "4")
+    refused(capsys, ["calibrate", "--levels", "1,4"], "--levels")
     refused(capsys, ["problems", "families", "--seed", "1", "--per-family", "1", "--levels",
-                     "3", "--out", str(tmp_path / "f.jsonl")], "--levels")  # fmt: skip
-    good = _yaml(tmp_path, "data:\n  families:\n    levels: [0, 1, 2]\n", "good.yaml")
+                     "4", "--out", str(tmp_path / "f.jsonl")], "--levels")  # fmt: skip
+    good = _yaml(tmp_path, "data:\n  families:\n    levels: [0, 1, 2, 3]\n", "good.yaml")
     passes(capsys, ["config", "validate", "--config", good])
 
 
@@ -171,7 +172,7 @@ def test_an_empty_config_file_is_refused(tmp_path, capsys, text):
 def test_a_bad_set_names_the_flag_not_the_file(capsys):
     smoke = str(ROOT / "configs" / "smoke.yaml")
     cases = [("nosuch=1", "nosuch"), ("grpo.nosuch.deep=1", "grpo.nosuch"),
-             ("rounds=0", "rounds"), ("data.families.levels=[3]", "levels")]  # fmt: skip
+             ("rounds=0", "rounds"), ("data.families.levels=[4]", "levels")]  # fmt: skip
     for override, field in cases:
         line = refused(capsys, ["config", "validate", "-c", smoke, "--set", override], field)
         assert line.startswith(f"error: --set {override}: ") and "smoke.yaml" not in line

@@ -343,7 +343,7 @@ def test_cli_writes_jsonl(tmp_path, capsys):
     ("args", "message"),
     [
         (["--families", "list_stat,nope"], "unknown problem family 'nope'"),
-        (["--levels", "1,4"], "--levels: '4' is not one of 0, 1, 2"),
+        (["--levels", "1,4"], "--levels: '4' is not one of 0, 1, 2, 3"),
         (["--levels", "two"], "--levels: 'two'"),
         (["--per-family", "0"], "--per-family 0: must be at least 1"),
         (["--seed", "-1"], "--seed -1: must be at least 0"),

@@ -20,9 +20,11 @@ Covers, each draw recomputed in-process and compared with tests/golden/draws.jso
   (`cli/spec/...`, named in SPEC_FAMILIES, not read from SPECS, so the record does not follow
   the catalogue) and for the CLI's default selection (`cli/default/...`: the 14 families
   configs/learn.yaml trains on; before issue 63 retired the hand-written families the default
-  was all 30, regenerated once on purpose then). A selection with none of a level (level
-  3: no spec family has it) records the one-line FamilyError `generate` raises (the CLI
-  itself refuses level 3 before drawing, as a level no family defines).
+  was all 30, regenerated once on purpose then). Level 3 (a stated value at a special input,
+  sparring.families.special) recorded the one-line FamilyError `generate` raised while no
+  family had it; since issue 73 it records the draws (the six `level=3` records were rewritten
+  then, every other record unchanged). A selection with none of a level would still record
+  its FamilyError.
 
 A draw is recorded as the sha256 of its problems, each serialized as JSON with sorted keys from
 `dataclasses.asdict` (every field: id, description, signature, tests, reference, difficulty,

@@ -156,4 +156,5 @@ def test_each_spec_family_offers_dozens_of_tasks_at_level_0(family):
     from sparring.families.sets import family_task_keys
 
     assert len(family_task_keys(family, 0)) >= 25, family
-    assert FAMILIES[family].levels.keys() == {0, 1, 2}  # 2: level 0 with a stated edge
+    # 2: level 0 with a stated edge; 3: with a stated special input (issue 73)
+    assert FAMILIES[family].levels.keys() == {0, 1, 2, 3}

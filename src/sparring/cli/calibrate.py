@@ -62,7 +62,7 @@ def add_commands(sub) -> None:
         "--samples", dest="samples", type=int, action=Deprecated, new="--samples-per-instance"
     )
     p.add_argument("--families", default="", help="comma-separated families (default: all)")
-    p.add_argument("--levels", default="1,2", help="comma-separated levels, 0 to 2 (default 1,2)")
+    p.add_argument("--levels", default="1,2", help="comma-separated levels, 0 to 3 (default 1,2)")
     p.add_argument("--model", default="", help="model to sample (default: the config's answerer)")
     p.add_argument(
         "--given-tests",

@@ -63,7 +63,8 @@ def add_commands(sub) -> None:
             "function-writing problems over lists, strings, integers and dicts, each drawn "
             "from a family's operations and their constants, with function and parameter "
             "names and phrasing from --seed. Level 0 is one step with drawn constants, level "
-            "1 two steps, level 2 level 0 with a stated value for the empty input. Every "
+            "1 two steps, level 2 level 0 with a stated value for the empty input, level 3 "
+            "level 0 with a stated value at a special input drawn per task. Every "
             "instance has 8-10 tests that its reference solution passes, at least 3 (and "
             "half) of which no trivial solution passes. The same arguments write the same "
             "file; ids are fam-<family>-L<level>-s<seed>-<index>. Without --families it "
@@ -95,7 +96,7 @@ def add_commands(sub) -> None:
         "--levels",
         metavar="0,1",
         default="1,2",
-        help="comma-separated levels, 0 to 2 (default: 1,2; configs/learn.yaml trains on 0)",
+        help="comma-separated levels, 0 to 3 (default: 1,2; configs/learn.yaml trains on 0)",
     )
     p.add_argument(
         "--out",

@@ -121,8 +121,9 @@ class FamiliesConfig:
     families: list[str] = _f([], "families trained on (empty = every family not held out)")
     levels: list[int] = _f(
         [1, 2],
-        "difficulty levels trained and measured (0-2: 0 is one step with drawn constants, 1 two "
-        "steps, 2 level 0 with a stated value for the empty input)",
+        "difficulty levels trained and measured (0-3: 0 is one step with drawn constants, 1 two "
+        "steps, 2 level 0 with a stated value for the empty input, 3 level 0 with a stated value "
+        "at a special input drawn per task, one typical inputs never meet)",
     )
     per_family: int = _f(4, "training instances per family and level", ge=1)
     seed: int = _f(0, "seed of the training instances", ge=0)

@@ -3,12 +3,14 @@
 Covers: `FAMILIES` (the 16 drawn-operation families of sparring.families.catalog, over integer
 lists, strings, integers and mappings, each a `FamilySpec` read by the one generator of
 sparring.families.spec: level 0 is one step with drawn constants, level 1 two steps, level 2
-level 0 with a stated value for the empty input; `TRAINED_FAMILIES` are the 14 that
+level 0 with a stated value for the empty input, level 3 level 0 with a stated value at a
+special input drawn per task (sparring.families.special); `TRAINED_FAMILIES` are the 14 that
 configs/learn.yaml trains on, `NEW_FAMILIES` the 2 it holds out), `generate` (per_family
 instances of every (family, level) pair, identical for the same seed in any process; levels 1
 and 2 unless others are named), `renamed` (a task shown again under other names) and
 `check_instance` (the reference passes every test, and at least 3 tests, and at least half, are
-passed by no trivial solution of sparring.trivial). An instance draws its task (operation and
+passed by no trivial solution of sparring.trivial), `draft_of` (the draft an instance was made
+from: its op without the stated case, its special input). An instance draws its task (operation and
 constants) from one stream and its function and parameter names, phrasing and tests from
 another; its inputs always include the edge cases.
 
@@ -34,7 +36,7 @@ from sparring.errors import SparringError
 from sparring.families.base import Args, Draft, Family
 from sparring.families.catalog import NEW_FAMILIES, SPECS, TRAINED_FAMILIES
 from sparring.families.identity import prompt_key, task_key
-from sparring.families.spec import as_family, draw_task, render
+from sparring.families.spec import as_family, draw_task, render, trivial_callables
 from sparring.given_tests import edge_tag
 from sparring.problems import Problem
 from sparring.trivial import argument_count, trivial_family
@@ -54,6 +56,7 @@ __all__ = [
     "build_draft",
     "check_instance",
     "check_instances",
+    "draft_of",
     "generate",
     "normalized_key",
     "renamed",
@@ -61,9 +64,9 @@ __all__ = [
 ]
 
 FAMILIES: dict[str, Family] = {name: as_family(spec) for name, spec in SPECS.items()}
-LEVELS = (0, 1, 2, 3)  # the generator's vocabulary (DIFFICULTY); no family has level 3 today
-# the levels some family defines: what a config or a command may ask for (level 3 would draw
-# nothing; materialize would fail on it)
+LEVELS = (0, 1, 2, 3)  # the generator's vocabulary (DIFFICULTY)
+# the levels some family defines: what a config or a command may ask for (a level no family
+# defines would draw nothing; materialize would fail on it)
 DEFINED_LEVELS = tuple(sorted({level for family in FAMILIES.values() for level in family.levels}))
 TASK_TAG = "task:"  # + the instance's task key (sparring.families.identity)
 OP_TAG = "op:"  # + `family/op` of an instance: the operation, constants aside
@@ -125,7 +128,7 @@ def generate(
     levels: Sequence[int] = DEFAULT_LEVELS,
 ) -> list[Problem]:
     """`per_family` checked instances of each (family, level) pair that exists (every family
-    has levels 0, 1 and 2), families in `FAMILIES` order unless named, ids
+    has levels 0 to 3), families in `FAMILIES` order unless named, ids
     `fam-<family>-L<level>-s<seed>-<index>`; a family with none of `levels` is an error. The
     same arguments give the same problems in any process; an instance depends only on (seed,
     family, level, index), unless it repeats an earlier one (prompt, or task while new ones
@@ -161,6 +164,17 @@ def renamed(problem: Problem, rename: str) -> Problem:
     """The task of a generated instance shown in other words: other names, another phrasing
     (another prompt key) and other tests, seeded by `rename`; its id gains `-r<rename>`.
     FamilyError for an instance no family made."""
+    fam, level, key = _made_by(problem)
+    for tries in range(ATTEMPTS):
+        draft, rng = _draft(fam, level, key, f"{rename}:{tries}")
+        candidate = _problem(draft, rng, fam, level, f"{problem.id}-r{rename}")
+        if prompt_key(candidate) != prompt_key(problem) and not check_instance(candidate):
+            return candidate
+    raise FamilyError(f"{problem.id}: no valid renamed instance in {ATTEMPTS} tries")
+
+
+def _made_by(problem: Problem) -> tuple[Family, int, str]:
+    """The family, level and sub-seed key `generate` made `problem` from."""
     family, level, seed, index = _origin(problem)
     if family not in FAMILIES:
         raise FamilyError(f"{problem.id}: not an instance of a known family")
@@ -171,12 +185,15 @@ def renamed(problem: Problem, rename: str) -> Problem:
     )
     if key is None:
         raise FamilyError(f"{problem.id}: not an instance that generate made")
-    for tries in range(ATTEMPTS):
-        draft, rng = _draft(fam, level, key, f"{rename}:{tries}")
-        candidate = _problem(draft, rng, fam, level, f"{problem.id}-r{rename}")
-        if prompt_key(candidate) != prompt_key(problem) and not check_instance(candidate):
-            return candidate
-    raise FamilyError(f"{problem.id}: no valid renamed instance in {ATTEMPTS} tries")
+    return fam, level, key
+
+
+def draft_of(problem: Problem) -> Draft:
+    """The draft a generated instance was made from (its `plain` function: the op without its
+    stated case at levels 2 and 3; its `special` input at level 3). FamilyError for an
+    instance no family made."""
+    fam, level, key = _made_by(problem)
+    return _draft(fam, level, key)[0]
 
 
 def _origin(problem: Problem) -> tuple[str, int, int, int]:
@@ -306,12 +323,8 @@ def _same(fn: Callable[..., Any], args: Args, expected: Any) -> bool:
         return False
 
 
-@lru_cache(maxsize=8)
-def _trivial_callables(n_args: int) -> tuple[Callable[..., Any], ...]:
-    # what a trivial solution returns does not depend on the function's name
-    return tuple(
-        _define(source, "trivial") for source in trivial_family("trivial", n_args).values()
-    )
+# what a trivial solution returns does not depend on the function's name
+_trivial_callables = trivial_callables
 
 
 @lru_cache(maxsize=1024)

@@ -40,6 +40,10 @@ class Draft:
     edge_inputs: tuple[Args, ...]
     random_input: Callable[[random.Random], Args]
     op: str = ""  # a spec family's `family/op` (sparring.families.spec): the operation drawn
+    # a derived level's op without its stated case (levels 2 and 3): what an answer that
+    # ignores the stated value computes
+    plain: Callable[..., Any] | None = None
+    special: Args | None = None  # level 3: the input of the stated case's test
 
     @property
     def signature(self) -> str:

@@ -3,7 +3,9 @@
 Level 0 is one step with drawn constants (a count above k, every element plus k, the first k
 characters), the kind of step SmolLM2-135M-Instruct gets right part of the time; level 1 is two
 steps (filter then aggregate, transform then filter); level 2 is level 0 with a stated value for
-the empty input, derived (sparring.families.spec.with_stated_empty). Two families use
+the empty input, derived (sparring.families.spec.with_stated_empty); level 3 is level 0 with a
+stated value at a special input drawn per task, derived too
+(sparring.families.special.with_stated_special). Two families use
 operations that no other family uses (digits of an integer, keys of a mapping):
 `NEW_FAMILIES`, the held-out new-family set of configs/learn.yaml.
 
@@ -49,6 +51,7 @@ from sparring.families.ops import (
     op,
 )
 from sparring.families.spec import FamilySpec, with_stated_empty
+from sparring.families.special import with_stated_special
 
 # fmt: off
 INT_ARITH = FamilySpec(
@@ -537,7 +540,7 @@ DICT_KEYS = FamilySpec(
 # fmt: on
 
 SPECS: dict[str, FamilySpec] = {
-    s.name: with_stated_empty(s)
+    s.name: with_stated_special(with_stated_empty(s))
     for s in (
         LIST_STAT,
         LIST_COUNT,

@@ -4,9 +4,13 @@ and phrasing taken out.
 `task_key` runs a reference solution on a fixed probe pool of inputs of its parameter types
 and hashes the outputs (an exception counts as an output: its type's name), so two instances
 share a key exactly when they compute the same function on the pool, whatever their function
-and parameter names or their wording. `prompt_key` is the description lowercased, whitespace
-collapsed, with the parameter names replaced by placeholders: a renamed copy of one prompt
-has the same prompt key.
+and parameter names or their wording. A level-3 instance (a stated value at a special input,
+sparring.families.special) is probed on the pool plus the canonical input of every sentinel
+its types can draw, so two level-3 tasks that differ only in their special input or value get
+two keys; the keys of other instances are computed as before (a level-3 function never equals
+one of a lower level: it differs from its own op at its special input by construction).
+`prompt_key` is the description lowercased, whitespace collapsed, with the parameter names
+replaced by placeholders: a renamed copy of one prompt has the same prompt key.
 
 Covers: the probe pools and both keys. References are run in-process: only for this package's
 own references (the families) and the bundled problems, never for model output. Does not
@@ -24,6 +28,7 @@ from functools import lru_cache
 from typing import Any
 
 from sparring.families.base import SHORT_WORDS
+from sparring.families.special import LEVEL_TAG, special_probes
 from sparring.problems import Problem
 
 # Inputs valid for every family of a type, small enough that the slowest reference (a prime
@@ -164,16 +169,19 @@ def parameter_types(signature: str) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=64)
-def probe_inputs(types: tuple[str, ...]) -> tuple[tuple[Any, ...], ...]:
+def probe_inputs(types: tuple[str, ...], special: bool = False) -> tuple[tuple[Any, ...], ...]:
     """The fixed argument tuples a function of these parameter types is probed with: every
-    value of the pool for one parameter, a seeded draw of combinations for several. A type
+    value of the pool for one parameter, a seeded draw of combinations for several; with
+    `special` (a level-3 task), then the canonical special inputs of these types. A type
     with no pool has none (the key then rests on the name of the types alone)."""
     if not types or any(t not in POOLS for t in types):
         return ()
+    extra = special_probes(types) if special else ()
     if len(types) == 1:
-        return tuple((value,) for value in POOLS[types[0]])
+        return (*((value,) for value in POOLS[types[0]]), *extra)
     rng = random.Random("probe:" + ",".join(types))
-    return tuple(tuple(rng.choice(list(POOLS[t])) for t in types) for _ in range(MULTI_ARG_PROBES))
+    drawn = tuple(tuple(rng.choice(list(POOLS[t])) for t in types) for _ in range(MULTI_ARG_PROBES))
+    return (*drawn, *extra)
 
 
 def _outcome(fn: Callable[..., Any], args: tuple[Any, ...]) -> str:
@@ -183,24 +191,29 @@ def _outcome(fn: Callable[..., Any], args: tuple[Any, ...]) -> str:
         return "!" + type(exc).__name__
 
 
-def behaviour_key(fn: Callable[..., Any], types: tuple[str, ...]) -> str:
-    """16 hex digits from the parameter types and the outputs of `fn` on their probe pool."""
-    outcomes = [_outcome(fn, args) for args in probe_inputs(types)]
+def behaviour_key(fn: Callable[..., Any], types: tuple[str, ...], special: bool = False) -> str:
+    """16 hex digits from the parameter types and the outputs of `fn` on their probe pool
+    (with the special inputs when `special`)."""
+    outcomes = [_outcome(fn, args) for args in probe_inputs(types, special)]
     text = ",".join(types) + "\n" + "\n".join(outcomes)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 @lru_cache(maxsize=8192)
-def source_key(source: str, name: str, signature: str) -> str:
+def source_key(source: str, name: str, signature: str, special: bool = False) -> str:
     """`behaviour_key` of the function `name` defined by `source` (trusted code only)."""
     namespace: dict[str, Any] = {}
     exec(compile(source, f"<{name}>", "exec"), namespace)
-    return behaviour_key(namespace[name], parameter_types(signature))
+    return behaviour_key(namespace[name], parameter_types(signature), special)
 
 
 def task_key(problem: Problem) -> str:
-    """The key of the function the problem's reference solution computes."""
-    return source_key(problem.reference_solution, problem.function_name, problem.function_signature)
+    """The key of the function the problem's reference solution computes (probed at the
+    special inputs too for a level-3 family instance)."""
+    special = LEVEL_TAG in problem.tags
+    return source_key(
+        problem.reference_solution, problem.function_name, problem.function_signature, special
+    )
 
 
 def prompt_key(problem: Problem) -> str:

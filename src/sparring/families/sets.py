@@ -39,6 +39,7 @@ from typing import Any
 from sparring.families import FAMILIES, OP_TAG, SPECS, generate, renamed, task_tag
 from sparring.families.identity import prompt_key, source_key
 from sparring.families.spec import Task, render
+from sparring.families.special import LEVEL
 from sparring.problems import HELDOUT_TAG, Problem, heldout_tagged
 
 NEW_TASKS, TRAINED_TASKS, NEW_FAMILIES = "new_tasks", "trained_tasks", "new_families"
@@ -73,7 +74,7 @@ def family_task_keys(family: str, level: int) -> frozenset[str]:
         for combo in itertools.product(*op.consts.values()):
             task = Task(family, level, op.key, tuple(zip(op.consts, combo, strict=True)))
             draft = render(spec, task, random.Random(0))
-            keys.add(source_key(draft.source, draft.name, draft.signature))
+            keys.add(source_key(draft.source, draft.name, draft.signature, level == LEVEL))
     return frozenset(keys)
 
 

@@ -15,25 +15,61 @@ Level 2 of a spec family is derived, not written (`with_stated_empty`): each lev
 clause for the family's empty input ("..., or 99 if xs is empty"), a value no trivial solution
 returns, so the test of it earns credit; a family's typical inputs are never empty, so K typical
 given tests never show it (sparse given tests, issue 45: where a generator's tests can add what
-the given ones miss).
+the given ones miss). Level 3 is derived too (sparring.families.special): a stated value at a
+special input drawn per task; an op of it carries a `Trigger`, which `draw_task` and `render`
+read here (the special input goes into the edge inputs, and typical inputs are redrawn until
+they miss it).
 
-Covers: the spec records, drawing and rendering, the derived level 2. The reference is the
-op's own Python (trusted: this package's code) and the Draft's implementation is that
-reference, exec'd.
-Does not cover: the catalogue of families (sparring.families.catalog), choosing tests and
-checking instances (sparring.families).
+Covers: the spec records, drawing and rendering, the derived level 2, what rendering does for
+an op with a trigger. The reference is the op's own Python (trusted: this package's code) and
+the Draft's implementation is that reference, exec'd.
+Does not cover: the catalogue of families (sparring.families.catalog), level 3's menus
+(sparring.families.special), choosing tests and checking instances (sparring.families).
 """
 
 from __future__ import annotations
 
+import copy
 import random
 import re
 import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from sparring.families.base import Args, Draft, Family
+from sparring.trivial import trivial_family
+
+SPECIAL_TRIES = 50  # draws tried for a stated case that shows, before the canonical input
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """Where an op of level 3 returns its stated value: the inputs whose first parameter
+    meets `guard` (Python over {p} and the sentinel {s}), said in words by `when` ("{p} is
+    {s!r}"); `plant` puts the sentinel into a typical first argument (the special test's
+    input), `probe` makes the one first argument the task key probes for a sentinel."""
+
+    guard: str
+    when: str
+    plant: Callable[[Any, Any, random.Random], Any]
+    probe: Callable[[Any], Any]
+
+    def hits(self, sentinel: Any) -> Callable[[Args], bool]:
+        """Whether an argument tuple meets the guard for `sentinel`."""
+        test = eval(f"lambda _p, _s: {self.guard.format(p='_p', s='_s')}")  # our own template
+        return lambda args: bool(test(args[0], sentinel))
+
+
+# what the other parameters of a canonical special input hold (pair_math: the divisor q)
+OTHER_ARGUMENTS: Mapping[str, Any] = {"int": 7, "str": "ab", "list[int]": [1, 2]}
+
+
+def canonical_args(trigger: Trigger, sentinel: Any, annotations: tuple[str, ...]) -> Args:
+    """The special input probed for `sentinel`: its probe, then a fixed value per other
+    parameter."""
+    return (trigger.probe(sentinel), *(OTHER_ARGUMENTS[a] for a in annotations[1:]))
 
 
 @dataclass(frozen=True)
@@ -50,6 +86,8 @@ class Op:
     consts: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     returns: str = ""  # the family's return annotation unless set
     edges: tuple[Args, ...] = ()  # inputs this op needs beyond the family's edges
+    plain: str = ""  # a derived level's code without its stated case (the level-0 code)
+    trigger: Trigger | None = None  # level 3: where the stated value {v} is returned
 
     def tasks(self) -> int:
         """How many (op, constants) choices this op offers."""
@@ -91,11 +129,72 @@ PARAM_SLOTS = ("p", "q", "r")
 
 def draw_task(spec: FamilySpec, rng: random.Random, level: int) -> Task:
     """An op of `level`, drawn in proportion to how many tasks it offers (so a family's tasks
-    are about equally likely), and its constants."""
+    are about equally likely), and its constants. An op with a trigger redraws its constants
+    until the stated value shows at the canonical special input (the op without its stated
+    case returns something else there, and so does every trivial solution)."""
     ops = spec.levels[level]
     op = rng.choices(ops, weights=[o.tasks() for o in ops])[0]
     consts = tuple((name, rng.choice(choices)) for name, choices in op.consts.items())
+    if op.trigger is not None:
+        annotations = tuple(annotation for _, annotation in spec.params)
+        for _ in range(SPECIAL_TRIES):
+            values = dict(consts)
+            plain = _plain(spec, op, values)
+            if stated_case_shows(
+                plain, values["v"], canonical_args(op.trigger, values["s"], annotations)
+            ):
+                break
+            consts = tuple((name, rng.choice(choices)) for name, choices in op.consts.items())
+        else:  # a menu whose every choice is vacuous for this op is a bug in the menus
+            raise ValueError(f"{spec.name}/{op.key}: no stated value shows in {SPECIAL_TRIES}")
     return Task(spec.name, level, op.key, consts)
+
+
+@lru_cache(maxsize=8)
+def trivial_callables(n_args: int) -> tuple[Callable[..., Any], ...]:
+    """The trivial solutions of sparring.trivial for `n_args` arguments, defined."""
+    out = []
+    for source in trivial_family("trivial", n_args).values():
+        namespace: dict[str, Any] = {}
+        exec(compile(source, "<trivial>", "exec"), namespace)
+        out.append(namespace["trivial"])
+    return tuple(out)
+
+
+def _outcome(fn: Callable[..., Any], args: Args) -> Any:
+    try:
+        return fn(*args)
+    except Exception as exc:  # raising is an outcome too: not the stated value
+        return exc
+
+
+def stated_case_shows(plain: Callable[..., Any], value: Any, args: Args) -> bool:
+    """Whether a test `f(*args) == value` fails the op without its stated case and every
+    trivial solution: the test of the stated case earns credit and tells the case apart."""
+    if _outcome(plain, copy.deepcopy(args)) == value:
+        return False
+    # trivial solutions never change their arguments: no copy needed
+    return not any(_outcome(t, args) == value for t in trivial_callables(len(args)))
+
+
+def _plain(spec: FamilySpec, op: Op, consts: Mapping[str, Any]) -> Callable[..., Any]:
+    """The op's function without its stated case, with placeholder parameter names."""
+    names = {slot: f"arg{i}" for i, slot in enumerate(PARAM_SLOTS[: len(spec.params)])}
+    return _define(op.plain, names, consts, "plain")
+
+
+def _define(
+    code: str, names: Mapping[str, str], consts: Mapping[str, Any], name: str
+) -> Callable[..., Any]:
+    source_code = code.format(**names, **{k: repr(v) for k, v in consts.items()})
+    if "\n" in source_code:
+        body = textwrap.indent(textwrap.dedent(source_code).strip("\n"), "    ") + "\n"
+    else:
+        body = f"    return {source_code}\n"
+    params = ", ".join(names[slot] for slot in PARAM_SLOTS if slot in names)
+    namespace: dict[str, Any] = {}
+    exec(compile(f"def {name}({params}):\n{body}", f"<{name}>", "exec"), namespace)
+    return namespace[name]
 
 
 def _op(spec: FamilySpec, task: Task) -> Op:
@@ -128,6 +227,12 @@ def render(spec: FamilySpec, task: Task, rng: random.Random) -> Draft:
     else:
         body = f"    return {source_code}\n"
     returns = op.returns or spec.returns
+    plain = _define(op.plain, names, consts, name) if op.plain else None
+    edges, random_input, special = (*spec.edges, *op.edges), spec.draw, None
+    if op.trigger is not None and plain is not None:
+        special = _special_input(spec, op.trigger, plain, consts, rng)
+        edges = (*edges, special)
+        random_input = _missing(spec.draw, op.trigger.hits(consts["s"]))
     draft = Draft(
         name=name,
         params=params,
@@ -136,9 +241,11 @@ def render(spec: FamilySpec, task: Task, rng: random.Random) -> Draft:
         template=frame + " | " + op.key,
         body=body,
         impl=_unset,
-        edge_inputs=(*spec.edges, *op.edges),
-        random_input=spec.draw,
+        edge_inputs=edges,
+        random_input=random_input,
         op=f"{spec.name}/{op.key}",
+        plain=plain,
+        special=special,
     )
     # the reference is this package's own code, so it is also the trusted implementation
     namespace: dict[str, Any] = {}
@@ -180,10 +287,45 @@ def with_stated_empty(spec: FamilySpec) -> FamilySpec:
         else:
             code = f"{value} if {guard} else ({o.code})"
         texts = tuple(f"{text}, or {value} if {{p}} {when}" for text in o.texts)
-        ops.append(replace(o, texts=texts, code=code, returns=returns))
+        ops.append(replace(o, texts=texts, code=code, returns=returns, plain=o.code))
     if not ops:
         return spec
     return replace(spec, levels={**spec.levels, 2: tuple(ops)})
+
+
+def _special_input(
+    spec: FamilySpec,
+    trigger: Trigger,
+    plain: Callable[..., Any],
+    consts: Mapping[str, Any],
+    rng: random.Random,
+) -> Args:
+    """The special test's input: a typical input with the sentinel planted in it, drawn until
+    the stated case shows there; else the canonical special input (where `draw_task` made sure
+    it shows)."""
+    sentinel, value = consts["s"], consts["v"]
+    hits = trigger.hits(sentinel)
+    for _ in range(SPECIAL_TRIES):
+        first, *rest = spec.draw(rng)
+        args = (trigger.plant(copy.deepcopy(first), sentinel, rng), *rest)
+        if hits(args) and stated_case_shows(plain, value, args):
+            return args
+    return canonical_args(trigger, sentinel, tuple(a for _, a in spec.params))
+
+
+def _missing(
+    draw: Callable[[random.Random], Args], hits: Callable[[Args], bool]
+) -> Callable[[random.Random], Args]:
+    """`draw`, redrawn while it hits the special input: typical tests never show the stated
+    case (a family whose typical inputs cannot hit it draws exactly as before)."""
+
+    def typical(rng: random.Random) -> Args:
+        while True:
+            args = draw(rng)
+            if not hits(args):
+                return args
+
+    return typical
 
 
 def _unset(*args: Any) -> None:
