@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from sparring.evaluation.intervals import check_comparable, task_table
-from sparring.evaluation.learning import _merged_tasks, _set_pairs
+from sparring.evaluation.heldout import Heldout, merged_tasks
 from sparring.evaluation.sizing import seed_spread, smallest_contrast
 from sparring.lineage import check_same_start
 
@@ -158,12 +158,15 @@ def measure_matrix(runs: Sequence[StudyRun], set_name: str, measure: str) -> dic
             f"{lacking[0]}: no {set_name} {measure} in its heldout.json, which other runs of "
             "the study hold: were they run by one code version?"
         )
-    pairs = [(run.name, _set_pairs(run.name, run.heldout, set_name, measure)) for run in runs]
+    pairs = [
+        (run.name, Heldout.of(run.heldout, run.name).set_pairs(run.name, set_name, measure))
+        for run in runs
+    ]
     if measure in PARTIAL_MEASURES:  # only the problems every run holds
         common = set.intersection(*(set(p) for _, p in pairs))
         pairs = [(name, {pid: p[pid] for pid in common}) for name, p in pairs]
     check_comparable(pairs)
-    tasks = _merged_tasks([(run.name, run.heldout) for run in runs])
+    tasks = merged_tasks([(run.name, Heldout.of(run.heldout, run.name)) for run in runs])
     base, final = task_table([p for _, p in pairs], tasks)
     keys = sorted({tasks.get(pid, pid) for pid in pairs[0][1]})
     by_arm: dict[str, dict[int, list[float]]] = {}
