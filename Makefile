@@ -146,16 +146,24 @@ learn-arms: format-start  ## issue 45's arms (ARMS=...), SEEDS=3 by default, at 
 	  $(MAKE) --no-print-directory $$arm SEEDS=$(or $(SEEDS),3) SET="$(ARMS_SET) $(SET)"; \
 	done
 
-# The study of issue 62 (docs/learning.md): arms F, D, G, S, B x training seeds 1-3, each a
-# `make learn` run from the base model (38 min alone on 2 cores, up to 80 with other work on
-# them, 2026-12-02: about 10 h for all 15 on idle cores),
-# seed 1 of every arm first; resumable (a run is kept while its code and config digest are
-# today's: run it from a worktree pinned at one commit, docs/learning.md). Then the table, the
-# contrasts, docs/results/study-<date>.json and docs/img/study.png. Every finished run is
-# copied to docs/results too, and a fresh clone goes on from those copies.
+# A study is a file, configs/study/<name>.yaml (docs/learning.md, "The study"): its base
+# config, its arms as overrides, its contrasts, seeds and measures. `make study STUDY=<name>`
+# runs every arm x training seed of it not yet done, each a `make learn` run from the base
+# model, seed 1 of every arm first; resumable (a run is kept while its code and config digest
+# are today's: run it from a worktree pinned at one commit, docs/learning.md). Then the table,
+# the contrasts, the study's report file and figure. Every finished run is copied to
+# docs/results too, and a fresh clone goes on from those copies. STUDY=2026-12-02 is issue 62's
+# study (arms F, D, G, S, B x seeds 1-3: 38 min a run alone on 2 cores, up to 80 with other
+# work on them, about 10 h for all 15 on idle cores); STUDY_FLAGS=--report rebuilds its report
+# from the runs filed in docs/results, running nothing.
 # STUDY_ARMS=F,D STUDY_SEEDS=1,2 pick; STUDY_FLAGS=--dry-list prints the plan, --report reports
-study: install  ## the study: every arm x seed from the base model, resumable; table, contrasts, figure (about 10 h on 2 cores)
-	$(BIN)/sparring study $(if $(STUDY_ARMS),--arms $(STUDY_ARMS)) \
+ifneq ($(filter study,$(MAKECMDGOALS)),)
+ifeq ($(STUDY),)
+$(error make study: give STUDY=<name> of configs/study/<name>.yaml, e.g. make study STUDY=2026-12-02 ($(notdir $(basename $(wildcard configs/study/*.yaml)))))
+endif
+endif
+study: install  ## a study from its file: STUDY=<name> runs configs/study/<name>.yaml, every arm x seed from the base model, resumable; table, contrasts, figure (STUDY=2026-12-02: about 10 h on 2 cores)
+	$(BIN)/sparring study --study configs/study/$(STUDY).yaml $(if $(STUDY_ARMS),--arms $(STUDY_ARMS)) \
 	  $(if $(STUDY_SEEDS),--seeds $(STUDY_SEEDS)) $(SET_FLAGS) $(STUDY_FLAGS)
 
 # RUNS=3 recurring runs of configs/recur.yaml in one MLflow store and bank folder (new each time

@@ -33,17 +33,18 @@ import re
 import sys
 from pathlib import Path
 
+from sparring.evaluation.heldout import Heldout
 from sparring.evaluation.intervals import interval_text, task_gain
 from sparring.evaluation.learning import ARM_MEASURES, pooled_by_start_line
 
 
-def load(prefix: str) -> tuple[str, dict]:
-    return Path(prefix).name, json.loads(Path(f"{prefix}-heldout.json").read_text())
+def load(prefix: str) -> tuple[str, Heldout]:
+    return Path(prefix).name, Heldout.load(f"{prefix}-heldout.json")
 
 
-def strict_final(data: dict) -> float:
+def strict_final(data: Heldout) -> float:
     """The run's mean every-test-passed final over its new-task problems."""
-    finals = [pair[1] for pair in data["measures"]["strict"]["new_tasks"].values()]
+    finals = [pair[1] for pair in data.set_pairs("run", "new_tasks", "strict").values()]
     return sum(finals) / len(finals)
 
 
@@ -66,7 +67,7 @@ def catch_line(start: dict) -> str | None:
     runs = [pairs for p in start["treatment"] if (pairs := catch_pairs(p)) is not None]
     if not runs:
         return None
-    tasks = json.loads(Path(f"{start['treatment'][0]}-heldout.json").read_text()).get("tasks", {})
+    tasks = Heldout.load(f"{start['treatment'][0]}-heldout.json").tasks or {}
     gain = task_gain(runs, tasks)
     return (
         f"LEARN generator_catch_heldout base={gain['before']:.3f} final={gain['after']:.3f} "

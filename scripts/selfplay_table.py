@@ -27,6 +27,7 @@ import re
 import sys
 from pathlib import Path
 
+from sparring.evaluation.heldout import Heldout
 from sparring.evaluation.intervals import control_gain
 from sparring.evaluation.learning import heldout_pair
 
@@ -61,16 +62,16 @@ def bank_text(prefix: Path) -> str:
     return f"{len(rows)} ({clause}) on {problems}"
 
 
-def versus(run: dict, given: dict, measure: str) -> str:
+def versus(run: Heldout, given: Heldout, measure: str) -> str:
     """The configuration's gain minus the given arm's (heldout_pair checks the pair is fair)."""
     mine, theirs, tasks = heldout_pair(run, given, "new_tasks", "phase_schedule", measure)
     gain = control_gain([mine], [theirs], tasks)
     return f"{gain['delta']:+.3f} ({gain['lo']:+.3f}..{gain['hi']:+.3f})"
 
 
-def row(config: dict, given: dict) -> str:
+def row(config: dict, given: Heldout) -> str:
     prefix = Path(config["prefix"])
-    run = json.loads(Path(f"{prefix}-heldout.json").read_text())
+    run = Heldout.load(f"{prefix}-heldout.json")
     learn = learn_values(Path(f"{prefix}-learn.txt").read_text())
     strict = learn.get("heldout_new_tasks_strict", "")
     catch = learn.get("generator_catch_heldout", "")
@@ -103,12 +104,12 @@ def main(argv: list[str]) -> int:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
     manifest = json.loads(Path(argv[0]).read_text())
-    given = json.loads(Path(f"{manifest['given']}-heldout.json").read_text())
+    given = Heldout.load(f"{manifest['given']}-heldout.json")
     print(HEADER)
     print("|" + " --- |" * (HEADER.count("|") - 1))
     for config in manifest["configs"]:
         print(row(config, given))
-    n = len(given["sets"]["new_tasks"])
+    n = len(given.sets["new_tasks"])
     print(f"\nPaired over the {n} held-out new tasks: gain minus the given arm's gain.")
     return 0
 

@@ -26,11 +26,11 @@ task bootstrap would widen the interval by it.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 from pathlib import Path
 
+from sparring.evaluation.heldout import Heldout
 from sparring.evaluation.sizing import POWER_Z, smallest_contrast
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
@@ -53,10 +53,10 @@ Z = POWER_Z  # two-sided 5%, 80% power
 
 def task_scores(path: Path, set_name: str = "new_tasks") -> dict[str, tuple[float, float]]:
     """{task key: (base, final)} with a task's instances averaged first."""
-    data = json.loads(path.read_text())
+    data = Heldout.load(path)
     by_task: dict[str, list[tuple[float, float]]] = {}
-    for problem, (base, final) in data["sets"][set_name].items():
-        by_task.setdefault(data["tasks"].get(problem, problem), []).append((base, final))
+    for problem, (base, final) in data.set_pairs(path.name, set_name).items():
+        by_task.setdefault((data.tasks or {}).get(problem, problem), []).append((base, final))
     return {
         key: (statistics.fmean(b for b, _ in rows), statistics.fmean(f for _, f in rows))
         for key, rows in by_task.items()

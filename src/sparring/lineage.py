@@ -11,7 +11,8 @@ Covers: `weights_digest` (sha256 over a folder's weight files, names and content
 `model_digests` (a name or folder: its own weights and the base weights under it, through
 pointers and an adapter's recorded base), `start_record`, `start_of` (the record a model folder
 carries), `code_digest` (the library's source, hashed: the code version a result names),
-`check_fresh` and `check_same_start` (the refusals, one line naming the run).
+`check_start`, `check_fresh`, `check_same_start` and `check_same_starts` (the refusals, one line
+naming the run).
 Does not cover: the registry (sparring.tracking) or loading weights (sparring.backends).
 """
 
@@ -21,7 +22,7 @@ import functools
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -146,10 +147,15 @@ def start_of(model_dir: str | None) -> dict[str, Any] | None:
 
 
 def check_fresh(name: str, data: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The start record of a parsed heldout.json, checked to be its configured base model: a
-    ValueError naming the run when it records no start (older code: its start is unknown),
-    started from a registry champion, or loaded another model than its config names."""
-    start = data.get("start")
+    """The start record of a parsed heldout.json, checked to be its configured base model
+    (`check_start`)."""
+    return check_start(name, data.get("start"))
+
+
+def check_start(name: str, start: Any) -> Mapping[str, Any]:
+    """A run's start record (a heldout.json's `start`), checked to be its configured base
+    model: a ValueError naming the run when there is none (older code: its start is unknown),
+    it started from a registry champion, or it loaded another model than its config names."""
     if not isinstance(start, Mapping):
         raise ValueError(
             f"{name}: records no start (a run of code before start records), so whether it "
@@ -174,7 +180,13 @@ def check_fresh(name: str, data: Mapping[str, Any]) -> Mapping[str, Any]:
 def check_same_start(runs: list[tuple[str, Mapping[str, Any]]]) -> None:
     """ValueError naming the runs unless every parsed heldout.json started fresh
     (`check_fresh`) from one and the same model and weights."""
-    starts = [(name, check_fresh(name, data)) for name, data in runs]
+    check_same_starts([(name, data.get("start")) for name, data in runs])
+
+
+def check_same_starts(runs: Sequence[tuple[str, Any]]) -> None:
+    """`check_same_start` of (run name, its start record) pairs (a typed heldout record's
+    `start`)."""
+    starts = [(name, check_start(name, start)) for name, start in runs]
     for name, start in starts[1:]:
         first_name, first = starts[0]
         differs = [k for k in START_IDENTITY if start.get(k) != first.get(k)]

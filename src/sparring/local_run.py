@@ -31,8 +31,12 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sparring.errors import SparringError
+
+if TYPE_CHECKING:
+    from sparring.evaluation.heldout import Heldout
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -238,9 +242,9 @@ def learn_lines(cfg, parent_run_id: str) -> list[str]:
     return lines
 
 
-def _heldout_of(client, runs) -> dict | None:
+def _heldout_of(client, runs) -> Heldout | None:
     """The per-problem held-out file the evaluate phase logged (sparring.phases.evaluate)."""
-    from sparring.evaluation.learning import HELDOUT_FILE
+    from sparring.evaluation.heldout import HELDOUT_FILE, Heldout
 
     # one small JSON a run: MLflow's progress bar would print three lines for each
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
@@ -251,7 +255,7 @@ def _heldout_of(client, runs) -> dict | None:
             path = client.download_artifacts(run.info.run_id, f"learning/{HELDOUT_FILE}")
         except Exception:  # an evaluate run without it (no val_samples)
             continue
-        return json.loads(Path(path).read_text())
+        return Heldout.load(path)
     return None
 
 
@@ -282,7 +286,7 @@ def _pooled_lines(cfg, client, runs, parent_run_id: str) -> list[str]:
     my_params = tracking.flatten(to_dict(cfg))
     defaults = _default_params()  # once: the loop below reads up to 200 runs
     treated = {cfg.training_seed: (f"training_seed={cfg.training_seed}", mine)}
-    others: dict[str, tuple[str, dict[int, tuple[str, dict]]]] = {}  # field: (value, seeds)
+    others: dict[str, tuple[str, dict[int, tuple[str, Heldout]]]] = {}  # field: (value, seeds)
     for parent in client.search_runs(
         [experiment],
         filter_string="attributes.status = 'FINISHED'",
@@ -367,7 +371,7 @@ def _arm_lines(cfg, client, runs, name: str, field: str) -> list[str]:
     )
 
     mine = _heldout_of(client, runs)
-    if not (mine and (mine.get("sets") or {}).get("new_tasks")):
+    if not (mine and mine.sets.get("new_tasks")):
         return []
     experiment = runs[0].info.experiment_id if runs else None
     if experiment is None:

@@ -1,25 +1,32 @@
-"""`make study` (issue 62): every arm x training seed run once from the base model, resumable,
-then the table, the contrasts, the result file and the figure.
+"""`make study STUDY=<name>`: a study's file (configs/study/<name>.yaml) run, every arm x
+training seed once from the base model, resumable, then its table, contrasts, result file and
+figure.
 
 Covers: `plan` (the runs in study order, seed 1 of every arm first, so an interrupted study has
 something of every arm; a finished run is kept only when its record's code and config digest
 match today's, else it is run again, and the plan says why), `run_one` (one run through
-`sparring run --config ... --set ...`, the entry point `make learn` uses, with
+`sparring run --config <base> --set ...`, the entry point `make learn` uses, with
 `storage.start_fresh=true` set explicitly; then its heldout.json, fetched from the MLflow run of
 its evaluate phase where every pairing line finds it, checked to have started fresh, its LEARN
-lines (the run's stdout) and record.json written to local_outputs/study/<run name>/),
-`finished_runs`, `write_report` (docs/results/study-<date>.json and docs/img/study.png), and
-the filed copies (`file_run`, `restore`): every finished run's three files kept in a folder
-under git (docs/results, as study-<run>-<date>-<file>), so a fresh clone goes on from them.
-Does not cover: the statistics (sparring.evaluation.study), the pipeline (sparring.local_run,
-sparring.cli.pipeline), the command line (sparring.cli.study).
+lines (the run's stdout) and record.json, which keeps the scalars the study reads
+(sparring.evaluation.study.run_values), written to local_outputs/study/<run name>/),
+`finished_runs` (each run read back from its JSON files; for runs filed before record.json kept
+those scalars, the 2026-12-02 study's, from their learn.txt: `old_learn_values`),
+`write_report` (the design's report file and figure), and the filed copies (`file_run`,
+`restore`): every finished run's three files kept in a folder under git (docs/results, as
+<run>-<date>-<file>), so a fresh clone goes on from them, and a report is rebuilt from them.
+Does not cover: the design's file (sparring.evaluation.study_design), the statistics
+(sparring.evaluation.study), the pipeline (sparring.local_run, sparring.cli.pipeline), the
+command line (sparring.cli.study).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,20 +40,16 @@ from typing import Any
 from sparring import lineage
 from sparring.atomic import write_file
 from sparring.errors import SparringError
-from sparring.evaluation.study import ARMS, COMMON, StudyRun, code_changed
+from sparring.evaluation.heldout import Heldout
+from sparring.evaluation.study import StudyRun, code_changed, run_values
+from sparring.evaluation.study_design import StudyDesign
 
-CONFIG = "configs/learn.yaml"
 OUT = Path("local_outputs") / "study"
 RECORD = "record.json"  # written last: a run folder with it is a finished run
 HELDOUT = "heldout.json"
 LEARN = "learn.txt"
 # a run's files in the order they are copied: record.json last, so a torn copy is unfinished
 FILED = (HELDOUT, LEARN, RECORD)
-# what the runner sets on every run itself: --set may not move them
-RUNNER_FIELDS = ("name", "training_seed", "storage.start_fresh", "tracking.experiment")
-# the study's runs in an MLflow experiment of their own: the arms pair and pool each other
-# there, not with other runs of configs/learn.yaml
-EXPERIMENT = "sparring-study"
 
 
 @dataclass(frozen=True)
@@ -60,29 +63,6 @@ class Planned:
     config_digest: str
     action: str
     why: str
-
-
-def run_name(arm: str, seed: int) -> str:
-    return f"study-{arm}-t{seed}"
-
-
-def overrides(arm: str, seed: int, extra: Sequence[str] = ()) -> tuple[str, ...]:
-    """The `--set` overrides of one run: its name and training seed, a fresh start from the
-    base model (whatever the config says), the study's MLflow experiment, what every arm
-    shares (`COMMON`), the arm's fields, then `extra`."""
-    for text in extra:
-        key = text.partition("=")[0].strip()
-        if key in RUNNER_FIELDS:
-            raise SparringError(f"--set {text}: the study sets {key} of every run itself")
-    return (
-        f"name={run_name(arm, seed)}",
-        f"training_seed={seed}",
-        "storage.start_fresh=true",
-        f"tracking.experiment={EXPERIMENT}",
-        *COMMON,
-        *ARMS[arm],
-        *extra,
-    )
 
 
 def config_digest(config: str, sets: Sequence[str]) -> str:
@@ -104,27 +84,35 @@ def read_record_file(path: Path) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
+def chosen_arms(design: StudyDesign, arms: Sequence[str]) -> list[str]:
+    """`arms` in the design's order; a SparringError naming any that is not one of its arms."""
+    unknown = [a for a in arms if a not in design.arms]
+    if unknown:
+        raise SparringError(
+            f"--arms {','.join(unknown)}: the arms of {design.path} are {','.join(design.arms)}"
+        )
+    return [a for a in design.arms if a in arms]
+
+
 def plan(
     out: Path,
+    design: StudyDesign,
     arms: Sequence[str],
     seeds: Sequence[int],
     code: str,
     digest_of: Callable[[Sequence[str]], str],
     extra: Sequence[str] = (),
 ) -> list[Planned]:
-    """Every arm x seed in study order (seed by seed, arms in ARMS order within one), each to
-    keep (its record.json and heldout.json are there, at today's `code` and config digest,
-    `digest_of(overrides)`) or to run, with why. A config that does not load (say an arm's
-    reward not in this code) is a SparringError naming the arm."""
-    unknown = [a for a in arms if a not in ARMS]
-    if unknown:
-        raise SparringError(f"--arms {','.join(unknown)}: the study's arms are {','.join(ARMS)}")
-    ordered = [a for a in ARMS if a in arms]
+    """Every arm x seed in study order (seed by seed, arms in the design's order within one),
+    each to keep (its record.json and heldout.json are there, at today's `code` and config
+    digest, `digest_of(overrides)`) or to run, with why. A config that does not load (say an
+    arm's reward not in this code) is a SparringError naming the arm."""
+    ordered = chosen_arms(design, arms)
     out_plan = []
     for seed in sorted(set(seeds)):
         for arm in ordered:
-            name = run_name(arm, seed)
-            sets = overrides(arm, seed, extra)
+            name = design.run_name(arm, seed)
+            sets = design.overrides(arm, seed, list(extra))
             try:
                 digest = digest_of(sets)
             except SparringError as exc:
@@ -175,14 +163,16 @@ def _stream(cmd: list[str]) -> tuple[int, list[str]]:
     return proc.returncode, learn
 
 
-def fetch_heldout(config: str, sets: Sequence[str]) -> tuple[dict[str, Any], str]:
-    """(the run's heldout.json, its MLflow parent run id): the parent run of the last local run
-    of this config (`<pipeline_root>/.sparring/<name>/state.json`, sparring.local_run) and the
-    file its evaluate phase logged as `learning/heldout.json`."""
+def fetch_run(config: str, sets: Sequence[str]) -> tuple[Heldout, str, dict[str, float]]:
+    """(the run's heldout.json, its MLflow parent run id, its `run_values`): the parent run of
+    the last local run of this config (`<pipeline_root>/.sparring/<name>/state.json`,
+    sparring.local_run), the file its evaluate phase logged as `learning/heldout.json`, and the
+    scalars of the learning summary its LEARN lines print, from its phases' metrics."""
     import mlflow
 
     from sparring import tracking
     from sparring.config import load_config
+    from sparring.evaluation.learning import from_phase_runs
 
     cfg = load_config(config, list(sets))
     state_file = Path(cfg.storage.pipeline_root).resolve() / ".sparring" / cfg.name / "state.json"
@@ -192,12 +182,17 @@ def fetch_heldout(config: str, sets: Sequence[str]) -> tuple[dict[str, Any], str
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     runs = tracking.child_runs(cfg, parent)  # connects to the config's tracking store first
     client = mlflow.MlflowClient()
+    summary, *_ = from_phase_runs([(r.info.run_name, r.data.metrics) for r in runs])
     for run in reversed(runs):
         if not run.info.run_name.endswith("-evaluate"):
             continue
         with tempfile.TemporaryDirectory() as tmp:
             path = client.download_artifacts(run.info.run_id, f"learning/{HELDOUT}", tmp)
-            return json.loads(Path(path).read_text()), parent
+            try:
+                heldout = Heldout.load(path)
+            except ValueError as exc:
+                raise SparringError(f"{cfg.name}: {exc}") from None
+            return heldout, parent, run_values(summary)
     raise SparringError(f"{cfg.name}: its MLflow run {parent} has no evaluate phase with {HELDOUT}")
 
 
@@ -207,7 +202,8 @@ def _write_json(path: Path, data: Any) -> None:
 
 def run_one(item: Planned, config: str, out: Path) -> dict[str, Any] | None:
     """Run one planned run from the base model and file it under `out`/<name>/: heldout.json,
-    learn.txt, then record.json (arm, seed, overrides, code, config digest, minutes, finished).
+    learn.txt, then record.json (arm, seed, overrides, code, config digest, minutes, finished,
+    and `values`: sparring.evaluation.study.run_values).
     SparringError (naming the run) when it fails or did not start fresh; None, and nothing
     filed, when the code changed during the run (the next `make study` runs it again)."""
     cmd = _command(config, item.overrides)
@@ -222,9 +218,9 @@ def run_one(item: Planned, config: str, out: Path) -> dict[str, Any] | None:
             f"{item.name}: sparring run exited {code} after {minutes:.0f} min; "
             "make study runs it again"
         )
-    heldout, parent = fetch_heldout(config, item.overrides)
+    heldout, parent, values = fetch_run(config, item.overrides)
     try:
-        start_record = lineage.check_fresh(item.name, heldout)
+        start_record = lineage.check_start(item.name, heldout.start)
     except ValueError as exc:
         raise SparringError(str(exc)) from None
     changed = code_changed(heldout)
@@ -237,14 +233,14 @@ def run_one(item: Planned, config: str, out: Path) -> dict[str, Any] | None:
             f"{lineage.code_digest()}: the code changed in between",
             file=sys.stderr,
         )
-    if heldout.get("config_digest") != item.config_digest:
+    if heldout.config_digest != item.config_digest:
         print(
-            f"study: {item.name}: its heldout.json names config {heldout.get('config_digest')}, "
+            f"study: {item.name}: its heldout.json names config {heldout.config_digest}, "
             f"the study planned {item.config_digest}",
             file=sys.stderr,
         )
     folder = out / item.name
-    _write_json(folder / HELDOUT, heldout)
+    heldout.save(folder / HELDOUT, indent=1)
     write_file(folder / LEARN, ("\n".join(learn) + "\n").encode())
     record = {
         "name": item.name,
@@ -257,6 +253,7 @@ def run_one(item: Planned, config: str, out: Path) -> dict[str, Any] | None:
         "mlflow_parent_run": parent,
         "minutes": round(minutes, 2),
         "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "values": values,
     }
     _write_json(folder / RECORD, record)
     return record
@@ -301,48 +298,108 @@ def restore(filed: Path, out: Path, names: Sequence[str]) -> list[str]:
     return lines
 
 
+# The LEARN lines of the values `run_values` keeps, for runs filed before record.json kept them
+OLD_LEARN_VALUES = {
+    "false_positive_rate": re.compile(r"^LEARN false_positive_rate (\S+)"),
+    "generator_catch_heldout": re.compile(r"^LEARN generator_catch_heldout base=(\S+) final=(\S+)"),
+    "humaneval_pass_at_1": re.compile(r"^LEARN humaneval_pass_at_1 base=(\S+) final=(\S+)"),
+}
+
+
+def old_learn_values(lines: Sequence[str]) -> dict[str, float]:
+    """For OLD FILES ONLY: the values `run_values` keeps in record.json, read back from a run's
+    LEARN lines, for runs whose record.json has no `values` (every run filed before it did, the
+    2026-12-02 study's 15 among them: the false-positive rate, the generators' catch rate and
+    HumanEval pass@1 are in their learn.txt and nowhere else); n/a left out.
+
+    >>> old_learn_values(["LEARN false_positive_rate 0.120",
+    ...                   "LEARN generator_catch_heldout base=0.300 final=n/a ci95_delta=n/a",
+    ...                   "LEARN humaneval_pass_at_1 base=0.050 final=0.100"])
+    {'false_positive_rate': 0.12, 'generator_catch_heldout_base': 0.3, \
+'humaneval_pass_at_1_base': 0.05, 'humaneval_pass_at_1_final': 0.1}
+    """
+    out: dict[str, float] = {}
+    for line in lines:
+        for name, pattern in OLD_LEARN_VALUES.items():
+            match = pattern.match(line.strip())
+            if not match:
+                continue
+            values = match.groups()
+            keys = [name] if len(values) == 1 else [f"{name}_base", f"{name}_final"]
+            for key, value in zip(keys, values, strict=True):
+                with contextlib.suppress(ValueError):
+                    out[key] = float(value)
+    return out
+
+
+def read_run(folder: Path, arm: str, seed: int) -> tuple[StudyRun, dict[str, Any]] | None:
+    """(the run, its record) of a finished run's folder, None when it has not finished: its
+    heldout.json through the typed record, the values from its record.json (or, for an old
+    file without them, `old_learn_values` of its learn.txt). A heldout.json that is not one is
+    a SparringError naming it."""
+    record = read_record(folder)
+    if record is None or not (folder / HELDOUT).is_file():
+        return None
+    try:
+        heldout = Heldout.load(folder / HELDOUT)
+    except ValueError as exc:
+        raise SparringError(str(exc)) from None
+    learn_file = folder / LEARN
+    learn = tuple(learn_file.read_text().splitlines()) if learn_file.is_file() else ()
+    values = record.get("values")
+    if not isinstance(values, dict):  # an old file: before record.json kept them
+        values = old_learn_values(learn)
+    return StudyRun(folder.name, arm, seed, heldout, values, learn), record
+
+
 def finished_runs(
-    out: Path, arms: Sequence[str], seeds: Sequence[int]
+    out: Path, design: StudyDesign, arms: Sequence[str], seeds: Sequence[int]
 ) -> list[tuple[StudyRun, dict[str, Any]]]:
     """(run, its record) of every finished run of the chosen arms and seeds under `out`."""
     found = []
     for seed in sorted(set(seeds)):
-        for arm in (a for a in ARMS if a in arms):
-            folder = out / run_name(arm, seed)
-            record = read_record(folder)
-            if record is None or not (folder / HELDOUT).is_file():
-                continue
-            heldout = json.loads((folder / HELDOUT).read_text())
-            learn_file = folder / LEARN
-            learn = tuple(learn_file.read_text().splitlines()) if learn_file.is_file() else ()
-            found.append((StudyRun(folder.name, arm, seed, heldout, learn), record))
+        for arm in chosen_arms(design, arms):
+            run = read_run(out / design.run_name(arm, seed), arm, seed)
+            if run is not None:
+                found.append(run)
     return found
 
 
 def study_file(
-    result: Mapping[str, Any], runs: Sequence[tuple[StudyRun, Mapping[str, Any]]]
+    result: Mapping[str, Any],
+    runs: Sequence[tuple[StudyRun, Mapping[str, Any]]],
+    design: StudyDesign,
 ) -> dict[str, Any]:
-    """What docs/results/study-<date>.json holds: the design, every run's start record,
-    overrides and digests, the per-task matrices, the table and the contrasts."""
-    from sparring.evaluation.study import ARM_TEXT, CONTRASTS
-
+    """What the design's report file holds: the design, every run's start record, overrides
+    and digests, the per-task matrices, the table and the contrasts."""
     return {
-        "issue": 62,
+        "issue": design.issue,
+        "design": design.path,
+        "base": design.base,
         "arms": {
-            arm: {"overrides": list(sets), "what": ARM_TEXT[arm]} for arm, sets in ARMS.items()
+            arm: {"overrides": [*design.common, *a.overrides], "what": a.what}
+            for arm, a in design.arms.items()
         },
         "contrasts_planned": [
-            {"contrast": f"{t}-{c}", "rank": rank, "question": q} for t, c, rank, q in CONTRASTS
+            {"contrast": c.label, "rank": c.rank, "question": c.question} for c in design.contrasts
         ],
-        "humaneval": "pass@1 on 20 tasks, greedy, base and final of every run from its LEARN "
-        "lines (learn.<arm>.humaneval_pass_at_1_*): an arm's mean over seeds, no interval, as "
-        "heldout.json holds no per-task HumanEval scores",
+        "intervals": "table and ci95 (lo, hi): 95% percentile bootstrap resampling each arm's "
+        "whole runs (seeds) with replacement and the tasks with replacement, one task draw for "
+        "both arms of a contrast; t_lo, t_hi: 95% t-interval on the per-seed contrasts (seeds "
+        "both arms ran, paired by training seed); spread: the seed variance component "
+        "unclipped with its 95% modified large-sample interval; smallest: sized from that "
+        "interval's upper end",
+        "humaneval": "pass@1 on 20 tasks, greedy, base and final of every run (learn.<arm>."
+        "humaneval_pass_at_1_*): an arm's mean over seeds, no interval, as heldout.json holds "
+        "no per-task HumanEval scores; from record.json's values, or for runs filed before it "
+        "kept them, from their learn.txt",
         "runs": [
             {
                 **dict(record),
-                "start": run.heldout.get("start"),
+                "start": run.record.start,
                 "learn": list(run.learn),
-                "heldout_config_digest": run.heldout.get("config_digest"),
+                "values": dict(run.values),
+                "heldout_config_digest": run.record.config_digest,
             }
             for run, record in runs
         ],
@@ -380,6 +437,10 @@ def figure(result: Mapping[str, Any], path: Path) -> None:
         color = "C0" if c["rank"] == "primary" else "C7"
         right.errorbar(c["delta"], y, xerr=[[c["delta"] - c["lo"]], [c["hi"] - c["delta"]]],
                        fmt="o", color=color, capsize=4)  # fmt: skip
+        if c.get("t_lo") is not None:  # the t-interval on the per-seed contrasts, below it
+            right.plot([c["t_lo"], c["t_hi"]], [y + 0.25] * 2, color=color, linestyle=":")
+        per_seed = list((c.get("per_seed") or {}).values())
+        right.scatter(per_seed, [y - 0.25] * len(per_seed), marker="x", s=18, color=color)
     right.axvline(0.0, color="gray", linewidth=0.8)
     right.set_yticks(
         range(len(contrasts)),
@@ -387,7 +448,11 @@ def figure(result: Mapping[str, Any], path: Path) -> None:
          f"{len(c['seeds'])})" for c in contrasts],
     )  # fmt: skip
     right.invert_yaxis()
-    right.set_xlabel("difference of arm means (95% interval over seeds and tasks)")
+    right.set_xlabel(
+        "difference of arm means: 95% interval over whole seeds and tasks (bars),\n"
+        "t-interval on the per-seed contrasts (dotted), each seed's contrast (x)",
+        fontsize=8,
+    )
     right.set_title(f"contrasts on the new tasks (n={len(matrix['tasks'])}; primary in blue)")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -398,14 +463,13 @@ def figure(result: Mapping[str, Any], path: Path) -> None:
 def write_report(
     result: Mapping[str, Any],
     runs: Sequence[tuple[StudyRun, Mapping[str, Any]]],
-    results_dir: Path = Path("docs/results"),
-    image: Path = Path("docs/img/study.png"),
-    date: datetime.date | None = None,
+    design: StudyDesign,
+    report: Path | None = None,
+    image: Path | None = None,
 ) -> Path:
-    """Write the study file (`study_file`) as `results_dir`/study-<date>.json and the figure;
-    returns the file's path."""
-    day = (date or datetime.date.today()).isoformat()
-    path = results_dir / f"study-{day}.json"
-    _write_json(path, study_file(result, runs))
-    figure(result, image)
+    """Write the study file (`study_file`) to `report` (default: the design's) and the figure
+    to `image` (default: the design's); returns the file's path."""
+    path = report or Path(design.report)
+    _write_json(path, study_file(result, runs, design))
+    figure(result, image or Path(design.figure))
     return path

@@ -106,7 +106,7 @@ def test_config_validate_takes_the_old_positional_with_a_warning(capsys):
 
 
 def _heldout(path: Path, reward: str, final: float) -> str:
-    from sparring.evaluation.learning import heldout_record
+    from sparring.evaluation.heldout import heldout_record
 
     start = {"configured": "smollm2-135m", "model": "smollm2-135m", "base": "smollm2-135m",
              "weights": "w0", "base_weights": "w0", "champion": None}  # fmt: skip

@@ -10,6 +10,7 @@ from sparring import lineage
 from sparring.config import from_dict
 from sparring.evaluation import learning
 from sparring.evaluation import snapshots as snapshots_mod
+from sparring.evaluation.heldout import HELDOUT_FILE
 from sparring.phases import evaluate as evaluate_mod
 from sparring.problems import Problem, write_jsonl
 
@@ -54,7 +55,7 @@ def test_heldout_json_carries_tasks_reward_seed_and_digest(tmp_path, monkeypatch
     out = tmp_path / "out"
     evaluate_mod.evaluate(cfg, str(tmp_path), "manifest.json", "", str(out))
 
-    written = json.loads((out / learning.HELDOUT_FILE).read_text())
+    written = json.loads((out / HELDOUT_FILE).read_text())
     assert written["reward"] == cfg.rewards.answerer and written["seed"] == 4
     assert written["config_digest"] == cfg.digest()
     assert written["sets"]["new_tasks"] == {f"t{i}": [0.0, 1.0] for i in range(6)}

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from sparring.evaluation import intervals, learning
+from sparring.evaluation.heldout import heldout_record
 
 # a run that started from its configured base model (sparring.lineage.start_record's fields)
 FRESH = {"configured": "smollm2-135m", "model": "smollm2-135m", "base": "smollm2-135m",
@@ -321,7 +322,7 @@ def test_base_zone_share_is_the_first_validations_zone():
 
 
 def _heldout(reward, pairs, tasks=None, seed=0, set_name="new_tasks"):
-    return learning.heldout_record(
+    return heldout_record(
         {set_name: pairs},
         tasks or {},
         reward=reward,
@@ -351,7 +352,7 @@ def test_heldout_record_holds_what_pairing_and_pooling_check():
 
 def test_heldout_pair_pairs_the_every_test_measure_the_file_holds():
     def record(reward, share, strict):
-        return learning.heldout_record(
+        return heldout_record(
             {"new_tasks": share}, {}, reward=reward, seed=0, config_digest="d", start=FRESH,
             measures={"strict": {"new_tasks": strict}},
         )  # fmt: skip
@@ -404,7 +405,7 @@ def test_an_arm_pair_differs_in_its_field_and_nowhere_else():
     given_sets = {"new_tasks": {str(i): [0.1, 0.3] for i in range(6)}}
 
     def record(schedule, sets):
-        return learning.heldout_record(
+        return heldout_record(
             sets, {}, reward="honest", seed=0, config_digest="d", start=FRESH,
             arm={"phase_schedule": schedule, "data.given_tests": "3"},
         )  # fmt: skip
@@ -457,7 +458,7 @@ def test_eval_control_pairs_self_play_against_given_tests_on_every_test_passed(t
     from sparring.cli.main import main
 
     def arm(schedule, share, strict):
-        record = learning.heldout_record(
+        record = heldout_record(
             {"new_tasks": share}, {}, reward="honest", seed=0, config_digest="d", start=FRESH,
             arm={"phase_schedule": schedule}, measures={"strict": {"new_tasks": strict}},
         )  # fmt: skip

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from scripts import selfplay_pool as pool
-from sparring.evaluation.learning import heldout_record
+from sparring.evaluation.heldout import heldout_record
 
 # a run that started from its configured base model (sparring.lineage.start_record's fields)
 FRESH = {"configured": "smollm2-135m", "model": "smollm2-135m", "base": "smollm2-135m",

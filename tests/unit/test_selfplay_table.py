@@ -9,7 +9,7 @@ import json
 import pytest
 
 from scripts import selfplay_table as table
-from sparring.evaluation.learning import heldout_record
+from sparring.evaluation.heldout import heldout_record
 
 # a run that started from its configured base model (sparring.lineage.start_record's fields)
 FRESH = {"configured": "smollm2-135m", "model": "smollm2-135m", "base": "smollm2-135m",

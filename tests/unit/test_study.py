@@ -1,6 +1,7 @@
-"""The study of issue 62 without a model: its table and contrasts from planted heldout.json files
-(a clearly better arm, a null pair), its refusals (a chained run, a run of other code), and the
-runner's resume rule through its plan, the way `sparring study --dry-list` prints it."""
+"""The study of issue 62 (configs/study/2026-12-02.yaml) without a model: its table and
+contrasts from planted heldout.json files (a clearly better arm, a null pair), its refusals (a
+chained run, a run of other code), and the runner's resume rule through its plan, the way
+`sparring study --dry-list` prints it."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ from sparring import study_runner
 from sparring.cli.main import main
 from sparring.evaluation import sizing, study
 from sparring.evaluation.study import StudyRun
+from sparring.evaluation.study_design import load_design
+
+STUDY = "configs/study/2026-12-02.yaml"
+DESIGN = load_design(STUDY)
 
 TASKS = 10  # two renamed instances of each: the matrices count tasks, not problems
 BASE = {f"p{t}-{i}": 0.1 + 0.05 * t + 0.02 * i for t in range(TASKS) for i in range(2)}
@@ -59,7 +64,7 @@ def clear_pair() -> list[StudyRun]:
 
 
 def test_a_clearly_better_arm_shows_in_the_table_and_its_contrast(clear_pair):
-    result = study.analyse(clear_pair, reps=REPS)
+    result = study.analyse(clear_pair, DESIGN, reps=REPS)
     d_f = next(
         c for c in result["contrasts"] if c["contrast"] == "D-F" and c["measure"] == "new_tasks"
     )
@@ -88,7 +93,7 @@ def test_a_null_pair_has_an_interval_across_zero():
         StudyRun(f"study-S-t{k}", "S", k, given[k % 3].heldout | {"start": start(k)})
         for k in (1, 2, 3)
     ]
-    result = study.analyse(given + selfplay, reps=REPS)
+    result = study.analyse(given + selfplay, DESIGN, reps=REPS)
     s_g = next(
         c for c in result["contrasts"] if c["contrast"] == "S-G" and c["measure"] == "new_tasks"
     )
@@ -105,7 +110,11 @@ def test_the_interval_resamples_tasks_too():
     """One seed an arm: only resampling tasks can widen the interval around the delta."""
     rng = random.Random(2)
     runs = [arm_runs(arm, gain, 0.2, rng)[0] for arm, gain in (("D", 0.3), ("F", 0.1))]
-    (d_f,) = [c for c in study.analyse(runs, reps=REPS)["contrasts"] if c["measure"] == "new_tasks"]
+    (d_f,) = [
+        c
+        for c in study.analyse(runs, DESIGN, reps=REPS)["contrasts"]
+        if c["measure"] == "new_tasks"
+    ]
     assert d_f["seeds"] == [1] and d_f["hi"] - d_f["lo"] > 0.05, d_f
 
 
@@ -152,7 +161,7 @@ def test_two_seeds_give_the_sizing_scripts_pair_arithmetic():
 def test_one_seed_an_arm_leaves_the_smallest_contrast_unmeasured():
     rng = random.Random(2)
     runs = [arm_runs(arm, gain, 0.2, rng)[0] for arm, gain in (("D", 0.3), ("F", 0.1))]
-    result = study.analyse(runs, reps=100)
+    result = study.analyse(runs, DESIGN, reps=100)
     assert result["spread"]["new_tasks"] is None
     lines = study.contrast_lines(result)
     assert "STUDY spread new_tasks n/a: no arm ran two seeds" in lines
@@ -171,7 +180,7 @@ def test_a_chained_run_is_refused_by_name(clear_pair):
     }
     runs = [*clear_pair[:4], StudyRun(chained.name, "F", 2, data), clear_pair[5]]
     with pytest.raises(ValueError, match=r"study-F-t2: started from the champion"):
-        study.analyse(runs, reps=REPS)
+        study.analyse(runs, DESIGN, reps=REPS)
 
 
 def test_a_run_of_other_code_is_refused_by_name(clear_pair):
@@ -179,7 +188,7 @@ def test_a_run_of_other_code_is_refused_by_name(clear_pair):
     data = odd.heldout | {"start": start(2, code="c2"), "code": "c2"}
     runs = [clear_pair[0], StudyRun(odd.name, "D", 2, data), *clear_pair[2:]]
     with pytest.raises(ValueError, match=r"study-D-t2: code c2, not the c1 of 5"):
-        study.analyse(runs, reps=REPS)
+        study.analyse(runs, DESIGN, reps=REPS)
 
 
 def test_a_run_whose_code_changed_during_it_is_refused_by_name(clear_pair):
@@ -190,11 +199,11 @@ def test_a_run_whose_code_changed_during_it_is_refused_by_name(clear_pair):
         *clear_pair[4:],
     ]
     with pytest.raises(ValueError, match=r"study-F-t1: started at code c1, evaluated at code c2"):
-        study.analyse(runs, reps=REPS)
+        study.analyse(runs, DESIGN, reps=REPS)
 
 
 def test_a_measure_no_file_holds_is_listed_missing(clear_pair):
-    result = study.analyse(clear_pair, reps=200)
+    result = study.analyse(clear_pair, DESIGN, reps=200)
     missing = {m["measure"]: m["why"] for m in result["missing"]}
     assert set(missing) == {"new_tasks_defining", "new_families"}
     assert "new_tasks_strict" in result["matrices"] and "bundled" in result["matrices"]
@@ -217,7 +226,7 @@ def test_the_share_among_defining_answers_is_read_on_the_problems_every_run_hold
 
 
 def file_run(out: Path, arm: str, seed: int, code: str, digest: str) -> None:
-    folder = out / study_runner.run_name(arm, seed)
+    folder = out / DESIGN.run_name(arm, seed)
     folder.mkdir(parents=True)
     (folder / "heldout.json").write_text(json.dumps(heldout(dict(BASE), seed)))
     record = {"name": folder.name, "arm": arm, "seed": seed, "code": code}
@@ -232,7 +241,7 @@ def test_the_plan_interleaves_arms_and_keeps_only_runs_of_todays_code_and_config
     file_run(tmp_path, "F", 1, "today", "cfg-study-F-t1")  # kept
     file_run(tmp_path, "D", 1, "older", "cfg-study-D-t1")  # other code: run again
     file_run(tmp_path, "F", 2, "today", "cfg-before")  # other config: run again
-    items = study_runner.plan(tmp_path, ["D", "F"], [2, 1], "today", digest_of)
+    items = study_runner.plan(tmp_path, DESIGN, ["D", "F"], [2, 1], "today", digest_of)
     assert [(i.name, i.action) for i in items] == [
         ("study-F-t1", "keep"), ("study-D-t1", "run"), ("study-F-t2", "run"),
         ("study-D-t2", "run"),
@@ -258,7 +267,7 @@ def test_a_filed_run_comes_back_to_a_fresh_out_and_is_kept(tmp_path):
     for part in ("heldout.json", "record.json"):
         copy, original = fresh / "study-D-t1" / part, here / "study-D-t1" / part
         assert copy.read_bytes() == original.read_bytes()
-    items = study_runner.plan(fresh, ["D", "F"], [1], "today", lambda s: "cfg-" + s[0][5:])
+    items = study_runner.plan(fresh, DESIGN, ["D", "F"], [1], "today", lambda s: "cfg-" + s[0][5:])
     assert [(i.name, i.action) for i in items] == [("study-F-t1", "run"), ("study-D-t1", "keep")]
 
 
@@ -292,7 +301,7 @@ def test_dry_list_plans_from_the_real_config_and_runs_nothing(tmp_path, monkeypa
         raise AssertionError("--dry-list ran a run")
 
     monkeypatch.setattr(study_runner, "run_one", no_run)
-    sets = study_runner.overrides("D", 1)
+    sets = DESIGN.overrides("D", 1)
     elsewhere, filed, here = tmp_path / "elsewhere", tmp_path / "filed", tmp_path / "here"
     file_run(  # a run filed from another checkout: this one takes it back
         elsewhere, "D", 1, lineage.code_digest(),
@@ -301,9 +310,10 @@ def test_dry_list_plans_from_the_real_config_and_runs_nothing(tmp_path, monkeypa
     study_runner.file_run(elsewhere, "study-D-t1", filed)
     file_run(  # the right config, other code
         here, "F", 1, "0123456789abcdef",
-        study_runner.config_digest("configs/learn.yaml", study_runner.overrides("F", 1)),
+        study_runner.config_digest("configs/learn.yaml", DESIGN.overrides("F", 1)),
     )  # fmt: skip
-    argv = ["study", "--dry-list", "--arms", "F,D", "--seeds", "1", "--out", str(here)]
+    argv = ["study", "--study", STUDY, "--dry-list", "--arms", "F,D", "--seeds", "1"]
+    argv += ["--out", str(here)]
     assert main([*argv, "--filed", str(filed)]) == 0
     out = capsys.readouterr().out
     assert f"study: study-D-t1 restored from {filed}/study-D-t1-2026-12-02-*" in out
@@ -319,15 +329,9 @@ def test_every_run_the_study_finishes_is_filed(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(study_runner, "run_one", finish)
     filed = tmp_path / "filed"
-    argv = ["study", "--arms", "D", "--seeds", "1", "--out", str(tmp_path / "out"), "--reps", "50"]
-    argv += [
-        "--filed",
-        str(filed),
-        "--results-dir",
-        str(tmp_path),
-        "--image",
-        str(tmp_path / "s.png"),
-    ]
+    argv = ["study", "--study", STUDY, "--arms", "D", "--seeds", "1"]
+    argv += ["--out", str(tmp_path / "out"), "--reps", "50", "--filed", str(filed)]
+    argv += ["--results", str(tmp_path / "r.json"), "--image", str(tmp_path / "s.png")]
     assert main(argv) == 0
     assert "study: study-D-t1 filed as" in capsys.readouterr().out
     assert sorted(p.name for p in filed.iterdir()) == [
@@ -338,30 +342,46 @@ def test_every_run_the_study_finishes_is_filed(tmp_path, monkeypatch, capsys):
 def test_every_arm_measures_humaneval_on_20_tasks():
     from sparring.config import load_config
 
-    for arm in study.ARMS:
-        cfg = load_config("configs/learn.yaml", list(study_runner.overrides(arm, 1)))
+    for arm in DESIGN.arms:
+        cfg = load_config(DESIGN.base, list(DESIGN.overrides(arm, 1)))
         assert cfg.data.humaneval_limit == 20, arm
 
 
-def test_humaneval_is_reported_per_arm_from_the_learn_lines():
-    def run(seed: int, final: str) -> study.StudyRun:
-        line = f"LEARN humaneval_pass_at_1 base=0.050 final={final}"
-        return study.StudyRun(f"study-D-t{seed}", "D", seed, {}, (line,))
-
-    by_arm = study.learn_by_arm([run(1, "0.100"), run(2, "0.000")])
+def test_the_values_are_read_from_record_json_and_an_old_files_from_its_learn_txt(tmp_path):
+    """A run filed before record.json kept its values (the 2026-12-02 study's) has them in its
+    learn.txt alone: read from there; a newer run's come from its record.json, and its
+    learn.txt is never parsed."""
+    file_run(tmp_path, "D", 1, "c1", "x")  # an old file: no values in its record
+    (tmp_path / "study-D-t1" / "learn.txt").write_text(
+        "LEARN humaneval_pass_at_1 base=0.050 final=0.100\nLEARN false_positive_rate 0.020\n"
+    )
+    file_run(tmp_path, "D", 2, "c1", "x")
+    record_path = tmp_path / "study-D-t2" / "record.json"
+    values = {"humaneval_pass_at_1_base": 0.05, "humaneval_pass_at_1_final": 0.0}
+    record_path.write_text(json.dumps(json.loads(record_path.read_text()) | {"values": values}))
+    (tmp_path / "study-D-t2" / "learn.txt").write_text("LEARN false_positive_rate 0.900\n")
+    runs = [run for run, _ in study_runner.finished_runs(tmp_path, DESIGN, ["D"], [1, 2])]
+    assert runs[0].values == {
+        "humaneval_pass_at_1_base": 0.05, "humaneval_pass_at_1_final": 0.1,
+        "false_positive_rate": 0.02,
+    }  # fmt: skip
+    assert runs[1].values == values
+    by_arm = study.learn_by_arm(runs)
     assert by_arm["D"]["humaneval_pass_at_1_final"] == {"mean": 0.05, "seeds": [1, 2]}
-    assert by_arm["D"]["humaneval_pass_at_1_base"]["mean"] == pytest.approx(0.05)
+    assert by_arm["D"]["false_positive_rate"] == {"mean": 0.02, "seeds": [1]}
 
 
 def test_the_runner_refuses_to_move_what_it_sets_itself():
     with pytest.raises(Exception, match=r"the study sets storage\.start_fresh"):
-        study_runner.overrides("S", 1, ["storage.start_fresh=false"])
+        DESIGN.overrides("S", 1, ["storage.start_fresh=false"])
 
 
 def test_the_report_files_every_run_and_draws_the_figure(clear_pair, tmp_path):
-    result = study.analyse(clear_pair, reps=200)
+    result = study.analyse(clear_pair, DESIGN, reps=200)
     runs = [(run, {"name": run.name, "code": "c1"}) for run in clear_pair]
-    path = study_runner.write_report(result, runs, tmp_path / "results", tmp_path / "study.png")
+    path = study_runner.write_report(
+        result, runs, DESIGN, tmp_path / "results" / "r.json", tmp_path / "study.png"
+    )
     data = json.loads(path.read_text())
     assert [r["start"]["champion"] for r in data["runs"]] == [None] * 6
     assert data["matrices"]["new_tasks"]["arms"]["F"]["seeds"] == [1, 2, 3]
@@ -371,3 +391,4 @@ def test_the_report_files_every_run_and_draws_the_figure(clear_pair, tmp_path):
 def test_the_doc_examples():
     assert doctest.testmod(study).failed == 0
     assert doctest.testmod(sizing).failed == 0
+    assert doctest.testmod(study_runner).failed == 0

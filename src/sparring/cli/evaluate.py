@@ -25,6 +25,7 @@ from sparring.cli.common import (
     write_output,
 )
 from sparring.errors import SparringError, read_user_text
+from sparring.evaluation.heldout import Heldout
 from sparring.evaluation.learning import ARM_MEASURES, ARMS
 
 SET_HELP = (
@@ -259,14 +260,13 @@ def _eval_humaneval(args: argparse.Namespace) -> int:
 FEW = 8  # more samples than this: a line when their tests have run
 
 
-def _read_heldout(path: str) -> dict:
-    """A heldout.json, parsed; SparringError when it cannot be read or is not JSON."""
+def _read_heldout(path: str) -> Heldout:
+    """A heldout.json as its typed record; SparringError when it cannot be read, is not JSON or
+    is no heldout.json."""
     try:
-        return json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise SparringError(f"{path}: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise SparringError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+        return Heldout.load(path)
+    except ValueError as exc:
+        raise SparringError(str(exc)) from None
 
 
 def _eval_control(args: argparse.Namespace) -> int:

@@ -9,11 +9,13 @@ self-play on the held-out problems, sampled several times each), the phases' MLf
 read back into it (`from_phase_runs`), which runs are another arm's (`ARMS`, `is_treatment`,
 `control_differences`) and the refusals (files that did not evaluate alike or did not start
 from their configured base model: sparring.lineage).
-Does not cover: the bootstrap intervals (sparring.evaluation.intervals) or the generators'
-held-out numbers (sparring.evaluation.generator_heldout). Measures, all on problems the run
-never trained on: the discriminating share (the honest reward's), every test passed, the raw
-share (shown, never used to claim a gain), the bank pass rate and HumanEval pass@1; an interval
-counts tasks, not instances. Pure: plain Python data in and out.
+Does not cover: the bootstrap intervals (sparring.evaluation.intervals), the generators'
+held-out numbers (sparring.evaluation.generator_heldout) or heldout.json's format, its typed
+record, load and save (sparring.evaluation.heldout: every file here is read through it).
+Measures, all on problems the run never trained on: the discriminating share (the honest
+reward's), every test passed, the raw share (shown, never used to claim a gain), the bank pass
+rate and HumanEval pass@1; an interval counts tasks, not instances. Pure: plain Python data in
+and out.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sparring.evaluation.heldout import Heldout, merged_tasks
 from sparring.evaluation.intervals import (
     Pairs,
     check_comparable,
@@ -30,7 +33,7 @@ from sparring.evaluation.intervals import (
     paired_delta,
     task_gain,
 )
-from sparring.lineage import check_same_start
+from sparring.lineage import check_same_starts
 
 MEASURES = ("discriminating", "strict", "raw", "pass_at_n", "defines", "defining")
 
@@ -170,7 +173,6 @@ def _generator_lines(summary: Mapping[str, Any]) -> list[str]:
 VS_START = "heldout_new_tasks_vs_start"
 # summary[GATE]: the start gate's own sample of both on the held-out new tasks (another seed)
 GATE = "gate"
-HELDOUT_FILE = "heldout.json"  # per set, per problem, base and final: logged by evaluate
 # the held-out sets, in order: fresh tasks of the trained families, those of them whose
 # operation no training instance uses, families never trained, new instances of trained tasks,
 # the bundled problems' held-out part
@@ -352,110 +354,25 @@ def control_differences(
     )
 
 
-HELDOUT_FORMAT = 3  # 3: with start and code; 2: config_digest, seed and tasks; 1: reward, sets
 # The measures an arm's line pairs, and its name's suffix: the per-test share, and every test
 # passed, which is where a one-test clause shows (a missed empty-input case costs 1 of 4 tests
 # of the share, and the whole answer here)
 ARM_MEASURES = (("discriminating", ""), ("strict", "_strict"))
-# the measures heldout.json keeps besides its own: every test passed, the share among answers
-# that define the asked-for function (a problem without such an answer before and after is left
-# out) and the definition rate: what a study reads beyond format
-STORED_MEASURES = ("strict", "defining", "defines")
 
 
-def heldout_record(
-    per_problem: Mapping[str, Pairs], tasks: Mapping[str, str], *, reward: str, seed: int,
-    config_digest: str, measure: str = "discriminating", arm: Mapping[str, str] | None = None,
-    measures: Mapping[str, Mapping[str, Pairs]] | None = None,
-    start: Mapping[str, Any] | None = None, code: str = "",
-) -> dict[str, Any]:  # fmt: skip
-    """What HELDOUT_FILE holds: per held-out set, per problem, [base, final] of `measure`
-    (`heldout_per_problem`), each of those problems' task key (its own id when it has none),
-    and what a reader must check before pairing or pooling two files: the answerer reward
-    trained, the seed, the config digest and the run's `arm` ({field: value} of ARM_FIELDS).
-    `measures`: other measures' per-problem pairs, {measure: {set: pairs}} (ARM_MEASURES).
-    `start`: where the run's answerer started (sparring.lineage.start_record; None when its
-    model folder records none: such a file is refused by every pairing and pooling line), and
-    `code` the code version that evaluated it.
-
-    >>> r = heldout_record({"new_tasks": {"a": [0.1, 0.5]}}, {"a": "k1"}, reward="honest",
-    ...                    seed=0, config_digest="abc")
-    >>> r["sets"], r["tasks"], r["reward"], r["seed"]
-    ({'new_tasks': {'a': [0.1, 0.5]}}, {'a': 'k1'}, 'honest', 0)
-    """
-    ids = sorted({pid for pairs in per_problem.values() for pid in pairs})
-    return {
-        "format": HELDOUT_FORMAT,
-        "config_digest": config_digest,
-        "seed": seed,
-        "reward": reward,
-        "measure": measure,
-        "sets": _as_lists(per_problem),
-        "tasks": {pid: tasks.get(pid, pid) for pid in ids},
-        "arm": {"rewards.answerer": reward, **(arm or {})},
-        "measures": {m: _as_lists(by) for m, by in (measures or {}).items()},
-        "start": dict(start) if start else None,
-        "code": code,
-    }
+def _records(files: Sequence[tuple[str, Heldout | Mapping[str, Any]]]) -> list[tuple[str, Heldout]]:
+    """(name, typed record) of (name, heldout.json as a record or parsed): ValueError naming
+    the file that is no heldout.json."""
+    return [(name, Heldout.of(data, name)) for name, data in files]
 
 
-def _as_lists(per_problem: Mapping[str, Pairs]) -> dict[str, dict[str, list[float]]]:
-    return {
-        name: {pid: list(pair) for pid, pair in pairs.items()}
-        for name, pairs in per_problem.items()
-    }
-
-
-def _heldout_sets(name: str, data: Any) -> Mapping[str, Any]:
-    """The `sets` of a heldout.json, checked to be one that names its answerer reward."""
-    sets = data.get("sets") if isinstance(data, Mapping) else None
-    if not isinstance(sets, Mapping):
-        raise ValueError(f"{name}: no 'sets' in it; is it a run's heldout.json?")
-    if not data.get("reward"):
-        raise ValueError(
-            f"{name}: no 'reward' field, so which answerer reward it trained is unknown; "
-            "evaluate the run again to rewrite its heldout.json"
-        )
-    return sets
-
-
-def _set_pairs(
-    name: str, data: Any, set_name: str, measure: str = "discriminating"
-) -> dict[str, list[float]]:
-    """{problem id: [base, final]} of one held-out set of a heldout.json, in `measure` (its
-    `sets`' own, or one of its `measures`); ValueError names what is wrong."""
-    sets = _heldout_sets(name, data)
-    if measure != data.get("measure", "discriminating"):
-        sets = (data.get("measures") or {}).get(measure)
-        if not isinstance(sets, Mapping):
-            raise ValueError(f"{name}: no {measure} measure in it (a run of older code)")
-    chosen = sets.get(set_name)
-    if not isinstance(chosen, Mapping) or not chosen:
-        raise ValueError(f"{name}: no held-out set {set_name!r} (it has: {sorted(sets)})")
-    for pid, pair in chosen.items():
-        if not (isinstance(pair, Sequence) and len(pair) == 2):
-            raise ValueError(f"{name}: problem {pid!r} has {pair!r}, not [base, final]")
-    return {str(k): [float(v) for v in pair] for k, pair in chosen.items()}
-
-
-def _merged_tasks(files: Sequence[tuple[str, Any]]) -> dict[str, str]:
-    """{problem id: task key} of several heldout.json files, which must agree."""
-    merged: dict[str, str] = {}
-    where: dict[str, str] = {}
-    for name, data in files:
-        for pid, key in (data.get("tasks") or {}).items():
-            if merged.setdefault(pid, key) != key:
-                raise ValueError(
-                    f"{name} and {where[pid]} give problem {pid!r} different tasks "
-                    f"({key!r} against {merged[pid]!r}): were they run on the same config?"
-                )
-            where.setdefault(pid, name)
-    return merged
+def _same_start(files: Sequence[tuple[str, Heldout]]) -> None:
+    check_same_starts([(name, record.start) for name, record in files])
 
 
 def heldout_pair(
-    treatment: Mapping[str, Any],
-    control: Mapping[str, Any],
+    treatment: Heldout | Mapping[str, Any],
+    control: Heldout | Mapping[str, Any],
     set_name: str = "new_tasks",
     arm_field: str = "rewards.answerer",
     measure: str = "discriminating",
@@ -463,7 +380,7 @@ def heldout_pair(
     """The {problem id: [base, final]} of one held-out set in two runs' `heldout.json` files,
     and their {problem id: task key}, checked for a fair pair: each holds the set and names its
     answerer reward, the two differ in `arm_field` (both files name it), both started from
-    their configured base model, the same one (sparring.lineage.check_same_start), and they
+    their configured base model, the same one (sparring.lineage.check_same_starts), and they
     measured the same problems with the same base scores (one base model, sampled with one
     seed), in `measure` (ARM_MEASURES). ValueError names what is wrong.
 
@@ -477,24 +394,25 @@ def heldout_pair(
     ...
     ValueError: both runs trained with the answerer reward 'honest': a control trains with another
     """
-    files = [("treatment", treatment), ("control", control)]
-    pairs = [_set_pairs(name, data, set_name, measure) for name, data in files]
-    if arm_field == "rewards.answerer" and treatment["reward"] == control["reward"]:
+    files = _records([("treatment", treatment), ("control", control)])
+    pairs = [record.set_pairs(name, set_name, measure) for name, record in files]
+    rewards = [record.reward for _, record in files]
+    if arm_field == "rewards.answerer" and rewards[0] == rewards[1]:
         raise ValueError(
-            f"both runs trained with the answerer reward {treatment['reward']!r}: "
+            f"both runs trained with the answerer reward {rewards[0]!r}: "
             "a control trains with another"
         )
     if arm_field != "rewards.answerer":
-        values = [(data.get("arm") or {}).get(arm_field) for _, data in files]
+        values = [(record.arm or {}).get(arm_field) for _, record in files]
         if None in values:
             raise ValueError(
                 f"a heldout.json without {arm_field} in its 'arm': evaluate the run again"
             )
         if values[0] == values[1]:
             raise ValueError(f"both runs have {arm_field}={values[0]}: not two arms")
-    check_same_start(files)
+    _same_start(files)
     check_comparable([("treatment", pairs[0]), ("control", pairs[1])])
-    return pairs[0], pairs[1], _merged_tasks(files)
+    return pairs[0], pairs[1], merged_tasks(files)
 
 
 def _control_text(d: Mapping[str, float], name: str = "reward_vs_control") -> str:
@@ -527,26 +445,27 @@ def reward_vs_control(
 
 
 def pool_lines(
-    runs: Sequence[tuple[str, Mapping[str, Any]]],
-    controls: Sequence[tuple[str, Mapping[str, Any]]] = (),
+    runs: Sequence[tuple[str, Heldout | Mapping[str, Any]]],
+    controls: Sequence[tuple[str, Heldout | Mapping[str, Any]]] = (),
     control_set: str = "new_tasks",
     seed: int = 0,
 ) -> list[str]:
     """The held-out `LEARN heldout_<set>` lines pooled over several training runs (seeds) of one
-    config, given as (name, parsed heldout.json), with `seeds=K`; given control runs' files,
-    `LEARN reward_vs_control` on `control_set` pooled over both sides' runs and tasks.
+    config, given as (name, heldout.json as a record or parsed), with `seeds=K`; given control
+    runs' files, `LEARN reward_vs_control` on `control_set` pooled over both sides' runs and tasks.
     ValueError (naming the files) unless every file names its reward, the runs share one reward
     and the controls another, no file is given twice, all started from one configured base
     model (no champion) and hold the same sets of the same problems with the same base scores
     and task keys."""
     if not runs:
         raise ValueError("no run to pool: give one heldout.json per training seed")
+    runs, controls = _records(runs), _records(controls)
     files = [*runs, *controls]
-    first_sets = sorted(_heldout_sets(*runs[0]))
-    for i, (name, data) in enumerate(files):
-        sets = sorted(_heldout_sets(name, data))
+    first_sets = sorted(runs[0][1].reward_sets(runs[0][0]))
+    for i, (name, record) in enumerate(files):
+        sets = sorted(record.reward_sets(name))
         for other, earlier in files[:i]:
-            if data == earlier:
+            if record == earlier:
                 raise ValueError(f"{name} is {other} again: pool each run once")
         if i < len(runs) and sets != first_sets:
             raise ValueError(
@@ -554,32 +473,32 @@ def pool_lines(
                 "were they run on the same config?"
             )
     for group, role in ((runs, "run"), (controls, "control")):
-        rewards = {data["reward"] for _, data in group}
+        rewards = {record.reward for _, record in group}
         if len(rewards) > 1:
             raise ValueError(
                 f"the {role}s trained with different answerer rewards {sorted(rewards)}"
             )
-    if controls and runs[0][1]["reward"] == controls[0][1]["reward"]:
+    if controls and runs[0][1].reward == controls[0][1].reward:
         raise ValueError(
-            f"runs and controls all trained with the answerer reward {runs[0][1]['reward']!r}: "
+            f"runs and controls all trained with the answerer reward {runs[0][1].reward!r}: "
             "a control trains with another"
         )
-    check_same_start(files)
-    tasks = _merged_tasks(files)
+    _same_start(files)
+    tasks = merged_tasks(files)
     lines = []
     for set_name in HELDOUT_LINES:
         if set_name not in first_sets:
             lines.append(gain_line(f"heldout_{set_name}", None))
             continue
-        pairs = [(name, _set_pairs(name, data, set_name)) for name, data in runs]
+        pairs = [(name, record.set_pairs(name, set_name)) for name, record in runs]
         check_comparable(pairs)
         gain = task_gain([p for _, p in pairs], tasks, seed=seed)
         lines.append(gain_line(f"heldout_{set_name}", gain))
     if controls:
         lines.append(
             pooled_arm_line(
-                "reward_vs_control", "rewards.answerer", runs, runs[0][1]["reward"],
-                controls, controls[0][1]["reward"], control_set, seed,
+                "reward_vs_control", "rewards.answerer", runs, str(runs[0][1].reward),
+                controls, str(controls[0][1].reward), control_set, seed,
             )
         )  # fmt: skip
     return lines
@@ -588,9 +507,9 @@ def pool_lines(
 def pooled_arm_line(
     name: str,
     field: str,
-    mine: Sequence[tuple[str, Mapping[str, Any]]],
+    mine: Sequence[tuple[str, Heldout | Mapping[str, Any]]],
     mine_value: str,
-    others: Sequence[tuple[str, Mapping[str, Any]]],
+    others: Sequence[tuple[str, Heldout | Mapping[str, Any]]],
     other_value: str,
     set_name: str = "new_tasks",
     seed: int = 0,
@@ -599,10 +518,10 @@ def pooled_arm_line(
     """`LEARN <name>` (ARMS) pooled over training seeds: the treatment arm's mean gain on
     `set_name` minus the other arm's, the interval resampling tasks and each arm's runs
     (`seeds=` treatment runs, `control_seeds=` the other arm's). `mine` and `others` are
-    (name, parsed heldout.json) of the two arms, one config field (`field`: `mine_value`
-    against `other_value`) apart; which one is the treatment is `is_treatment`'s call; paired
-    in `measure` (ARM_MEASURES). ValueError (naming the files) when they did not start from
-    one base model or did not measure the same problems alike.
+    (name, heldout.json as a record or parsed) of the two arms, one config field (`field`:
+    `mine_value` against `other_value`) apart; which one is the treatment is `is_treatment`'s
+    call; paired in `measure` (ARM_MEASURES). ValueError (naming the files) when they did not
+    start from one base model or did not measure the same problems alike.
 
     >>> s = {"configured": "m", "model": "m", "champion": None}
     >>> def run(final):
@@ -613,12 +532,14 @@ def pooled_arm_line(
     'LEARN selfplay_vs_given delta=0.200 ci95_delta=n/a (n=1) seeds=2'
     """
     mine_first = is_treatment(field, mine_value, other_value)
-    treated, control = (mine, others) if mine_first else (others, mine)
-    check_same_start([*treated, *control])
-    tasks = _merged_tasks([*treated, *control])
+    treated, control = _records(mine), _records(others)
+    if not mine_first:
+        treated, control = control, treated
+    _same_start([*treated, *control])
+    tasks = merged_tasks([*treated, *control])
     gain = control_gain(
-        [_set_pairs(n, d, set_name, measure) for n, d in treated],
-        [_set_pairs(n, d, set_name, measure) for n, d in control],
+        [r.set_pairs(n, set_name, measure) for n, r in treated],
+        [r.set_pairs(n, set_name, measure) for n, r in control],
         tasks,
         seed=seed,
     )
@@ -628,27 +549,31 @@ def pooled_arm_line(
 def pooled_by_start_line(
     name: str,
     starts: Sequence[
-        tuple[Sequence[tuple[str, Mapping[str, Any]]], Sequence[tuple[str, Mapping[str, Any]]]]
+        tuple[
+            Sequence[tuple[str, Heldout | Mapping[str, Any]]],
+            Sequence[tuple[str, Heldout | Mapping[str, Any]]],
+        ]
     ],
     set_name: str = "new_tasks",
     seed: int = 0,
     measure: str = "discriminating",
 ) -> str:
     """`LEARN <name>` over arms run from several starting models (`control_gain_by_start`):
-    `starts` holds, per start, (treatment files, control files) as (name, parsed
-    heldout.json); ` starts=S` ends the line. ValueError (naming the files) when a start's
+    `starts` holds, per start, (treatment files, control files) as (name, heldout.json as a
+    record or parsed); ` starts=S` ends the line. ValueError (naming the files) when a start's
     runs did not start from one model (each from its configured one, no champion), did not
     measure alike, or the starts measured other problems."""
-    for treated, control in starts:  # the starts differ by design; within one, none may
-        check_same_start([*treated, *control])
+    typed = [(_records(treated), _records(control)) for treated, control in starts]
+    for treated, control in typed:  # the starts differ by design; within one, none may
+        _same_start([*treated, *control])
     grouped = [
         (
-            [_set_pairs(n, d, set_name, measure) for n, d in treated],
-            [_set_pairs(n, d, set_name, measure) for n, d in control],
+            [r.set_pairs(n, set_name, measure) for n, r in treated],
+            [r.set_pairs(n, set_name, measure) for n, r in control],
         )
-        for treated, control in starts
+        for treated, control in typed
     ]
-    tasks = _merged_tasks([f for treated, control in starts for f in (*treated, *control)])
+    tasks = merged_tasks([f for treated, control in typed for f in (*treated, *control)])
     gain = control_gain_by_start(grouped, tasks, seed=seed)
     return f"{_control_text(gain, name)} starts={gain['starts']}"
 

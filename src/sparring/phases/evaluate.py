@@ -17,7 +17,6 @@ Does not cover: the measures (sparring.evaluation).
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import tempfile
 from collections.abc import Iterator
@@ -31,6 +30,7 @@ from sparring.config import Config
 from sparring.evaluation import generator_heldout, intervals, learning
 from sparring.evaluation import report as report_mod
 from sparring.evaluation.hacking import hacking_signals
+from sparring.evaluation.heldout import HELDOUT_FILE, STORED_MEASURES, new_heldout
 from sparring.evaluation.learning import GATE, VS_START
 from sparring.evaluation.selection import choose_best
 from sparring.evaluation.snapshots import evaluate_snapshots, model_metrics
@@ -91,21 +91,20 @@ def evaluate(
         per_problem = learning.heldout_per_problem(report, sets)
         report["learning"]["per_problem"] = per_problem
         Path(out_dir).mkdir(parents=True, exist_ok=True)
-        heldout_file = Path(out_dir) / learning.HELDOUT_FILE
+        heldout_file = Path(out_dir) / HELDOUT_FILE
         from sparring.config import to_dict
 
         params = tracking.flatten(to_dict(cfg))
-        record = learning.heldout_record(
+        record = new_heldout(
             per_problem, tasks, reward=cfg.rewards.answerer, seed=cfg.seed,
             config_digest=cfg.digest(), arm={f: params[f] for f in learning.ARM_FIELDS},
             start=start,
             code=lineage.code_digest(),
             measures={
-                m: learning.heldout_per_problem(report, sets, m)
-                for m in learning.STORED_MEASURES
+                m: learning.heldout_per_problem(report, sets, m) for m in STORED_MEASURES
             },
         )  # fmt: skip
-        heldout_file.write_text(json.dumps(record, sort_keys=True))
+        record.save(heldout_file)
         tracking.log_artifacts([heldout_file], "learning")  # where a control run finds it
     if parent_run_id:
         try:
