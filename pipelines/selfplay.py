@@ -32,6 +32,9 @@ Multi-node (`kubernetes.trainer.nodes > 1`, cluster build only): the GRPO phases
 `launcher="trainjob"` and a light task's resources; each creates a Kubeflow Trainer TrainJob
 (sparring.cluster.launch), waits for it and fetches its outputs. The warm start stays in-task.
 
+With `generator_mode: fuzz` (the generator that does not learn, sparring.phases.fuzz) the
+generator's task draws tests and trains nothing: a light task, in its own pod, never a TrainJob.
+
 Caching: the seed and every other knob reach each task through the config YAML parameter, so a
 training task's inputs fix its sampling and KFP caching stays on (that is what `sparring run
 --resume` relies on). In the cluster build, materialize and init_models read mutable state (the
@@ -134,8 +137,10 @@ def _build_pipeline(cfg: Config, local: bool):
             s["answerer"] = warm.outputs["model"]
             s["manifest"] = warm.outputs["snapshots"]  # starts with the warm-started answerer
 
-        def train(p, component, what: str, **models):
-            """A GRPO phase's task: the inputs every training phase takes, plus `models`."""
+        def train(p, component, what: str, trains: bool = True, **models):
+            """A GRPO phase's task: the inputs every training phase takes, plus `models`;
+            `trains=False`: a phase in a training phase's place that trains nothing (the
+            generator that does not learn), a light task in its own pod."""
             task = component(
                 config_yaml=config_yaml,
                 parent_run_id=s["run_id"],
@@ -143,9 +148,9 @@ def _build_pipeline(cfg: Config, local: bool):
                 phase=p.name,
                 data=s["data"],
                 **models,
-                launcher=launcher,
+                launcher=launcher if trains else "task",
             )
-            place(task, _task_name(cfg, plan, p, what))
+            (place if trains else t.light)(task, _task_name(cfg, plan, p, what))
             return task.outputs
 
         def answerer(p):
@@ -154,8 +159,10 @@ def _build_pipeline(cfg: Config, local: bool):
             s["answerer"] = out["model"]
 
         def generator(p):
-            out = train(p, c.train_generator, "train generator",
-                        frozen_answerer=s["answerer"], init_model=s["generator"])  # fmt: skip
+            fuzz = cfg.generator_mode == "fuzz"  # hypothesis draws the tests: no model, no GRPO
+            out = train(p, c.train_generator, "draw tests (fuzz)" if fuzz else "train generator",
+                        trains=not fuzz, frozen_answerer=s["answerer"],
+                        init_model=s["generator"])  # fmt: skip
             s["generator"] = out["model"]
             s["tests"] = out["tests"]
             s["frozen_solutions"] = out["frozen_solutions"]

@@ -53,7 +53,7 @@ def test_dry_run_fallback_tests_are_valid_and_honest(bundled):
     """The dry run's stand-in generator must feed validation tests it banks (valid, failed by
     every trivial solution), or the dry run's selection has nothing to promote."""
     from sparring.phases.generator import fallback_tests
-    from sparring.phases.validate import _trivially_passed
+    from sparring.phases.validate import trivially_passed_in
     from sparring.sandbox import Sandbox, SandboxLimits
 
     with Sandbox(SandboxLimits(timeout_s=2.0)) as sb:
@@ -62,4 +62,4 @@ def test_dry_run_fallback_tests_are_valid_and_honest(bundled):
             assert len(tests) >= 2, p.id
             report = sb.run(p.reference_solution, tests)
             assert all(r.passed for r in report.results), (p.id, report.results)
-            assert set(tests) - _trivially_passed(p, tests, sb), p.id
+            assert set(tests) - trivially_passed_in(p, tests, sb), p.id

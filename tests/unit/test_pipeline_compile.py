@@ -510,3 +510,31 @@ def test_one_node_configs_and_local_runs_train_in_the_task(cluster, tmp_path):
     local_ir = next(yaml.safe_load_all(path.read_text()))
     launchers = {_launcher(t) for k, t in _tasks(local_ir).items() if _kind(k) in TRAINING}
     assert launchers == {"task"}  # kfp.local ignores cluster settings, TrainJobs included
+
+
+def test_fuzz_generator_is_a_light_task_in_its_pod_the_answerer_still_trains(tmp_path):
+    """generator_mode fuzz (arm R of issue 73): the DAG is still the plan, but the generator's
+    task draws tests and trains nothing, so even where the answerer's phases become TrainJobs
+    (trainer.nodes 2) it runs in its own pod with a light task's CPU and memory and no GPU."""
+    overrides = ["generator_mode=fuzz", "steps.alternating=0", "rounds=2"]
+    cfg, _, ir, _ = _compile(tmp_path, "configs/cluster-multinode.yaml", overrides)
+    _assert_dag_is_the_plan(cfg, ir)
+    execs = ir["deploymentSpec"]["executors"]
+    kinds = {"train-generator": 0, "train-answerer": 0}
+    for key, task in _tasks(ir).items():
+        kind = _kind(key)
+        if kind not in kinds:
+            continue
+        kinds[kind] += 1
+        res = execs[_executor(ir, task)]["container"].get("resources", {})
+        assert "accelerator" not in res, key
+        if kind == "train-generator":
+            assert _launcher(task) == "task", key
+            assert task["taskInfo"]["name"].endswith("· draw tests (fuzz)"), key
+            assert res["resourceCpuLimit"] == cfg.kubernetes.cpu, key
+            assert res["resourceMemoryLimit"] == cfg.kubernetes.memory, key
+        else:
+            assert _launcher(task) == "trainjob", key
+    plan = [p.kind for p in plan_phases(cfg)]
+    assert kinds == {k: plan.count(k.removeprefix("train-")) for k in kinds}
+    assert kinds["train-generator"] == 2

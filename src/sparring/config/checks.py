@@ -87,6 +87,11 @@ def check_cross_fields(cfg: Config) -> None:
             f"selection.start_margin: {cfg.selection.start_margin} is read only by the start "
             "gate; set selection.refuse_below_start: true, or start_margin: 0"
         )
+    if cfg.generator_mode == "fuzz" and cfg.phase_schedule == "answerer":
+        raise ConfigError(
+            "generator_mode: 'fuzz' draws tests in the generator phase, which phase_schedule "
+            "'answerer' has none of; use phase_schedule: generator_answerer"
+        )
     coach = cfg.coach
     if coach.failure_threshold >= coach.success_threshold:
         raise ConfigError(

@@ -72,8 +72,12 @@ class Config:
         "phase order within a round; answerer: no generator phase and no bank (the given tests "
         "alone, the arm self-play is measured against)",
     )
-    generator_mode: Literal["tests", "problems"] = _f(
-        "tests", "tests: adversarial unit tests; problems: proposer of new problems"
+    generator_mode: Literal["tests", "problems", "fuzz"] = _f(
+        "tests",
+        "tests: adversarial unit tests; problems: proposer of new problems; fuzz: a generator "
+        "that does not learn, in the generator phase's place: steps.fuzz_tests tests per "
+        "training problem, inputs drawn by hypothesis from the parameters' declared types, "
+        "expected values from the reference (issue 73's arm R; no model, no GRPO)",
     )
     tuning_mode: Literal["full", "lora"] = _f("lora", "full fine-tune or LoRA adapters")
     backend: Literal["torch", "mlx"] = _f("torch", "torch (TRL) or mlx (Apple Silicon)")

@@ -148,6 +148,12 @@ class StepsConfig:
         False, "the generator's prompt asks first for a test of each special case the problem "
         "statement names, then edge cases",
     )  # fmt: skip
+    fuzz_tests: int = _f(
+        3,
+        "generator_mode fuzz: tests written per training problem (k), each kept only if the "
+        "validate phase would bank it; fewer where fewer of the drawn inputs qualify",
+        ge=1, le=16,
+    )  # fmt: skip
     alternating: int = _f(0, "extra alternating answerer/generator step pairs per round", ge=0)
     frozen_samples: int = _f(4, "solutions sampled once per problem from the frozen answerer", ge=1)
     frozen_rows: int = _f(

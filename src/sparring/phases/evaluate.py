@@ -309,7 +309,9 @@ def _generators_heldout(
     problems = [p for p in val if p.id in ids]
     why_not = (
         "data.generator_samples is 0" if not cfg.data.generator_samples
-        else "the generator proposes problems" if cfg.generator_mode != "tests"
+        else "the generator proposes problems" if cfg.generator_mode == "problems"
+        else "the generator does not learn (generator_mode fuzz)"
+        if cfg.generator_mode == "fuzz"
         else "no generator phase: the final generator is the base one"
         if not has_generator_phase(cfg)
         else "the snapshot manifest names no generator" if not final

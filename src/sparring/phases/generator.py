@@ -4,8 +4,9 @@ Covers: sampling the frozen answerer snapshot once (`sample_frozen_solutions`; o
 process or behind the server: `sample_frozen_pool`, the answerer phase's screen too),
 `train_generator` (rewarded against those cached solutions; writes the generated tests and
 frozen solutions), the proposer mode's reward, and the dry run's mutated baseline tests
-(`fallback_tests`). Does not cover: the rewards' rules (sparring.code_duel) or validation
-(sparring.phases.validate).
+(`fallback_tests`). Does not cover: the rewards' rules (sparring.code_duel), validation
+(sparring.phases.validate) or the generator that does not learn (`generator_mode: fuzz`,
+sparring.phases.fuzz, which `train_generator` hands the phase to).
 """
 
 from __future__ import annotations
@@ -192,8 +193,16 @@ def train_generator(
 ) -> dict[str, float]:
     """GRPO of the generator against a frozen answerer snapshot (sampled once), for the planned
     steps of `phase` (the phase's `Phase.name`, which also seeds its draws and the frozen
-    sampling; a free label runs `cfg.steps.generator` steps)."""
+    sampling; a free label runs `cfg.steps.generator` steps). With `generator_mode: fuzz` the
+    generator does not learn: sparring.phases.fuzz writes the phase's outputs instead."""
     init_model = init_model or None
+    if cfg.generator_mode == "fuzz":
+        from sparring.phases.fuzz import fuzz_generator
+
+        return fuzz_generator(
+            cfg, round_index, data_dir, init_model, out_model, out_tests, out_frozen_solutions,
+            phase,
+        )  # fmt: skip
     frozen_answerer = frozen_answerer or cfg.model_for("answerer").name
     steps = planned_steps(cfg, phase, "generator", round_index)
     # each planned phase samples its frozen answerer with its own seed; the default label keeps

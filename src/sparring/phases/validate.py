@@ -3,8 +3,9 @@
 Covers: `validate_tests` (each round's tests judged by sparring.sandbox.validation.judge_tests:
 the reference solution and the parameters' declared types; then the trivial solutions, the
 frozen answerer's break rate, the zone estimate for the next answerer phase, the survivors
-merged into the bank by sparring.bank's rule) and `validate_into` (the sandbox task's body: the
-bank and its metrics in one folder, since that task has no MLflow credentials).
+merged into the bank by sparring.bank's rule; `trivially_passed_in`, the trivial solutions run
+on a problem's tests, is shared with the fuzz generator's pick) and `validate_into` (the sandbox
+task's body: the bank and its metrics in one folder, since that task has no MLflow credentials).
 Does not cover: the sandbox (sparring.sandbox), the bank's format and what enters it
 (sparring.bank).
 """
@@ -78,7 +79,7 @@ def validate_tests(
             if report.infra_error:
                 infra += 1
                 continue
-            barred = _trivially_passed(p, tests, sb)
+            barred = trivially_passed_in(p, tests, sb)
             for v in report.verdicts:
                 total += 1
                 dup = v.duplicate or bank.is_duplicate(p.id, v.test)
@@ -117,7 +118,7 @@ def validate_tests(
     }
 
 
-def _trivially_passed(problem: Problem, tests: list[str], sandbox: Any) -> set[str]:
+def trivially_passed_in(problem: Problem, tests: list[str], sandbox: Any) -> set[str]:
     """The tests among `tests` that some trivial solution of the problem passes (run here,
     judged by sparring.bank.trivially_passed)."""
     from sparring.generator_scoring import problem_info
