@@ -30,7 +30,7 @@ README = ROOT / "README.md"
 INDEX = ROOT / "docs" / "index.md"
 BENCHMARKS = ROOT / "docs" / "benchmarks.md"
 RESULTS = ROOT / "docs" / "results"
-STUDY = RESULTS / "study-2026-12-02.json"
+STUDY = RESULTS / "study-2026-12-02-seeds.json"  # the report with whole-seed intervals
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 FRONT_PAGES = [README, INDEX]
 
