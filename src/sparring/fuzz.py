@@ -30,7 +30,7 @@ from typing import Any
 
 from sparring.errors import SparringError
 from sparring.problems import Problem
-from sparring.sandbox.oracle import MAX_LITERAL_CHARS
+from sparring.sandbox.oracle import round_trip
 
 Spec = dict[str, Any]
 PLACEHOLDER = "None"  # the expected value before the reference gives it
@@ -172,13 +172,7 @@ def spell(value: Any) -> str | None:
     ("{'a', 'b'}", "[1, (2, 'x')]", None, None)
     """
     src = _spell(value)
-    if src is None or len(src) > MAX_LITERAL_CHARS:
-        return None
-    try:
-        back = ast.literal_eval(src)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return None
-    return src if back == value and type(back) is type(value) else None
+    return None if src is None else round_trip(src, value)
 
 
 def _spell(value: Any) -> str | None:

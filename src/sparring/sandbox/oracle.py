@@ -61,7 +61,15 @@ def literal_source(value: Any) -> str | None:
         src = repr(value)
     except (ValueError, RecursionError):  # ints past the str-conversion limit
         return None
-    if len(src) > MAX_LITERAL_CHARS or _has_nan(value):
+    if _has_nan(value):
+        return None
+    return round_trip(src, value)
+
+
+def round_trip(src: str, value: Any) -> str | None:
+    """`src` when it is at most MAX_LITERAL_CHARS and `ast.literal_eval` gives back exactly
+    `value` (equal, of the same type), else None."""
+    if len(src) > MAX_LITERAL_CHARS:
         return None
     try:
         back = ast.literal_eval(src)
