@@ -60,7 +60,7 @@ class SandboxLimits:
     def wall_s(self) -> float:
         """The wall-clock backstop of one test: WALL_FACTOR times its CPU limit. A test's time
         verdict is its CPU time, which a busy machine does not stretch (a test that computed for
-        1.5 s of a 2 s limit timed out on a loaded machine when the limit was wall clock); the
+        0.5 s of a 1 s limit timed out on a loaded machine when the limit was wall clock); the
         wall clock only stops code that waits without computing. A test starved to less than
         1 / WALL_FACTOR of a core still times out: the limit that remains."""
         return self.timeout_s * WALL_FACTOR
