@@ -1,5 +1,9 @@
 """The drawn-operation families, as data: sixteen `FamilySpec`s read by sparring.families.spec.
 
+Why one module: the ten families beside the list ones and the SPECS table are one table, read
+top to bottom. The six list families are in sparring.families.catalog_lists, the pieces every
+spec is built from (input drawers, frames, constant ranges, `op`) in sparring.families.ops.
+
 Level 0 is one step with drawn constants (a count above k, every element plus k, the first k
 characters), the kind of step SmolLM2-135M-Instruct gets right part of the time; level 1 is two
 steps (filter then aggregate, transform then filter); level 2 is level 0 with a stated value for
@@ -8,10 +12,6 @@ stated value at a special input drawn per task, derived too
 (sparring.families.special.with_stated_special). Two families use
 operations that no other family uses (digits of an integer, keys of a mapping):
 `NEW_FAMILIES`, the held-out new-family set of configs/learn.yaml.
-
-Why one module: the ten families beside the list ones and the SPECS table are one table, read
-top to bottom. The six list families are in sparring.families.catalog_lists, the pieces every
-spec is built from (input drawers, frames, constant ranges, `op`) in sparring.families.ops.
 
 Covers: the specs. Does not cover: drawing and rendering (sparring.families.spec), choosing
 tests and checking instances (sparring.families), task identity (sparring.families.identity).
