@@ -71,3 +71,62 @@ def test_one_config_and_seed_repeat_with_the_cores_busy(tmp_path, monkeypatch):
     assert first["tests"] and first["frozen"], "nothing was generated: the check sees nothing"
     for part in first:
         assert second[part] == first[part], f"{part} differs between the two plays"
+
+
+def _loop_for(cpu_s: float) -> int:
+    """Iterations of `s += i % 7` that take about `cpu_s` of CPU here."""
+    import time
+
+    n, t0, s = 2_000_000, time.process_time(), 0
+    for i in range(n):
+        s += i % 7
+    return int(cpu_s / (max(time.process_time() - t0, 1e-3) / n))
+
+
+def test_materialize_keeps_the_same_problems_with_the_cores_busy(tmp_path, monkeypatch):
+    """Materialize drops a problem whose reference fails its own tests. A reference computing
+    for half its 1 s limit passes them on an idle machine and on one whose cores are shared
+    with eight other jobs: the same train set both times (with a wall-clock limit the busy
+    machine timed it out and dropped it: break-check of the CPU-time limit)."""
+    monkeypatch.setenv("SPARRING_RESULT_CACHE", "0")
+    n = _loop_for(0.5)
+    total = sum(i % 7 for i in range(n))
+    slow = {
+        "id": "slow_total",
+        "description": "Return n plus a fixed checksum.",
+        "function_signature": "def slow_total(n: int) -> int:",
+        "reference_solution": (
+            f"def slow_total(n):\n    s = 0\n    for i in range({n}):\n        s += i % 7\n"
+            "    return s + n\n"
+        ),
+        "baseline_tests": [f"assert slow_total({k}) == {total + k}" for k in (1, 2)],
+    }
+    quick = [
+        {**slow, "id": f"plus_{k}", "function_signature": f"def plus_{k}(n: int) -> int:",
+         "reference_solution": f"def plus_{k}(n):\n    return n + {k}\n",
+         "baseline_tests": [f"assert plus_{k}({j}) == {j + k}" for j in (1, 2)]}
+        for k in range(3)
+    ]  # fmt: skip
+    source = tmp_path / "slow.json"
+    source.write_text(json.dumps([slow, *quick]))
+    cfg = load_config(
+        ROOT / "configs/smoke.yaml",
+        [f"data.train=[{source}]", "data.max_problems=0", "data.val_fraction=0",
+         "sandbox.timeout_s=1.0", "sandbox.workers=1", "data.humaneval_limit=1"],
+    )  # fmt: skip
+    materialize(cfg, str(tmp_path / "idle"))
+    cmd = [sys.executable, "-c", "while True: pass"]
+    spinners = [subprocess.Popen(cmd, start_new_session=True) for _ in range(8)]
+    try:
+        materialize(cfg, str(tmp_path / "busy"))
+    finally:
+        for p in spinners:
+            p.kill()
+            p.wait()
+    idle = _rows(tmp_path / "idle" / "train.jsonl")
+    busy = _rows(tmp_path / "busy" / "train.jsonl")
+    assert "slow_total" in {p["id"] for p in idle}, "the planted problem never reached the check"
+    assert [p["id"] for p in busy] == [p["id"] for p in idle], (
+        "the busy machine kept other problems: a verdict followed the load"
+    )
+    assert busy == idle
