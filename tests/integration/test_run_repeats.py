@@ -2,7 +2,9 @@
 one config and seed on tiny-random with the real sandbox, the second time with every core busy,
 give the same generated tests, the same frozen answers, the same verdicts, the same bank and the
 same phase numbers (times aside). Both plays sample and judge afresh: the completion cache and
-the kept sandbox verdicts are off, so the second cannot read the first's."""
+the kept sandbox verdicts are off, so the second cannot read the first's. Tiny-random's tests
+error at once, so no verdict of those plays nears a time limit: the second test plants a
+reference that computes for half its limit and materializes beside eight busy jobs."""
 
 from __future__ import annotations
 
