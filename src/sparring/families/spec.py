@@ -266,6 +266,19 @@ EMPTY_VALUES: Mapping[str, Any] = {
 STATES_ITS_EDGE = ("empty", "none", "fewer", "shorter")
 
 
+def guarded(code: str, guard: str, value: str) -> str:
+    """An op's `code` that returns `value` where `guard` holds: a statement block gets an early
+    return, an expression a conditional.
+
+    >>> guarded("len({p})", "not {p}", "-9")
+    '-9 if not {p} else (len({p}))'
+    """
+    if "\n" in code:
+        body = textwrap.dedent(code).strip("\n")
+        return f"if {guard}:\n    return {value}\n{body}"
+    return f"{value} if {guard} else ({code})"
+
+
 def with_stated_empty(spec: FamilySpec) -> FamilySpec:
     """`spec` with level 2: its level-0 ops whose return type has an `EMPTY_VALUES` entry and
     whose phrasing says nothing of empty input, each returning that value when the first
@@ -281,11 +294,7 @@ def with_stated_empty(spec: FamilySpec) -> FamilySpec:
         ):
             continue
         value = repr(EMPTY_VALUES[returns])
-        if "\n" in o.code:
-            body = textwrap.dedent(o.code).strip("\n")
-            code = f"if {guard}:\n    return {value}\n{body}"
-        else:
-            code = f"{value} if {guard} else ({o.code})"
+        code = guarded(o.code, guard, value)
         texts = tuple(f"{text}, or {value} if {{p}} {when}" for text in o.texts)
         ops.append(replace(o, texts=texts, code=code, returns=returns, plain=o.code))
     if not ops:

@@ -31,13 +31,12 @@ Covers: the menus, the triggers, the derivation (`with_stated_special`) and the 
 from __future__ import annotations
 
 import random
-import textwrap
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from sparring.families.base import Args
-from sparring.families.spec import OTHER_ARGUMENTS, FamilySpec, Trigger, canonical_args
+from sparring.families.spec import OTHER_ARGUMENTS, FamilySpec, Trigger, canonical_args, guarded
 
 LEVEL = 3
 LEVEL_TAG = f"level:{LEVEL}"
@@ -119,11 +118,7 @@ def with_stated_special(spec: FamilySpec) -> FamilySpec:
             continue
         if {"s", "v"} & set(o.consts):
             raise ValueError(f"{spec.name}/{o.key}: constants s and v are level 3's")
-        if "\n" in o.code:
-            body = textwrap.dedent(o.code).strip("\n")
-            code = f"if {trigger.guard}:\n    return {{v}}\n{body}"
-        else:
-            code = f"{{v}} if {trigger.guard} else ({o.code})"
+        code = guarded(o.code, trigger.guard, "{v}")
         texts = tuple(f"{text}, except return {{v!r}} if {trigger.when}" for text in o.texts)
         consts = {**o.consts, "s": SENTINELS[first], "v": VALUES[returns]}
         ops.append(
