@@ -8,10 +8,10 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from stand_in import stand_in_venv
 
 ROOT = Path(__file__).resolve().parents[2]
 CLAIMS = {
@@ -25,15 +25,7 @@ CLAIMS = {
 def _runs(tmp_path: Path, seeds: int) -> list[list[str]]:
     """Every `sparring` command `make learn-arms` runs, through a stand-in `sparring` that
     writes down its arguments."""
-    venv, calls = tmp_path / "venv", tmp_path / "calls.jsonl"
-    (venv / "bin").mkdir(parents=True)
-    (venv / ".installed").touch()  # nothing to install
-    fake = venv / "bin" / "sparring"
-    fake.write_text(
-        f"#!{sys.executable}\nimport json, sys\n"
-        f"open({str(calls)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
-    )
-    fake.chmod(0o755)
+    venv, calls = stand_in_venv(tmp_path)
     subprocess.run(
         # a start of its own: one the checkout already built would not be built again
         ["make", "--no-print-directory", "learn-arms", f"SEEDS={seeds}", f"VENV={venv}",

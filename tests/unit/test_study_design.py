@@ -9,11 +9,11 @@ import copy
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from stand_in import stand_in_venv
 
 from sparring import study_runner
 from sparring.cli.main import main
@@ -170,15 +170,7 @@ def test_the_cli_says_a_bad_study_file_in_one_line(tmp_path, capsys):
 
 def _make(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[list[str]]]:
     """`make <args>` through a stand-in `sparring` that writes down its arguments."""
-    venv, calls = tmp_path / "venv", tmp_path / "calls.jsonl"
-    (venv / "bin").mkdir(parents=True, exist_ok=True)
-    (venv / ".installed").touch()  # nothing to install
-    fake = venv / "bin" / "sparring"
-    fake.write_text(
-        f"#!{sys.executable}\nimport json, sys\n"
-        f"open({str(calls)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
-    )
-    fake.chmod(0o755)
+    venv, calls = stand_in_venv(tmp_path)
     done = subprocess.run(
         ["make", "--no-print-directory", *args, f"VENV={venv}"],
         cwd=ROOT, capture_output=True, text=True,
