@@ -179,3 +179,12 @@ def test_the_readme_links_into_the_docs_resolve():
         if anchor:
             headings = re.findall(r"^#+ (.+)$", (ROOT / target).read_text(), re.M)
             assert anchor in {_slug(h) for h in headings}, f"{target}#{anchor}"
+
+
+def test_the_docs_links_stay_inside_the_site():
+    """mkdocs --strict (`make docs`, in CI) refuses links to files outside docs/: catch them."""
+    docs = ROOT / "docs"
+    for page in sorted(docs.rglob("*.md")):
+        for target in re.findall(r"\]\(([^)#\s:]+)(?:#[^)\s]*)?\)", page.read_text()):
+            resolved = (page.parent / target).resolve()
+            assert resolved.is_relative_to(docs) and resolved.exists(), f"{page.name}: {target}"
