@@ -169,10 +169,10 @@ def timed(fn):
 
 
 def bench_sampling(cfg, model_name: str, problems, rows: int, reps: int, rec: Record) -> None:
+    from sparring.backends.sampler import load_answerer, sample_answers
     from sparring.backends.text import render_prompt
     from sparring.backends.torch.generation import decoder_for
-    from sparring.prompts import answerer_messages
-    from sparring.sampler import load_answerer, sample_answers
+    from sparring.problems.prompts import answerer_messages
 
     chosen = problems[: max(1, rows // GROUP)]
     loaded = load_answerer(model_name, rows=rows)

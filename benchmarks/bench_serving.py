@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def format_reward(problem, text: str) -> float:
     """Cheap and deterministic: 1 for a parsable function of the right name, plus 0.1 per
     closed code fence (the benchmark times sampling and training, not the sandbox)."""
-    from sparring.programs import extract_code
+    from sparring.problems.programs import extract_code
 
     code = extract_code(text, problem.function_name)
     return (1.0 if code else 0.0) + 0.1 * text.count("```") // 2
@@ -72,7 +72,7 @@ def fresh_policy(model_dir: str, seed: int, name: str):
 
 
 async def arm(args, url, publisher, name, model_dir, batches, overlap, work) -> dict:
-    from sparring.prompts import answerer_messages
+    from sparring.problems.prompts import answerer_messages
     from sparring.serving import rollouts
     from sparring.serving.client import OpenAIServerClient
 

@@ -53,14 +53,14 @@ def _completions(problems, step: int, per_problem: int) -> tuple[list[str], list
 
 def bench_reuse(reps: int, steps: int = 3) -> list[float]:
     """The reward cost of a generator step without reuse over with it, per repetition."""
-    from sparring import code_duel
     from sparring.backends.torch import models
     from sparring.backends.torch.generation import generate
     from sparring.config import load_config
     from sparring.phases.materialize import materialize
     from sparring.problems import read_jsonl
-    from sparring.programs import extract_code
-    from sparring.prompts import answerer_messages
+    from sparring.problems.programs import extract_code
+    from sparring.problems.prompts import answerer_messages
+    from sparring.rewards import code_duel
     from sparring.sandbox import Sandbox
     from sparring.sandbox.limits import untrusted_limits
 

@@ -12,10 +12,11 @@ def evaluate(
     report: Output[Artifact],
     metrics: Output[Metrics],
 ):
-    from sparring import datasets, tracking
-    from sparring.bank import bank_file
+    from sparring import tracking
     from sparring.phases import evaluate as phase
     from sparring.phases import kfp_io
+    from sparring.problems import datasets
+    from sparring.rewards.bank import bank_file
 
     cfg = kfp_io.config_from_yaml(config_yaml, parent_run_id)
     with tracking.phase_run(cfg, parent_run_id, "evaluate", kfp_io.final_round(cfg)) as run:

@@ -11,9 +11,10 @@ def materialize(
     metrics: Output[Metrics],
 ) -> str:
     """Returns the MLflow parent run id (the given one, or a new one tagged with kfp_run_id)."""
-    from sparring import datasets, tracking
+    from sparring import tracking
     from sparring.phases import kfp_io
     from sparring.phases.materialize import materialize_carrying_bank
+    from sparring.problems import datasets
 
     cfg = kfp_io.config_from_yaml(config_yaml)
     run_id = kfp_io.ensure_parent_run(cfg, parent_run_id, kfp_run_id)

@@ -1,5 +1,6 @@
 """select: choose the best snapshot, register it as the champion, persist the test bank, copy
-the run's headline metrics onto the MLflow parent run (sparring.headline), and finish it."""
+the run's headline metrics onto the MLflow parent run (sparring.evaluation.headline), and finish
+it."""
 
 from kfp.dsl import Artifact, Dataset, Input, Metrics, Model, Output
 
@@ -14,10 +15,11 @@ def select(
     metrics: Output[Metrics],
 ) -> str:
     """Returns the registered model version ("" when nothing was promotable)."""
-    from sparring import headline, tracking
-    from sparring.bank import bank_file
+    from sparring import tracking
+    from sparring.evaluation import headline
     from sparring.phases import kfp_io
     from sparring.phases import select as phase
+    from sparring.rewards.bank import bank_file
 
     cfg = kfp_io.config_from_yaml(config_yaml, parent_run_id)
     with tracking.phase_run(cfg, parent_run_id, "select", kfp_io.final_round(cfg)) as run:

@@ -13,7 +13,8 @@ def select_game(
     metrics: Output[Metrics],
 ) -> str:
     """Returns the registered model version ("" when nothing was promoted)."""
-    from sparring import headline, tracking
+    from sparring import tracking
+    from sparring.evaluation import headline
     from sparring.phases import kfp_io
     from sparring.phases.game import game_headline
     from sparring.phases.game import select_game as phase

@@ -21,10 +21,11 @@ def train_answerer(
     metrics: Output[Metrics],
     launcher: str = "task",
 ):
-    from sparring import datasets, tracking
+    from sparring import tracking
     from sparring.phases import kfp_io, table
+    from sparring.phases.schedule import label_of
     from sparring.phases.validate import validation_metrics
-    from sparring.schedule import label_of
+    from sparring.problems import datasets
 
     cfg = kfp_io.config_from_yaml(config_yaml, parent_run_id)
     label = label_of(cfg, phase, "answerer", round_index)

@@ -23,9 +23,10 @@ def train_generator(
     metrics: Output[Metrics],
     launcher: str = "task",
 ):
-    from sparring import datasets, tracking
+    from sparring import tracking
     from sparring.phases import kfp_io, table
-    from sparring.schedule import label_of
+    from sparring.phases.schedule import label_of
+    from sparring.problems import datasets
 
     cfg = kfp_io.config_from_yaml(config_yaml, parent_run_id)
     label = label_of(cfg, phase, "generator", round_index)

@@ -15,9 +15,10 @@ def warm_start(
     snapshots: Output[Artifact],
     metrics: Output[Metrics],
 ):
-    from sparring import datasets, tracking
+    from sparring import tracking
     from sparring.phases import kfp_io, snapshot
     from sparring.phases import warm_start as phase
+    from sparring.problems import datasets
 
     cfg = kfp_io.config_from_yaml(config_yaml, parent_run_id)
     with tracking.phase_run(cfg, parent_run_id, "warm-start", kfp_io.SETUP_ROUND) as run:

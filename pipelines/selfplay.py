@@ -4,7 +4,7 @@
 `build_pipeline(cfg)` returns the @dsl.pipeline function for one config; `compile_pipeline(cfg,
 path)` writes deterministic KFP IR YAML (same config -> same bytes).
 
-The DAG is unrolled from `sparring.schedule.plan_phases(cfg)`, the one order of phases
+The DAG is unrolled from `sparring.phases.schedule.plan_phases(cfg)`, the one order of phases
 that the plain runner walks too: one task per planned phase, in the plan's order, each training
 task given its phase's name (`phase`), which fixes its step count and seeds its draws the same way
 in both runners. Within a round (`phase_schedule`):
@@ -52,7 +52,7 @@ from components import make_components
 from pipelines.common import Tasks, config_line, fast_setters, pipeline_name
 from pipelines.game import build_game_pipeline
 from sparring.config import Config
-from sparring.schedule import Phase, phase_label, plan_phases
+from sparring.phases.schedule import Phase, phase_label, plan_phases
 
 
 def _task_name(cfg: Config, plan: list[Phase], phase: Phase, what: str) -> str:

@@ -13,7 +13,8 @@ recipe; the bank the generator adds is a few tests per round) and the held-out s
 configuration is chosen here; the held-out sets are measured once, by `make learn`).
 
 Results go to local_outputs/learn-search/results-*.jsonl as each configuration finishes, each
-with the code version (sparring.lineage.code_digest) and config digest it ran, so an interrupted
+with the code version (sparring.backends.lineage.code_digest) and config digest it ran, so an
+interrupted
 search continues where it stopped; a configuration whose code or resolved config changed since
 is measured again (`stale`), never kept by its name alone. The table is printed at the end.
 
@@ -160,12 +161,12 @@ def main() -> int:
         parser.exit(2, f"learn_search: unknown configuration {unknown} (known: "
                        f"{', '.join(CONFIGS)}) or a count below 1\n")  # fmt: skip
 
-    from sparring.calibration import calibrate
+    from sparring.backends.lineage import code_digest
     from sparring.config import load_config
-    from sparring.families.sets import trained_families
-    from sparring.lineage import code_digest
+    from sparring.evaluation.calibration import calibrate
     from sparring.phases.answerer import train_answerer
     from sparring.phases.materialize import materialize
+    from sparring.problems.families.sets import trained_families
 
     out = ROOT / args.out
     out.mkdir(parents=True, exist_ok=True)

@@ -31,7 +31,8 @@ from sparring.evaluation.heldout import Heldout
 from sparring.evaluation.intervals import control_gain
 from sparring.evaluation.learning import heldout_pair
 
-# the value a level-2 problem states for its empty input (sparring.families.spec.EMPTY_VALUES):
+# the value a level-2 problem states for its empty input
+# (sparring.problems.families.spec.EMPTY_VALUES):
 # a banked test expecting one of them tests the clause (or, banked before 4953def, calls the
 # function off its domain: None, 0 for a list)
 STATED_EMPTY = re.compile(r"==\s*(99|'empty'|\"empty\"|\[0\]|\['empty'\]|\[\"empty\"\])\s*$")

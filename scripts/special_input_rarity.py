@@ -2,7 +2,7 @@
 special input is one that "type-driven random inputs hit rarely"; level 2's empty input is one a
 fuzzer draws by type alone).
 
-For each level (2 and 3) it draws tasks of every spec family (`sparring.families.generate`,
+For each level (2 and 3) it draws tasks of every spec family (`sparring.problems.families.generate`,
 --seed, --per-family each: 16 x 13 = 208 by default) and, for each task, --inputs random inputs
 from the declared parameter types, two ways:
 
@@ -18,7 +18,7 @@ from the declared parameter types, two ways:
   now and then (p=0.05 a choice) an integer or string literal found in any module loaded
   from outside site-packages and outside tests; run from src/ or an editable install, that
   includes sparring itself, so it reads level 3's sentinel menus
-  (sparring.families.special.SENTINELS) and meets the stated case far more often. A
+  (sparring.problems.families.special.SENTINELS) and meets the stated case far more often. A
   non-learning input generator built on hypothesis (issue 73, item 2) would read them too,
   unless the mining is off or sparring is installed in site-packages.
 
@@ -42,8 +42,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from sparring.families import SPECS, draft_of, generate
-from sparring.families.identity import parameter_types
+from sparring.problems.families import SPECS, draft_of, generate
+from sparring.problems.families.identity import parameter_types
 
 ALPHABET = string.ascii_letters + string.digits + " "
 POOLS_PER_TYPE = 20  # distinct input pools per parameter types (tasks share them in turn)

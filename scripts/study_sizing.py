@@ -3,7 +3,7 @@ arithmetic worked through in docs/learning-journal.md, "The study's sizing").
 
 It reads per-problem held-out files from docs/results and prints the numbers those pages
 quote, with the arithmetic; the smallest contrast is the study report's own formula
-(sparring.evaluation.sizing.smallest_contrast), which sizes the study from its own seeds after it.
+(sparring.experiments.sizing.smallest_contrast), which sizes the study from its own seeds after it.
 
 Model (an assumption, said here and in the docs): a run's final score on held-out task t is
 task effect + a run-level offset u (one per training run, SD sigma_seed) + task-level noise e
@@ -31,7 +31,7 @@ import statistics
 from pathlib import Path
 
 from sparring.evaluation.heldout import Heldout
-from sparring.evaluation.sizing import POWER_Z, smallest_contrast
+from sparring.experiments.sizing import POWER_Z, smallest_contrast
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 # The only two clean training seeds of one configuration (development split, 2026-11-30)

@@ -32,12 +32,12 @@ def write_prompts(path: str) -> None:
     problems, SmolLM2's chat template), for the device, where the model file is not carried."""
     import tempfile
 
+    from sparring.backends.sampler import load_answerer
     from sparring.backends.text import render_prompt
     from sparring.config import load_config
     from sparring.phases.common import train_problems
     from sparring.phases.materialize import materialize
-    from sparring.prompts import answerer_messages
-    from sparring.sampler import load_answerer
+    from sparring.problems.prompts import answerer_messages
 
     with tempfile.TemporaryDirectory() as tmp:
         cfg = load_config(

@@ -1,7 +1,8 @@
 """Recurring training: where a run starts, what it added, and a schedule played on this machine.
 
 A scheduled run (`sparring schedule`, configs/recur.yaml) starts from the champion the run before
-registered (init-models) and inherits the bank it persisted (materialize: sparring.bank.carry).
+registered (init-models) and inherits the bank it persisted (materialize:
+sparring.rewards.bank.carry).
 This module says so and measures it:
 
 - `start_line`: the run's first line, `START answerer=... bank=...`: the configured base model,
@@ -21,7 +22,7 @@ This module says so and measures it:
   docs/cluster-guide.md shows.
 
 Does not cover: the champion's download and refusal (sparring.tracking.registry), the bank's
-carry rules (sparring.bank), the measures (sparring.phases.evaluate.versus_start).
+carry rules (sparring.rewards.bank), the measures (sparring.phases.evaluate.versus_start).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from sparring.evaluation.learning import VS_START
 
 def _bank_rows(cfg: Config) -> list[dict[str, Any]]:
     from sparring import storage
-    from sparring.bank import keep_tests, parse_rows
+    from sparring.rewards.bank import keep_tests, parse_rows
 
     uri = cfg.storage.bank_uri
     if not uri or not storage.exists(uri):
@@ -58,7 +59,7 @@ def bank_summary(rows: Sequence[Mapping[str, Any]]) -> str:
     >>> bank_summary([{"run": "a"}, {"run": "b"}, {"run": "a"}, {}])
     '4 tests (a: 2, b: 1, unrecorded: 1)'
     """
-    from sparring.bank import runs_of
+    from sparring.rewards.bank import runs_of
 
     if not rows:
         return "none"

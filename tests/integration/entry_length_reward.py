@@ -25,8 +25,8 @@ class LengthReward:
 
 
 if __name__ == "__main__":
-    from sparring import code_duel
     from sparring.cluster import entry
+    from sparring.rewards import code_duel
 
     code_duel.AnswererRewardFn = LengthReward
     sys.exit(entry.main(sys.argv[1:]))

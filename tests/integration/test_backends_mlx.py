@@ -209,13 +209,13 @@ def test_phases_run_on_the_mlx_backend(tmp_path, monkeypatch):
 
     import mlx.core as mx
 
+    from sparring.backends.sampler import load_answerer, sample_answers
     from sparring.config import load_config
     from sparring.phases.answerer import train_answerer
     from sparring.phases.generator import train_generator
     from sparring.phases.materialize import materialize
     from sparring.phases.validate import validate_tests
     from sparring.problems import read_jsonl
-    from sparring.sampler import load_answerer, sample_answers
 
     root = Path(__file__).resolve().parents[2]
     cfg = load_config(

@@ -272,7 +272,7 @@ class PrefetchingReward:
         self.prefetched += [(c, t[0]) for c, t in zip(completions, tests, strict=True)]
 
     def __call__(self, prompts, completions, tests, **kwargs):
-        from sparring.code_duel import completion_text
+        from sparring.rewards.code_duel import completion_text
 
         self.scored += [(completion_text(c), t[0]) for c, t in zip(completions, tests, strict=True)]
         return [float(len(completion_text(c))) for c in completions]

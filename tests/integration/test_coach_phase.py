@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from sparring import code_duel
 from sparring.backends.torch import models
 from sparring.config import load_config
-from sparring.families import generate
 from sparring.phases.answerer import train_answerer
 from sparring.problems import write_jsonl
+from sparring.problems.families import generate
+from sparring.rewards import code_duel
 
 pytestmark = pytest.mark.integration
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from sparring.bank import BANK_FILE
 from sparring.config import from_dict
-from sparring.families import generate
 from sparring.phases import table
 from sparring.phases.validate import validate_into
 from sparring.phases.zone import ZONE_FILE
 from sparring.problems import Problem, load_bundled, write_jsonl
+from sparring.problems.families import generate
+from sparring.rewards.bank import BANK_FILE
 
 pytestmark = pytest.mark.integration
 K = 3

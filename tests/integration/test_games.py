@@ -74,8 +74,8 @@ def test_game_config_trains_its_roles_on_the_tiny_model(tmp_path, path):
 
     from sparring import backends
     from sparring.engine.game import configured_roles
-    from sparring.engine.runner import run_game
     from sparring.games.registry import check
+    from sparring.phases.game_loop import run_game
 
     cfg = load_config(path)
     assert cfg.models.answerer.name == "tiny-random" and not cfg.game.model

@@ -18,7 +18,7 @@ import pytest
 
 from sparring.evaluation.humaneval import evaluate_humaneval_samples
 from sparring.problems import load_humaneval
-from sparring.programs import CHECK_NAME, CHECK_TEST, humaneval_solution, humaneval_tests
+from sparring.problems.programs import CHECK_NAME, CHECK_TEST, humaneval_solution, humaneval_tests
 from sparring.sandbox.limits import trusted_limits
 
 pytestmark = pytest.mark.integration

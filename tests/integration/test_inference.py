@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sparring import inference as inf
 from sparring.cli.main import main
+from sparring.serving import inference as inf
 
 pytestmark = pytest.mark.integration
 

@@ -16,8 +16,9 @@ import json
 
 import pytest
 
-from sparring import headline, local_run
+from sparring import local_run
 from sparring.config import load_config
+from sparring.evaluation import headline
 
 # minutes of real pipeline runs: the slow tier (make test-slow, run by CI)
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -102,7 +103,8 @@ def _check_both_started_from_the_base(client, cfg, states) -> None:
     second started from the configured base model too, and its heldout.json says so (until
     2026-11-30 the second run of a checkout trained on from the first's champion, silently).
     Without `start_fresh: true` in configs/smoke.yaml this fails on the second run's start."""
-    from sparring import lineage, tracking
+    from sparring import tracking
+    from sparring.backends import lineage
 
     starts = []
     for state in states:

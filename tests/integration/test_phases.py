@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from sparring import backends
+from sparring.backends.sampler import LoadedAnswerer
 from sparring.backends.torch import models
 from sparring.config import load_config
 from sparring.phases.answerer import train_answerer
@@ -24,7 +25,6 @@ from sparring.phases.generator import sample_frozen_solutions, train_generator
 from sparring.phases.materialize import materialize
 from sparring.phases.validate import validate_tests
 from sparring.phases.zone import draw_in_zone
-from sparring.sampler import LoadedAnswerer
 
 pytestmark = pytest.mark.integration
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -69,7 +69,7 @@ def test_materialize_is_idempotent(data_dir, tmp_path):
 def test_frozen_snapshot_stays_frozen(data_dir, tmp_path):
     from sparring.backends.torch.generation import generate
     from sparring.problems import read_jsonl
-    from sparring.prompts import answerer_messages
+    from sparring.problems.prompts import answerer_messages
 
     cfg = cfg_for()
     frozen = tmp_path / "answerer"
@@ -164,7 +164,7 @@ def test_a_pool_screen_of_the_same_model_and_seed_samples_once(data_dir, tmp_pat
     same seed (the study's arms from the base model) reads the first one's samples and gets
     the very same rows; another training seed, or the model loaded in another dtype, samples
     anew (break check: with the cache off the second call samples)."""
-    import sparring.sampler as sampler
+    import sparring.backends.sampler as sampler
     from sparring import backends
     from sparring.phases.generator import sample_frozen_pool
     from sparring.problems import read_jsonl
@@ -269,11 +269,11 @@ def test_the_generator_phase_samples_as_many_rows_as_a_training_rollout(
     """The frozen answerer's samples and the trained generator's tests decode
     grpo.rollout_batch_size rows at once, not the sampler's default 32 (break check: the
     default leaves 32 in both lists)."""
-    import sparring.sampler
+    import sparring.backends.sampler
     from sparring.backends.torch import TorchBackend
 
     rows, batch_sizes = [], []
-    real_sample_answers, real_sample = sparring.sampler.sample_answers, TorchBackend.sample
+    real_sample_answers, real_sample = sparring.backends.sampler.sample_answers, TorchBackend.sample
 
     def sample_answers(answerer, *args, **kwargs):
         rows.append(answerer.rows)
@@ -283,7 +283,7 @@ def test_the_generator_phase_samples_as_many_rows_as_a_training_rollout(
         batch_sizes.append(kwargs.get("batch_size"))
         return real_sample(self, *args, **kwargs)
 
-    monkeypatch.setattr(sparring.sampler, "sample_answers", sample_answers)
+    monkeypatch.setattr(sparring.backends.sampler, "sample_answers", sample_answers)
     monkeypatch.setattr(TorchBackend, "sample", sample)
     cfg = cfg_for("grpo.rollout_batch_size=7")
     train_generator(
@@ -300,7 +300,7 @@ def test_the_generator_phase_asks_for_the_configured_tests(data_dir, tmp_path, m
     and the auto completion budget is sized for that many tests (break check: the backend
     sizing for the default 3 leaves 3 asserts a target)."""
     import sparring.backends.torch.grpo as grpo
-    from sparring.budget import completion_targets
+    from sparring.backends.budget import completion_targets
     from sparring.phases.common import train_problems
 
     seen = {}

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from sparring import backends, programs
+from sparring import backends
 from sparring.backends.torch import models
 from sparring.config import load_config
 from sparring.errors import SparringError
@@ -25,7 +25,7 @@ from sparring.phases import warm_start as ws_mod
 from sparring.phases.evaluate import evaluate
 from sparring.phases.init_models import init_models
 from sparring.phases.warm_start import completion_text, warm_start
-from sparring.problems import load_humaneval, load_sources, write_jsonl
+from sparring.problems import load_humaneval, load_sources, programs, write_jsonl
 
 
 @pytest.fixture(scope="module")

@@ -13,21 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from sparring import lineage, recurring, tracking
+from sparring import recurring, tracking
+from sparring.backends import lineage
 from sparring.backends.builtins import builtin_dir
-from sparring.bank import (
-    BankRefused,
-    read_bank,
-    reference_digest,
-    task_space,
-    write_rows,
-)
 from sparring.config import load_config
 from sparring.phases.common import train_problems
 from sparring.phases.evaluate import versus_start
 from sparring.phases.init_models import init_models
 from sparring.phases.materialize import materialize_carrying_bank
 from sparring.phases.select import save_bank
+from sparring.rewards.bank import BankRefused, read_bank, reference_digest, task_space, write_rows
 
 
 @pytest.fixture
@@ -156,10 +151,10 @@ def test_a_run_below_its_start_keeps_the_first_runs_champion(mlflow_server, tmp_
     from sparring.evaluation import learning
     from sparring.evaluation import snapshots as snapshots_mod
     from sparring.evaluation.intervals import task_keys
-    from sparring.families.sets import configured_sets
     from sparring.phases import evaluate as evaluate_mod
     from sparring.phases.select import select_and_register
     from sparring.problems import heldout_sets
+    from sparring.problems.families.sets import configured_sets
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
     cfg = load_config(

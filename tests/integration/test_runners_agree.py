@@ -17,8 +17,8 @@ import pytest
 
 from sparring import local_run
 from sparring.config import load_config
+from sparring.phases.schedule import plan_phases
 from sparring.plain_runner.loop import run_selfplay
-from sparring.schedule import plan_phases
 
 # minutes of real pipeline runs: the slow tier (make test-slow, run by CI)
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

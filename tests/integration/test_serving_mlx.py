@@ -268,7 +268,7 @@ def test_a_game_trains_while_its_roles_sample_through_the_server(mlx_server, tmp
     from sparring.backends.mlx.policy import MlxPolicy
     from sparring.config import load_config
     from sparring.engine.core import TrainingRecord
-    from sparring.engine.runner import run_game
+    from sparring.phases.game_loop import run_game
     from sparring.serving.game import GameServer
 
     _proc, port, _base, _line = mlx_server

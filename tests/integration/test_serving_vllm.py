@@ -191,7 +191,7 @@ def test_a_game_trains_its_roles_through_the_server(served, tmp_path):
     the running server as each role's next version (PEFT folders), and every step samples the
     version the last update published."""
     from sparring.config import load_config
-    from sparring.engine.runner import run_game
+    from sparring.phases.game_loop import run_game
 
     url = f"http://127.0.0.1:{served['port']}"
     sets = [

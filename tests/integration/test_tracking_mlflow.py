@@ -89,7 +89,7 @@ def test_parent_child_register_download(cfg, mlflow_server, s3_server, tmp_path,
     out = tmp_path / "downloaded"
     assert tracking.download_champion(cfg, str(out), "tiny-random")
     assert (out / "adapter.bin").read_bytes() == b"\x00" * 100
-    from sparring import inference
+    from sparring.serving import inference
 
     monkeypatch.setenv("SPARRING_CACHE", str(tmp_path / "cache"))
     got = inference.resolve_checkpoint(

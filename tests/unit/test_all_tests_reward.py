@@ -7,7 +7,7 @@ real problems (bundled ones and problem-family instances) cut to their given tes
 materialization cuts them (given_tests.given_view after compute_trivial_passes).
 
 Degenerate answers first: a constant, an echo of the first argument, every other trivial
-solution (sparring.trivial), an empty answer, a correct function under another name and an
+solution (sparring.problems.trivial), an empty answer, a correct function under another name and an
 always-equal object earn 0 with 3 given tests on every problem here; the reference earns 1.
 With 1 given test they do not all earn 0: on these bundled problems that one test is passed by
 some trivial solution (`return 0`, an echo), and all_tests pays it in full, where honest pays 0.
@@ -18,14 +18,15 @@ import typing
 
 import pytest
 
-from sparring import code_duel, families, programs, rewards
+from sparring import rewards
 from sparring.config import ConfigError, RewardsConfig, from_dict, load_config
-from sparring.given_tests import given_view
 from sparring.phases.answerer import answerer_rows
-from sparring.problems import Problem, compute_trivial_passes, load_bundled
+from sparring.problems import Problem, compute_trivial_passes, families, load_bundled, programs
+from sparring.problems.given_tests import given_view
+from sparring.problems.trivial import argument_count, trivial_family
+from sparring.rewards import code_duel
 from sparring.sandbox import Sandbox, SandboxLimits
 from sparring.sandbox.limits import INFRA_ERROR, RunReport, TestResult
-from sparring.trivial import argument_count, trivial_family
 from tests.unit.test_code_duel import Counted  # the real pool, counting its runs
 
 ROOMY_S = 5.0  # wall limit per test: every run here must finish, on a machine shared with others

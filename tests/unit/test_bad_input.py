@@ -135,7 +135,7 @@ def _yaml(tmp_path: Path, text: str, name: str = "exp.yaml") -> str:
 
 
 def test_a_level_no_family_defines_is_refused(tmp_path, capsys):
-    from sparring.families import DEFINED_LEVELS, FAMILIES
+    from sparring.problems.families import DEFINED_LEVELS, FAMILIES
 
     # level 3 exists since issue 73 (a stated value at a special input); 4 is defined by none
     assert 4 not in DEFINED_LEVELS and all(4 not in f.levels for f in FAMILIES.values())
@@ -149,7 +149,7 @@ def test_a_level_no_family_defines_is_refused(tmp_path, capsys):
 
 
 def test_the_levels_default_is_levels_that_exist():
-    from sparring.families import DEFINED_LEVELS
+    from sparring.problems.families import DEFINED_LEVELS
 
     levels = load_config().data.families.levels
     assert levels and set(levels) <= set(DEFINED_LEVELS)
@@ -288,7 +288,7 @@ def _writings(record: dict, key: str) -> dict[str, str]:
 @pytest.mark.parametrize("suffix", [".json", ".jsonl"])
 @pytest.mark.parametrize("writing", ["jsonl", "list", "object"])
 def test_json_and_json_lines_are_read_the_same_everywhere(tmp_path, suffix, writing):
-    from sparring.inference import read_problems_file
+    from sparring.serving.inference import read_problems_file
 
     path = tmp_path / f"problems{suffix}"
     path.write_text(_writings(PROBLEM, "problems")[writing])

@@ -1,8 +1,9 @@
-"""The adversarial test bank (sparring.bank): files, merge, per-problem view, lineage (fast)."""
+"""The adversarial test bank (sparring.rewards.bank): files, merge, per-problem view, lineage
+(fast)."""
 
 import json
 
-from sparring import bank
+from sparring.rewards import bank
 
 R1 = {"problem_id": "p1", "test": "assert f(2) == 4", "round": 1, "breaks": 1}
 R2 = {"problem_id": "p2", "test": "assert g('a') == 'A'", "round": 2, "breaks": 0}

@@ -1,12 +1,13 @@
 """Every bundled problem discriminates: trivial solutions (constants, echoes, len/list/sorted of
-the first argument; see sparring.trivial) pass at most one of its tests, honest code needs the
+the first argument; see sparring.problems.trivial) pass at most one of its tests, honest code needs
+the
 rest. Runs the whole trivial family (~18 programs per problem) and every reference solution in
 the sandbox: about 35 s on two cores."""
 
 import pytest
 
 from sparring.problems import check_problems, compute_trivial_passes, load_bundled
-from sparring.trivial import discriminating_indices
+from sparring.problems.trivial import discriminating_indices
 
 MIN_DISCRIMINATING = 3
 MAX_NON_DISCRIMINATING = 1

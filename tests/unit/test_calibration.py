@@ -6,7 +6,7 @@ import doctest
 
 import pytest
 
-from sparring import calibration
+from sparring.evaluation import calibration
 
 
 def test_doctests():

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from pipelines.common import MLFLOW_ENV, S3_ENV
-from sparring.cluster import recipes, trainjob
+from sparring.cluster import trainjob
 from sparring.cluster.entry import build_parser
 from sparring.cluster.wait import _ts_key
 from sparring.config import ConfigError, load_config, processes_per_node
+from sparring.distributed import recipes
 from sparring.errors import SparringError
 
 ROOT = Path(__file__).resolve().parents[2]

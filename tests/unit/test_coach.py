@@ -12,11 +12,11 @@ import random
 
 import pytest
 
-from sparring import coach as coach_mod
-from sparring.coach import Coach, Reserve
 from sparring.config import load_config
 from sparring.errors import SparringError
 from sparring.problems import Problem
+from sparring.problems import coach as coach_mod
+from sparring.problems.coach import Coach, Reserve
 
 
 def make(levels=(1, 2, 3), last_k=4, start_level=0, **kw) -> Coach:

@@ -4,7 +4,7 @@ healthy machine (an infrastructure error)."""
 
 import pytest
 
-from sparring import code_duel
+from sparring.rewards import code_duel
 from sparring.sandbox import Sandbox, SandboxLimits
 from sparring.sandbox.limits import INFRA_ERROR, RunReport, TestResult
 
@@ -215,7 +215,7 @@ def test_proposer_goldilocks_gate(pool):
 def test_proposer_earns_nothing_for_problems_trivial_code_solves(pool):
     """Identity: echoing the argument passes every test, so the proposal is no problem; and a
     solver that answers like trivial code earns the proposer no pass rate."""
-    from sparring.trivial import trivial_family
+    from sparring.problems.trivial import trivial_family
 
     echo = trivial_family("g", 1)["echo_0"]
     ident = ["assert g(1) == 1", "assert g(2) == 2"]
@@ -243,9 +243,9 @@ def test_proposer_earns_nothing_for_problems_trivial_code_solves(pool):
 
 
 def test_answerer_rewards_with_the_real_sandbox_give_grpo_advantages():
-    from sparring.code_duel import answerer_rewards
     from sparring.engine.credit import group_advantages
     from sparring.problems import Problem
+    from sparring.rewards.code_duel import answerer_rewards
     from sparring.sandbox import Sandbox, SandboxLimits
 
     square = Problem(

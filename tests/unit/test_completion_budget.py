@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from sparring.backends.budget import completion_budget
 from sparring.backends.torch.generation import FenceStop, fence_end, trim_after_fence
-from sparring.budget import completion_budget
 from sparring.config import ConfigError, load_config
 
 
@@ -49,7 +49,7 @@ def test_config_accepts_auto_and_rejects_tiny_lengths():
 
 
 def test_resolve_uses_references_only_for_auto():
-    from sparring.budget import resolve_completion_length
+    from sparring.backends.budget import resolve_completion_length
     from sparring.errors import SparringError
 
     class CharTokenizer:
@@ -144,8 +144,8 @@ def test_fence_stop_infers_the_prompt_length_at_its_first_call():
 
 def test_completion_tokens_takes_a_real_hf_tokenizer_or_mlx_wrapper():
     """`make run` once died here: an HF tokenizer's `_tokenizer` is the uncallable Rust one."""
+    from sparring.backends.budget import completion_tokens
     from sparring.backends.torch.models import load_model
-    from sparring.budget import completion_tokens
     from sparring.problems import load_bundled
 
     _, tok = load_model("tiny-random")
@@ -168,7 +168,7 @@ def test_completion_tokens_takes_a_real_hf_tokenizer_or_mlx_wrapper():
 
 
 def test_a_humaneval_answer_is_sized_without_the_given_docstring():
-    from sparring.budget import answer_target, completion_targets
+    from sparring.backends.budget import answer_target, completion_targets
     from sparring.problems import load_humaneval
 
     task = load_humaneval(limit=1)[0]  # HumanEval/0: a long docstring, a short body
@@ -180,7 +180,7 @@ def test_a_humaneval_answer_is_sized_without_the_given_docstring():
 
 
 def test_the_generators_budget_follows_the_tests_it_is_asked_for():
-    from sparring.budget import completion_targets
+    from sparring.backends.budget import completion_targets
     from sparring.problems import load_bundled
 
     problems = [p for p in load_bundled() if len(p.baseline_tests) >= 5][:4]

@@ -1,11 +1,12 @@
-"""sparring.datasets: the materialized problem files as MLflow datasets (name, digest, source)."""
+"""sparring.problems.datasets: the materialized problem files as MLflow datasets (name, digest,
+source)."""
 
 from __future__ import annotations
 
 import json
 
-from sparring import datasets
 from sparring.config import load_config
+from sparring.problems import datasets
 
 
 def test_sources_say_where_problems_came_from(tmp_path):

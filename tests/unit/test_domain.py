@@ -6,8 +6,8 @@ import doctest
 
 import pytest
 
-from sparring import domain
-from sparring.domain import fits_signature
+from sparring.sandbox import domain
+from sparring.sandbox.domain import fits_signature
 
 
 def test_doctests():

@@ -216,7 +216,7 @@ def test_a_frozen_judge_role_is_accepted():
 
 
 def test_debate_rewards_are_zero_sum_and_degenerate_speeches_forfeit():
-    from sparring.engine.runner import run_game
+    from sparring.phases.game_loop import run_game
 
     def answer(adapter, text):
         if adapter is None:  # a judge that always picks whoever is shown first
@@ -266,7 +266,7 @@ def test_a_failing_policy_fails_every_waiting_episode_instead_of_hanging(failure
 
 
 def test_a_weak_debate_judge_still_gives_a_graded_zero_sum_margin():
-    from sparring.engine.runner import run_game
+    from sparring.phases.game_loop import run_game
 
     calls = []
 
@@ -301,8 +301,8 @@ def test_game_commands_list_games_and_refuse_bad_configs_in_one_line(capsys):
 
 
 def test_a_game_set_to_sample_through_a_server_that_is_not_there_fails_in_one_line():
-    from sparring.engine.runner import run_game
     from sparring.errors import SparringError
+    from sparring.phases.game_loop import run_game
     from tests.conftest import free_port
 
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there

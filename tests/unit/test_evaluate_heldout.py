@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from sparring import lineage
+from sparring.backends import lineage
 from sparring.config import from_dict
 from sparring.evaluation import learning
 from sparring.evaluation import snapshots as snapshots_mod
@@ -44,7 +44,8 @@ def test_heldout_json_carries_tasks_reward_seed_and_digest(tmp_path, monkeypatch
         "baseline": {"val_sampled": both},
         "snapshots": [{"round": 1, "val_sampled": {**both, "discriminating": final}}],
     }
-    # the last round's answerer carries the start record init-models wrote (sparring.lineage)
+    # the last round's answerer carries the start record init-models wrote
+    # (sparring.backends.lineage)
     start = {"configured": "tiny-random", "model": "tiny-random", "champion": None}
     answerer = tmp_path / "a1"
     answerer.mkdir()

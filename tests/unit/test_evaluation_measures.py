@@ -21,7 +21,7 @@ from sparring.evaluation.rounds import round_summary
 from sparring.evaluation.selection import choose_best
 from sparring.evaluation.snapshots import _training_metrics
 from sparring.problems import Problem
-from sparring.programs import (
+from sparring.problems.programs import (
     CHECK_NAME,
     CHECK_TEST,
     humaneval_job,

@@ -8,12 +8,12 @@ import json
 import pytest
 
 from sparring.backends.base import Sampled
+from sparring.backends.sampler import LoadedAnswerer
 from sparring.cli.main import main
 from sparring.config import from_dict
 from sparring.evaluation.selection import choose_best
 from sparring.evaluation.snapshots import evaluate_snapshots
 from sparring.problems import Problem, load_humaneval, write_jsonl
-from sparring.sampler import LoadedAnswerer
 
 ADD = Problem(
     id="add",

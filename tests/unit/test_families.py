@@ -16,10 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import sparring.families as families_module
+import sparring.problems.families as families_module
 from sparring.cli.main import main
 from sparring.errors import SparringError
-from sparring.families import (
+from sparring.problems import load_source, write_jsonl
+from sparring.problems.families import (
     FAMILIES,
     LEVELS,
     NEW_FAMILIES,
@@ -34,11 +35,10 @@ from sparring.families import (
     generate,
     normalized_key,
 )
-from sparring.families.identity import task_key
-from sparring.families.spec import FamilySpec, Op, as_family
-from sparring.given_tests import EDGE_TAG
-from sparring.problems import load_source, write_jsonl
-from sparring.trivial import trivial_family
+from sparring.problems.families.identity import task_key
+from sparring.problems.families.spec import FamilySpec, Op, as_family
+from sparring.problems.given_tests import EDGE_TAG
+from sparring.problems.trivial import trivial_family
 
 PAIRS = [(name, level) for name in FAMILIES for level in FAMILIES[name].levels]
 ID = re.compile(r"fam-(?P<family>[a-z_]+)-L(?P<level>[0123])-s(?P<seed>\d+)-(?P<index>\d+)")
@@ -133,7 +133,7 @@ def test_same_seed_same_problems_in_this_process_and_others():
     first = [p.to_dict() for p in generate(123, 2)]
     assert first == [p.to_dict() for p in generate(123, 2)]
     code = (
-        "import json; from sparring.families import generate; "
+        "import json; from sparring.problems.families import generate; "
         "print(json.dumps([p.to_dict() for p in generate(123, 2)]))"
     )
     for hash_seed in ("1", "2"):
@@ -381,8 +381,8 @@ def test_level_2_states_a_credited_value_for_the_empty_input_that_typical_tests_
     """Level 2 of a spec family is level 0 with "..., or V if xs is empty" (0 for an integer):
     the test of that clause earns credit (no trivial solution passes it) and three typical
     given tests never show it, so an answer without the clause is a false positive there."""
-    from sparring.families import _define, _passes, _same, _trivial_callables
-    from sparring.given_tests import given_view
+    from sparring.problems.families import _define, _passes, _same, _trivial_callables
+    from sparring.problems.given_tests import given_view
 
     problems = generate(0, 3, families=list(SPECS), levels=[2])
     assert {p.tags[0] for p in problems} == {f"family:{f}" for f in SPECS}

@@ -1,4 +1,5 @@
-"""The non-learning generator's draws (sparring.fuzz, no sandbox): the type specs read off the
+"""The non-learning generator's draws (sparring.problems.fuzz, no sandbox): the type specs read off
+the
 signatures the problems use, hypothesis's boundary values among the draws, the draws fixed by the
 seed (the same in a fresh process that loaded less of sparring) and moved by another, every
 candidate inside the parameters' declared types, and the config switch that selects it."""
@@ -13,11 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from sparring import fuzz
 from sparring.config import ConfigError, from_dict
-from sparring.domain import fits_signature
-from sparring.families import generate
-from sparring.problems import Problem, load_bundled
+from sparring.problems import Problem, fuzz, load_bundled
+from sparring.problems.families import generate
+from sparring.sandbox.domain import fits_signature
 
 ROOT = Path(__file__).resolve().parents[2]
 SIGNATURES = {
@@ -115,9 +115,9 @@ def test_the_same_seed_draws_the_same_tests_another_seed_others(drawn):
 def test_a_fresh_process_with_less_of_sparring_loaded_draws_the_same(drawn):
     """hypothesis mixes constants from the source of the non-installed modules loaded in its
     process into its draws; this pytest process has loaded far more of sparring (and tests)
-    than a fresh one that imports sparring.fuzz alone, and the draws must not notice."""
+    than a fresh one that imports sparring.problems.fuzz alone, and the draws must not notice."""
     code = (
-        "import json, sys; from sparring import fuzz; from sparring.problems import Problem\n"
+        "import json, sys; from sparring.problems import Problem, fuzz\n"
         "ps = [Problem(**p) for p in json.load(sys.stdin)]\n"
         f"print(json.dumps(fuzz.candidate_tests(ps, {N}, seed=7)))"
     )
@@ -132,7 +132,7 @@ def test_a_fresh_process_with_less_of_sparring_loaded_draws_the_same(drawn):
 def test_every_candidate_of_every_shipped_problem_fits_its_declared_types():
     """The bundled problems and one instance of every family level: each candidate parses,
     calls the function and passes only arguments inside the parameters' declared types (what
-    validation checks with sparring.domain before banking a test)."""
+    validation checks with sparring.sandbox.domain before banking a test)."""
     problems = load_bundled() + generate(0, 1, levels=(0, 1, 2))
     drawn = fuzz.candidate_tests(problems, 8, seed=1)
     for p in problems:

@@ -19,10 +19,10 @@ from sparring.engine.core import EpisodeRequest
 from sparring.engine.credit import GRPOCredit, levels
 from sparring.engine.game import EVAL_POOL, TRAIN_POOL
 from sparring.engine.local import LocalClient, ScriptedPolicy
-from sparring.engine.runner import run_game
 from sparring.games.dataset_rl import DatasetRL
 from sparring.games.proposer_solver import PROPOSED_POOL, ProposerSolver
 from sparring.games.red_blue import RedBlue
+from sparring.phases.game_loop import run_game
 from sparring.sandbox import RunReport, Sandbox, SandboxLimits
 
 

@@ -16,10 +16,10 @@ from sparring.engine.arena import Arena
 from sparring.engine.core import EpisodeRequest
 from sparring.engine.credit import GRPOCredit
 from sparring.engine.local import ScriptedPolicy
-from sparring.engine.runner import build_arena, run_game
 from sparring.games import elo_arena, negotiation, refine_loop
 from sparring.games.negotiation import Offer, Scenario, parse_move
 from sparring.games.registry import check
+from sparring.phases.game_loop import build_arena, run_game
 
 
 def config(name: str, **game):

@@ -9,11 +9,11 @@ import doctest
 
 import pytest
 
-from sparring import code_duel
 from sparring.config import from_dict
 from sparring.evaluation import generator_heldout as gh
 from sparring.evaluation import intervals, learning
 from sparring.problems import Problem
+from sparring.rewards import code_duel
 from sparring.sandbox import Sandbox, SandboxLimits
 
 ROOMY_S = 5.0  # wall limit per test: every run here must finish, on a machine shared with others
@@ -196,10 +196,10 @@ def test_labelled_pool_keeps_parsed_judged_answers_with_their_label():
 def test_sample_tests_samples_a_real_model_through_the_generators_prompt(monkeypatch):
     """The one call into a model, on the built-in tiny random model: a completion per sample,
     through the prompt the generator phase trains on (its steps.generator_* settings)."""
-    import sparring.sampler
+    import sparring.backends.sampler
 
     asked = []
-    real_load = sparring.sampler.load_answerer
+    real_load = sparring.backends.sampler.load_answerer
 
     def load_answerer(*args, **kwargs):
         loaded = real_load(*args, **kwargs)
@@ -212,7 +212,7 @@ def test_sample_tests_samples_a_real_model_through_the_generators_prompt(monkeyp
         loaded.sample = sample
         return loaded
 
-    monkeypatch.setattr(sparring.sampler, "load_answerer", load_answerer)
+    monkeypatch.setattr(sparring.backends.sampler, "load_answerer", load_answerer)
     cfg = from_dict({"grpo": {"max_completion_length": 8},
                      "steps": {"generator_tests": 5, "generator_stated_cases": True}})  # fmt: skip
     texts = gh.sample_tests(cfg, cfg.model_for("generator").name, [HALF, HALF], 2, seed=0)

@@ -7,12 +7,18 @@ from dataclasses import replace
 
 import pytest
 
-from sparring import code_duel
 from sparring.config import from_dict
-from sparring.families import SPECS, generate
-from sparring.given_tests import EDGE_TAG, edge_indices, edge_tag, given_view, typical_first
 from sparring.phases.answerer import answerer_rows
 from sparring.problems import Problem, compute_trivial_passes, problem_from_dict
+from sparring.problems.families import SPECS, generate
+from sparring.problems.given_tests import (
+    EDGE_TAG,
+    edge_indices,
+    edge_tag,
+    given_view,
+    typical_first,
+)
+from sparring.rewards import code_duel
 from sparring.sandbox import Sandbox
 from sparring.sandbox.limits import SandboxLimits
 

@@ -5,7 +5,7 @@ every result measured so far must still describe the code).
 Covers, each draw recomputed in-process and compared with tests/golden/draws.json:
 
 - every shipped config (configs/*.yaml, configs/games/*.yaml) whose `data.train` names
-  `families`: what `sparring.problem_sources.problem_sets` returns, the pure drawing step
+  `families`: what `sparring.problems.sources.problem_sets` returns, the pure drawing step
   that `materialize` calls before the sandbox: the training problems (`<config>/train`), each
   held-out set by its `heldout:<set>` tag (`<config>/heldout:new_tasks`, `new_ops` (a subset
   of new_tasks), `trained_tasks`, `new_families`, and a `data.heldout` source such as
@@ -16,12 +16,12 @@ Covers, each draw recomputed in-process and compared with tests/golden/draws.jso
   `test_every_draw_is_recorded`. A remote source (s3://: the cluster presets' own problems)
   cannot be drawn offline and is left out of its config's record;
 - `sparring problems families --per-family 8` at seeds 0, 1, 2 and levels 0, 1, 2, 3, through
-  the function behind the CLI (`sparring.families.generate`): for the 16 spec families
+  the function behind the CLI (`sparring.problems.families.generate`): for the 16 spec families
   (`cli/spec/...`, named in SPEC_FAMILIES, not read from SPECS, so the record does not follow
   the catalogue) and for the CLI's default selection (`cli/default/...`: the 14 families
   configs/learn.yaml trains on; before issue 63 retired the hand-written families the default
   was all 30, regenerated once on purpose then). Level 3 (a stated value at a special input,
-  sparring.families.special) recorded the one-line FamilyError `generate` raised while no
+  sparring.problems.families.special) recorded the one-line FamilyError `generate` raised while no
   family had it; since issue 73 it records the draws (the six `level=3` records were rewritten
   then, every other record unchanged). A selection with none of a level would still record
   its FamilyError.
@@ -123,7 +123,7 @@ def _value_record(value) -> dict:
 def family_configs() -> list[str]:
     """The shipped configs (paths relative to the repository) whose data.train names families."""
     from sparring.config import load_config
-    from sparring.problem_sources import FAMILIES_SOURCE
+    from sparring.problems.sources import FAMILIES_SOURCE
 
     paths = sorted(p for pattern in CONFIG_GLOBS for p in ROOT.glob(pattern))
     return [str(p.relative_to(ROOT)) for p in paths if FAMILIES_SOURCE in load_config(p).data.train]
@@ -132,13 +132,13 @@ def family_configs() -> list[str]:
 def _config_draws(config: str) -> dict[str, dict]:
     """The draws of one config: its training set, each held-out set, the drops."""
     from sparring.config import load_config
-    from sparring.problem_sources import problem_sets
     from sparring.problems import HELDOUT_TAG
+    from sparring.problems.sources import problem_sets
 
     cfg = load_config(ROOT / config)
     local = [s for s in cfg.data.train if not s.startswith("s3://")]  # offline: see the top
     cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, train=local))
-    sets = problem_sets(cfg)
+    sets = problem_sets(cfg.data, cfg.seed)
     draws = {f"{config}/train": _record(sets.train)}
     by_set: dict[str, list] = {}
     for p in sets.heldout:
@@ -152,7 +152,7 @@ def _config_draws(config: str) -> dict[str, dict]:
 
 
 def _cli_draw(selection: str, seed: int, level: int) -> dict[str, dict]:
-    from sparring.families import FamilyError, generate
+    from sparring.problems.families import FamilyError, generate
 
     name = f"cli/{selection}/seed={seed}/level={level}"
     try:

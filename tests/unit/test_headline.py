@@ -1,9 +1,9 @@
-"""sparring.headline: the parent run's headline metrics from a report, a decision and the
+"""sparring.evaluation.headline: the parent run's headline metrics from a report, a decision and the
 child runs; absent measurements stay absent."""
 
 from __future__ import annotations
 
-from sparring import headline
+from sparring.evaluation import headline
 
 
 def _as_dict(points):

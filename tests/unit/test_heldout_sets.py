@@ -10,15 +10,19 @@ from dataclasses import replace
 import pytest
 
 from sparring.config import ConfigError, from_dict
-from sparring.families import NEW_FAMILIES, renamed, task_tag
-from sparring.families import sets as family_sets_mod
-from sparring.families.identity import prompt_key
-from sparring.families.sets import family_task_keys, trained_families
 from sparring.phases.materialize import problem_sets
 from sparring.problems import heldout_sets, load_bundled
 from sparring.problems import split as split_problems
+from sparring.problems.families import NEW_FAMILIES, renamed, task_tag
+from sparring.problems.families import sets as family_sets_mod
+from sparring.problems.families.identity import prompt_key
+from sparring.problems.families.sets import family_task_keys, trained_families
 
 TRAINED = ["list_count", "list_map", "int_arith", "str_slice"]
+
+
+def _sets(cfg):
+    return problem_sets(cfg.data, cfg.seed)
 
 
 def _cfg(**families):
@@ -38,7 +42,7 @@ def _tasks(problems):
 
 
 def test_training_is_the_trained_families_only():
-    sets = problem_sets(_cfg())
+    sets = _sets(_cfg())
     assert len(sets.train) == len(TRAINED) * 4
     assert {t for p in sets.train for t in p.tags if t.startswith("family:")} == {
         f"family:{f}" for f in TRAINED
@@ -49,7 +53,7 @@ def test_training_is_the_trained_families_only():
 
 
 def test_heldout_sets_are_split_by_task():
-    sets = problem_sets(_cfg())
+    sets = _sets(_cfg())
     by_set = heldout_sets(sets.heldout)
     held = {p.id: p for p in sets.heldout}
     train_tasks = _tasks(sets.train)
@@ -69,7 +73,7 @@ def test_heldout_sets_are_split_by_task():
 
 
 def test_new_ops_are_the_new_tasks_whose_operation_no_training_instance_uses():
-    sets = problem_sets(_cfg())
+    sets = _sets(_cfg())
     by_set = heldout_sets(sets.heldout)
     held = {p.id: p for p in sets.heldout}
     train_ops = {family_sets_mod.op_of(p) for p in sets.train}
@@ -83,7 +87,7 @@ def test_new_ops_are_the_new_tasks_whose_operation_no_training_instance_uses():
 
 
 def test_the_same_config_gives_the_same_problems():
-    a, b = problem_sets(_cfg()), problem_sets(_cfg())
+    a, b = _sets(_cfg()), _sets(_cfg())
     assert [p.to_dict() for p in a.heldout] == [p.to_dict() for p in b.heldout]
     assert [p.to_dict() for p in a.train] == [p.to_dict() for p in b.train]
 
@@ -109,9 +113,9 @@ def test_a_planted_training_task_is_dropped_from_the_new_tasks(monkeypatch):
         return problems
 
     monkeypatch.setattr(family_sets_mod, "generate", generate)
-    clean = problem_sets(_cfg())
+    clean = _sets(_cfg())
     monkeypatch.undo()
-    baseline = problem_sets(_cfg())
+    baseline = _sets(_cfg())
     assert planted and prompt_key(planted[0]) not in {prompt_key(p) for p in clean.train}
     assert "fam-planted-L0-s1-0" not in {p.id for p in clean.heldout}
     assert clean.dropped["new_tasks"] == baseline.dropped["new_tasks"] + 1
@@ -136,7 +140,7 @@ def test_each_source_owns_its_split():
             }
         }
     )
-    sets = problem_sets(cfg)
+    sets = problem_sets(cfg.data, cfg.seed)
     bundled = load_bundled()
     assert [p.id for p in sets.train[: len(bundled)]] == [p.id for p in bundled]
     assert sets.val_pool == {p.id for p in bundled}

@@ -1,4 +1,5 @@
-"""Honest credit, end to end in the real sandbox: every trivial solution (sparring.trivial),
+"""Honest credit, end to end in the real sandbox: every trivial solution
+(sparring.problems.trivial),
 given as a model completion, earns exactly 0 answerer reward, and the reference solution earns
 the full difficulty weight, on every bundled problem and on HumanEval problems (the first 20
 here; all 164 in the slow tier). HumanEval problems whose every test a constant passes (the
@@ -10,11 +11,10 @@ import sys
 
 import pytest
 
-from sparring import code_duel
 from sparring.problems import compute_trivial_passes, load_bundled, load_humaneval
-from sparring.rewards import DEFAULT_DIFFICULTY_WEIGHTS
+from sparring.problems.trivial import argument_count, trivial_family
+from sparring.rewards import DEFAULT_DIFFICULTY_WEIGHTS, code_duel
 from sparring.sandbox import Sandbox, SandboxLimits
-from sparring.trivial import argument_count, trivial_family
 
 
 def fenced(code: str) -> str:

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from sparring import result_cache
 from sparring.problems import Problem, compute_trivial_passes
-from sparring.sandbox import Sandbox, SandboxLimits
+from sparring.sandbox import Sandbox, SandboxLimits, result_cache
 
 TOTAL = Problem(
     id="total",

@@ -26,9 +26,10 @@ HEAVY = {
     "botocore", "mlx", "mlx_lm", "matplotlib", "numpy",
 }  # fmt: skip
 PURE = (
-    "sparring.config", "sparring.errors", "sparring.problems", "sparring.prompts",
-    "sparring.rewards", "sparring.trivial", "sparring.budget", "sparring.progress",
-    "sparring.programs",
+    "sparring.config", "sparring.errors", "sparring.problems", "sparring.problems.prompts",
+    "sparring.rewards", "sparring.problems.trivial", "sparring.backends.budget",
+    "sparring.progress",
+    "sparring.problems.programs",
     "sparring.sandbox.limits", "sparring.sandbox.oracle",
     "sparring.backends", "sparring.backends.base", "sparring.evaluation.learning",
     "sparring.evaluation.hacking", "sparring.phases.zone",
@@ -43,19 +44,21 @@ PURE = (
     "sparring.games.red_blue",
     "sparring.games.proposer_solver",
     # the TrainJob a phase becomes and the distributed recipe; ranks: imported by the generator
-    "sparring.cluster.trainjob", "sparring.cluster.recipes", "sparring.cluster.ranks",
+    "sparring.cluster.trainjob", "sparring.distributed.recipes", "sparring.distributed.ranks",
     "sparring.cluster.kube", "sparring.cluster.wait",
     # the sandbox image ships no ML stack: what its validate task imports must not need one
     "sparring.phases.validate", "sparring.phases.kfp_io", "sparring.sandbox",
     # one of each: the phase table, the answerer sampler, backend-neutral text helpers, the bank
-    "sparring.phases.table", "sparring.sampler", "sparring.backends.text", "sparring.bank",
+    "sparring.phases.table", "sparring.backends.sampler", "sparring.backends.text",
+    "sparring.rewards.bank",
     "sparring.backends.builtins",
-    "sparring.schedule",
+    "sparring.phases.schedule",
     # the learning canary's problem families and its calibration summaries
-    "sparring.families", "sparring.families.base", "sparring.families.spec",
-    "sparring.families.catalog", "sparring.calibration",
+    "sparring.problems.families", "sparring.problems.families.base",
+    "sparring.problems.families.spec",
+    "sparring.problems.families.catalog", "sparring.evaluation.calibration",
     # the curriculum coach's rule
-    "sparring.coach",
+    "sparring.problems.coach",
 )  # fmt: skip
 # The phase functions every runner dispatches; only the phase table calls them (it alone knows
 # their argument order).

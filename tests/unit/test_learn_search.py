@@ -64,8 +64,8 @@ def test_another_development_set_gets_its_own_results_file():
 def test_a_configuration_whose_code_or_config_changed_is_measured_again(tmp_path):
     """A result is kept by its code version and config digest, never by its name alone: an
     earlier search's 'baseline' measured other code than today's."""
+    from sparring.backends.lineage import code_digest
     from sparring.config import load_config
-    from sparring.lineage import code_digest
 
     cfg = load_config(search.ROOT / "configs" / "learn.yaml", search.CONFIGS["baseline"])
     path = tmp_path / "results.jsonl"

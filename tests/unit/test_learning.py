@@ -10,7 +10,8 @@ import pytest
 from sparring.evaluation import intervals, learning
 from sparring.evaluation.heldout import heldout_record
 
-# a run that started from its configured base model (sparring.lineage.start_record's fields)
+# a run that started from its configured base model (sparring.backends.lineage.start_record's
+# fields)
 FRESH = {"configured": "smollm2-135m", "model": "smollm2-135m", "base": "smollm2-135m",
          "weights": "w0", "base_weights": "w0", "champion": None}  # fmt: skip
 

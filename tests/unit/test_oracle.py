@@ -3,10 +3,10 @@ and the generator's reward with real sandbox workers."""
 
 import pytest
 
-from sparring import code_duel
+from sparring.problems.trivial import trivial_family
+from sparring.rewards import code_duel
 from sparring.sandbox import Sandbox, SandboxLimits
 from sparring.sandbox.oracle import literal_source, split_equality, with_reference_expected
-from sparring.trivial import trivial_family
 
 REF = "def f(xs):\n    return sorted(xs, reverse=True)\n"
 

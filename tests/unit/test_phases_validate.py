@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 
-from sparring.bank import reference_digest, task_space
 from sparring.config import from_dict
 from sparring.phases.validate import VALIDATION_FILE, validate_into
 from sparring.problems import Problem, write_jsonl
+from sparring.rewards.bank import reference_digest, task_space
 
 ADD = Problem(
     id="add",

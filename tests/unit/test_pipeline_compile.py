@@ -15,7 +15,7 @@ from pipelines import selfplay
 from pipelines.common import MLFLOW_ENV, S3_ENV, fast_setters
 from pipelines.selfplay import compile_pipeline
 from sparring.config import load_config
-from sparring.schedule import plan_phases
+from sparring.phases.schedule import plan_phases
 
 TRAINING = ("train-answerer", "train-generator")
 # The DAG's tasks that are phases of `plan_phases`, by component name (init_models, the

@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparring.problems import Problem, load_bundled
-from sparring.programs import complete_humaneval, extract_code
-from sparring.prompts import (
+from sparring.problems.programs import complete_humaneval, extract_code
+from sparring.problems.prompts import (
     STAGE_INSTRUCTIONS,
     answerer_messages,
     extract_problem,

@@ -12,8 +12,8 @@ import pytest
 
 from sparring.config import ConfigError, load_config
 from sparring.engine.local import ScriptedPolicy
-from sparring.engine.runner import run_game
 from sparring.games.registry import check
+from sparring.phases.game_loop import run_game
 
 ENGINE_PAGE = Path(__file__).resolve().parents[2] / "docs" / "engine.md"
 

@@ -1,4 +1,5 @@
-"""Recurring training's pure parts: what a run inherits of a persisted bank (sparring.bank.carry:
+"""Recurring training's pure parts: what a run inherits of a persisted bank
+(sparring.rewards.bank.carry:
 the refusal of another task space, the retirements), the run stamp, and the lines and table of
 sparring.recurring."""
 
@@ -9,9 +10,10 @@ import json
 
 import pytest
 
-from sparring import bank, recurring
-from sparring.bank import BankRefused, carry, reference_digest, stamp_run, task_space
+from sparring import recurring
 from sparring.errors import SparringError
+from sparring.rewards import bank
+from sparring.rewards.bank import BankRefused, carry, reference_digest, stamp_run, task_space
 
 REF = {
     "p1": reference_digest("def f(x):\n    return x + 1\n"),
@@ -143,7 +145,7 @@ def test_recur_and_schedule_default_to_the_recurring_config_and_refuse_a_fresh_o
 
 
 def test_the_parent_run_carries_both_gains_and_the_start_version():
-    from sparring import headline
+    from sparring.evaluation import headline
 
     vs_base = {"before": 0.2, "after": 0.3, "delta": 0.1, "lo": 0.01, "hi": 0.19, "n": 47}
     vs_start = {"before": 0.28, "after": 0.3, "delta": 0.02, "lo": -0.05, "hi": 0.09, "n": 47}
@@ -193,7 +195,7 @@ def test_every_config_whose_schedule_chains_validates_with_the_start_gate_on():
     start_fresh, not a game) loads and validates with the start gate on, the held-out samples
     it needs set, and held-out new tasks to measure (else the gate would refuse every run)."""
     from sparring.config import load_config
-    from sparring.families.sets import configured_sets
+    from sparring.problems.families.sets import configured_sets
     from tests.conftest import ROOT
 
     chaining = {}

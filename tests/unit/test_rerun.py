@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from sparring.cli.rerun import filed_learn_path
-from sparring.evaluation import learn_diff
+from sparring.experiments import learn_diff
 
 ROOT = Path(__file__).resolve().parents[2]
 FILED = ROOT / "docs" / "results" / "study-S-t1-2026-12-02-learn.txt"

@@ -6,11 +6,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparring import rewards, trivial
+from sparring import rewards
 from sparring.engine import credit
 from sparring.engine.core import Rollout
 from sparring.engine.credit import GRPOCredit, group_advantages
 from sparring.evaluation import intervals, learning
+from sparring.problems import trivial
 
 
 @pytest.mark.parametrize("module", [rewards, credit, trivial, learning, intervals])

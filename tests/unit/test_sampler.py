@@ -1,4 +1,5 @@
-"""The one answerer sampler (sparring.sampler): the answerer prompt for every problem, chunks with
+"""The one answerer sampler (sparring.backends.sampler): the answerer prompt for every problem,
+chunks with
 a progress line each for long labelled batches (seed + chunk start, so short batches sample as
 before), statistics summed over chunks, and the prompt of a problem with no signature.
 
@@ -10,9 +11,9 @@ samplers behind it are exercised in tests/integration (test_phases, test_inferen
 from __future__ import annotations
 
 from sparring.backends.base import Sampled
+from sparring.backends.sampler import CHUNK, FEW, sample_answers
 from sparring.problems import Problem
-from sparring.prompts import answerer_messages
-from sparring.sampler import CHUNK, FEW, sample_answers
+from sparring.problems.prompts import answerer_messages
 
 
 class ScriptedAnswerer:

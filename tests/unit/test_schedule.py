@@ -5,7 +5,7 @@ import pytest
 from sparring.config import from_dict
 from sparring.errors import SparringError
 from sparring.phases.common import derived_seed, planned_steps
-from sparring.schedule import (
+from sparring.phases.schedule import (
     label_of,
     phase_label,
     plan_phases,

@@ -1,4 +1,5 @@
-"""The prefetching thread of scoring overlapped with sampling (sparring.scoring_overlap): rows
+"""The prefetching thread of scoring overlapped with sampling (sparring.backends.scoring_overlap):
+rows
 submitted while a call runs go together into the next one, close() scores what is left and
 waits, a failing call stops it and is reported. Real threads, milliseconds."""
 
@@ -7,7 +8,7 @@ import time
 
 import pytest
 
-from sparring.scoring_overlap import Prefetcher
+from sparring.backends.scoring_overlap import Prefetcher
 
 
 def test_rows_finished_during_a_call_are_scored_together_in_the_next():

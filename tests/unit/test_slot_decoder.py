@@ -195,9 +195,9 @@ def test_each_device_gets_its_decoder(tiny):
 
 
 def test_a_loaded_answerer_decodes_as_many_rows_as_it_was_sized_for(monkeypatch):
+    from sparring.backends.sampler import load_answerer
     from sparring.backends.torch import generation
-    from sparring.prompts import answerer_messages
-    from sparring.sampler import load_answerer
+    from sparring.problems.prompts import answerer_messages
     from tests.unit.test_sampler import problems
 
     seen = []

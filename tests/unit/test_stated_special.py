@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from sparring.families import (
+from sparring.problems.families import (
     DEFINED_LEVELS,
     FAMILIES,
     SPECS,
@@ -27,9 +27,9 @@ from sparring.families import (
     renamed,
     task_tag,
 )
-from sparring.families.identity import probe_inputs, task_key
-from sparring.families.sets import family_sets, family_task_keys
-from sparring.families.spec import (
+from sparring.problems.families.identity import probe_inputs, task_key
+from sparring.problems.families.sets import family_sets, family_task_keys
+from sparring.problems.families.spec import (
     FamilySpec,
     Op,
     Task,
@@ -37,9 +37,9 @@ from sparring.families.spec import (
     render,
     stated_case_shows,
 )
-from sparring.families.special import LEVEL, SENTINELS, VALUES, with_stated_special
-from sparring.given_tests import given_view
-from sparring.trivial import argument_count
+from sparring.problems.families.special import LEVEL, SENTINELS, VALUES, with_stated_special
+from sparring.problems.given_tests import given_view
+from sparring.problems.trivial import argument_count
 
 SEEDS = range(8)
 PER_FAMILY = 3
@@ -137,8 +137,8 @@ def test_the_draw_repeats_for_a_seed():
 
 
 def _keyed(family: str, op: str, **consts) -> str:
-    from sparring.families import DIFFICULTY, _choose_tests
     from sparring.problems import Problem
+    from sparring.problems.families import DIFFICULTY, _choose_tests
 
     spec = SPECS[family]
     level = LEVEL if "s" in consts else 0

@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from sparring import study_runner
 from sparring.cli.main import main
-from sparring.evaluation import sizing, study
-from sparring.evaluation.study import StudyRun
-from sparring.evaluation.study_design import load_design
+from sparring.experiments import sizing, study, study_runner
+from sparring.experiments.study import StudyRun
+from sparring.experiments.study_design import load_design
 
 STUDY = "configs/study/2026-12-02.yaml"
 DESIGN = load_design(STUDY)
@@ -295,7 +294,7 @@ def test_restore_takes_the_latest_copy_and_never_replaces_a_run_here(tmp_path):
 
 
 def test_dry_list_plans_from_the_real_config_and_runs_nothing(tmp_path, monkeypatch, capsys):
-    from sparring import lineage
+    from sparring.backends import lineage
 
     def no_run(*args, **kwargs):
         raise AssertionError("--dry-list ran a run")

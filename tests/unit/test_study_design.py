@@ -15,11 +15,10 @@ import pytest
 import yaml
 from stand_in import stand_in_venv
 
-from sparring import study_runner
 from sparring.cli.main import main
 from sparring.config.fields import ConfigError
-from sparring.evaluation import study
-from sparring.evaluation.study_design import design_from_dict, load_design
+from sparring.experiments import study, study_runner
+from sparring.experiments.study_design import design_from_dict, load_design
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDY = ROOT / "configs" / "study" / "2026-12-02.yaml"

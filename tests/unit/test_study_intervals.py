@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sparring.evaluation import seed_intervals, sizing, study
-from sparring.evaluation.study import StudyRun
-from sparring.evaluation.study_design import design_from_dict
+from sparring.experiments import seed_intervals, sizing, study
+from sparring.experiments.study import StudyRun
+from sparring.experiments.study_design import design_from_dict
 
 TASKS = 40
 OFFSETS = (0.30, -0.25, 0.20)  # the treatment's three runs: large whole-run offsets, mean +0.083

@@ -11,7 +11,8 @@ from dataclasses import replace
 
 import pytest
 
-from sparring.families import (
+from sparring.problems import Problem
+from sparring.problems.families import (
     DIFFICULTY,
     FAMILIES,
     NEW_FAMILIES,
@@ -23,10 +24,9 @@ from sparring.families import (
     renamed,
     task_tag,
 )
-from sparring.families.identity import behaviour_key, parameter_types, prompt_key, task_key
-from sparring.families.sets import describe
-from sparring.families.spec import Task, render
-from sparring.problems import Problem
+from sparring.problems.families.identity import behaviour_key, parameter_types, prompt_key, task_key
+from sparring.problems.families.sets import describe
+from sparring.problems.families.spec import Task, render
 
 TRAINED = [f for f in SPECS if f not in NEW_FAMILIES]
 
@@ -153,7 +153,7 @@ def test_learn_levels_give_distinct_training_tasks_and_new_tasks_under_other_see
 
 @pytest.mark.parametrize("family", sorted(SPECS))
 def test_each_spec_family_offers_dozens_of_tasks_at_level_0(family):
-    from sparring.families.sets import family_task_keys
+    from sparring.problems.families.sets import family_task_keys
 
     assert len(family_task_keys(family, 0)) >= 25, family
     # 2: level 0 with a stated edge; 3: with a stated special input (issue 73)

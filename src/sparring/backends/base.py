@@ -113,7 +113,8 @@ class Backend(Protocol):
     ) -> Sampled:  # fmt: skip
         """`num_samples` completions per conversation (greedy at temperature 0), with the
         sampler's statistics, decoding up to `batch_size` rows at once (a backend that batches
-        otherwise may ignore it). Answers to problems go through sparring.sampler, not here."""
+        otherwise may ignore it). Answers to problems go through sparring.backends.sampler, not
+        here."""
         ...
 
 

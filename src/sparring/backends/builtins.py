@@ -19,11 +19,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from sparring.config.model_names import BUILTINS  # noqa: F401 (the names; this module builds them)
 from sparring.errors import SparringError
 
 log = logging.getLogger(__name__)
 
-BUILTINS = ("tiny-random", "smollm2-135m")
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 TINY_SEED = 1234
 

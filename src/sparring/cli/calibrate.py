@@ -2,7 +2,7 @@
 
 Covers: the command's arguments and its table (per family and level: mean reward, whole-problem
 pass rate, zone share; per level; the levels in the zone). Does not cover: sampling and scoring
-(sparring.calibration) or the families (sparring.families).
+(sparring.evaluation.calibration) or the families (sparring.problems.families).
 """
 
 from __future__ import annotations
@@ -77,8 +77,8 @@ def add_commands(sub) -> None:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from sparring import calibration
-    from sparring.families import DEFINED_LEVELS, FAMILIES
+    from sparring.evaluation import calibration
+    from sparring.problems.families import DEFINED_LEVELS, FAMILIES
 
     if args.seed < 0:
         raise SparringError(f"--seed {args.seed}: use a seed >= 0")

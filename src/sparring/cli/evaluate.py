@@ -3,7 +3,7 @@ pooled over seeds) and `sparring infer` (the seed's inference command line). Hea
 happen inside the handlers.
 
 Covers: arguments, checks of user input, and printing. Does not cover: evaluation itself
-(sparring.evaluation), generation and checkpoints (sparring.inference, sparring.backends).
+(sparring.evaluation), generation and checkpoints (sparring.serving.inference, sparring.backends).
 """
 
 from __future__ import annotations
@@ -215,10 +215,10 @@ def _eval_humaneval(args: argparse.Namespace) -> int:
         temperature = args.temperature
         if temperature is None:
             temperature = 0.0 if args.samples_per_task == 1 else 0.8
+        from sparring.backends.sampler import load_answerer, sample_answers
         from sparring.evaluation.humaneval import sample_rows
-        from sparring.inference import resolve_checkpoint
-        from sparring.sampler import load_answerer, sample_answers
         from sparring.sandbox.isolation import check
+        from sparring.serving.inference import resolve_checkpoint
 
         check(limits.isolation)  # fail closed before the model loads, not after generating
         # also models:/NAME@ALIAS from the registry
@@ -312,7 +312,7 @@ def _eval_snapshots(args: argparse.Namespace) -> int:
 
 
 def _infer(args: argparse.Namespace) -> int:
-    from sparring import inference as inf
+    from sparring.serving import inference as inf
 
     given = [bool(args.problem), bool(args.problem_file), bool(args.batch or args.problems_file)]
     if sum(given) == 0:

@@ -2,7 +2,7 @@
 
 Covers: `game list [--json]` (every game with its roles, judge, sandbox use and options),
 `game plot DIR... -o PNG` (reward curves of finished runs, one panel per game) and
-`game run GAME [--config FILE] [--set k=v] [--output DIR]` (sparring.engine.runner.run_game with
+`game run GAME [--config FILE] [--set k=v] [--output DIR]` (sparring.phases.game_loop.run_game with
 the held-out evaluation before and after, per-step metrics in an MLflow run unless
 `--no-tracking`, adapters and metrics.json in the output folder, a summary at the end). The same
 game as a KFP pipeline: `sparring run|compile|submit --config FILE` with `game.name` set.
@@ -16,13 +16,7 @@ import json
 import time
 from pathlib import Path
 
-from sparring.cli.common import (
-    add_config_args,
-    add_group,
-    output_dir,
-    output_error,
-    output_file,
-)
+from sparring.cli.common import add_config_args, add_group, output_dir, output_error, output_file
 
 
 def add_commands(sub) -> None:
@@ -101,8 +95,8 @@ def _list(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from sparring.config import load_config
-    from sparring.engine.runner import run_game
     from sparring.games.registry import check
+    from sparring.phases.game_loop import run_game
 
     cfg = load_config(args.config, [*args.overrides, f"game.name={args.name}"])
     check(cfg)  # one-line errors before any model loads
@@ -112,7 +106,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.no_tracking:
         result = run_game(cfg, str(out))
     else:
-        from sparring import headline, tracking
+        from sparring import tracking
+        from sparring.evaluation import headline
 
         parent = tracking.start_parent_run(cfg, f"game-{args.name}-{stamp}")
         status = "FAILED"

@@ -2,8 +2,9 @@
 (reference solutions against their own tests, and which tests trivial code passes), and write a
 seeded set generated from the problem families.
 
-Does not cover: loading problems and running the checks (sparring.problems, sparring.trivial),
-generating family instances (sparring.families), or scoring solutions (`sparring reward`,
+Does not cover: loading problems and running the checks (sparring.problems,
+sparring.problems.trivial),
+generating family instances (sparring.problems.families), or scoring solutions (`sparring reward`,
 sparring.cli.reward).
 """
 
@@ -129,13 +130,8 @@ def _problems_list(args: argparse.Namespace) -> int:
 
 
 def _problems_check(args: argparse.Namespace) -> int:
-    from sparring.problems import (
-        answer_tests,
-        check_problems,
-        compute_trivial_passes,
-        load_source,
-    )
-    from sparring.trivial import discriminating_indices
+    from sparring.problems import answer_tests, check_problems, compute_trivial_passes, load_source
+    from sparring.problems.trivial import discriminating_indices
 
     problems = load_source(args.source)
     failures = dict(check_problems(problems, timeout_s=args.timeout))
@@ -187,7 +183,7 @@ def _problems_check(args: argparse.Namespace) -> int:
 
 def _problems_families(args: argparse.Namespace) -> int:
     from sparring.atomic import write_file
-    from sparring.families import DEFINED_LEVELS, TRAINED_FAMILIES, FamilyError, generate
+    from sparring.problems.families import DEFINED_LEVELS, TRAINED_FAMILIES, FamilyError, generate
 
     seed = _int_option(args.seed, "--seed", 0, FamilyError)
     per_family = _int_option(args.per_family, "--per-family", 1, FamilyError)
@@ -224,8 +220,8 @@ def _problems_families(args: argparse.Namespace) -> int:
         blocker = str(exc.filename or "")
         where = f" ({blocker})" if blocker and str(path).startswith(blocker + "/") else ""
         raise FamilyError(f"--out {path}: cannot write: {exc.strerror or exc}{where}") from None
-    from sparring.families import task_tag
-    from sparring.families.sets import describe
+    from sparring.problems.families import task_tag
+    from sparring.problems.families.sets import describe
 
     counts = describe(problems)
     print(

@@ -3,7 +3,7 @@
 Covers: reading a filed run (its record.json: the `--set` overrides it ran with; its learn.txt
 beside it, as the study files them: <prefix>-record.json and <prefix>-learn.txt), running
 `sparring run` with those overrides (its output passed through), and the comparison
-(sparring.evaluation.learn_diff). Exit 0 when every line repeats, 1 when one differs.
+(sparring.experiments.learn_diff). Exit 0 when every line repeats, 1 when one differs.
 Does not cover: checking out the commit the run was filed at: rerun from a worktree at the
 record's code (its `code` field is the sparring source digest, `lineage.code_digest`).
 """
@@ -63,7 +63,7 @@ def filed_learn_path(record: Path) -> Path:
 
 
 def _rerun(args: argparse.Namespace) -> int:
-    from sparring.evaluation import learn_diff
+    from sparring.experiments import learn_diff
 
     record_path = Path(args.record)
     try:

@@ -3,7 +3,7 @@
 Covers: reading and checking the solutions (one reader for JSON and JSON Lines:
 sparring.records; a problem whose reference fails its own tests is refused), and printing one
 line (or JSON object) per solution.
-Does not cover: the scoring itself (sparring.code_duel.score_answers,
+Does not cover: the scoring itself (sparring.rewards.code_duel.score_answers,
 sparring.rewards.answerer_credit) or which tests trivial code passes
 (sparring.problems.compute_trivial_passes).
 """
@@ -54,10 +54,10 @@ def add_commands(sub) -> None:
 
 
 def _reward(args: argparse.Namespace) -> int:
-    from sparring import code_duel
     from sparring.errors import SparringError
     from sparring.problems import check_problems, compute_trivial_passes, load_source
     from sparring.records import read_records
+    from sparring.rewards import code_duel
     from sparring.sandbox import Sandbox
     from sparring.sandbox.limits import trusted_limits
 

@@ -5,8 +5,9 @@ figure.
 Covers: arguments, the design read and checked, the plan printed (`--dry-list` stops there),
 the runs not yet done, and the report (`--report` alone: the finished runs, taken back from
 `--filed` where missing, nothing run). Does not cover: the design's file
-(sparring.evaluation.study_design), planning, running and filing the runs
-(sparring.study_runner) or the statistics (sparring.evaluation.study); all are imported inside
+(sparring.experiments.study_design), planning, running and filing the runs
+(sparring.experiments.study_runner) or the statistics (sparring.experiments.study); all are imported
+inside
 the handler, so `sparring --help` stays fast.
 """
 
@@ -75,9 +76,9 @@ def _seeds(text: str) -> list[int]:
 
 
 def _study(args: argparse.Namespace) -> int:
-    from sparring import lineage, study_runner
-    from sparring.evaluation import study
-    from sparring.evaluation.study_design import load_design
+    from sparring.backends import lineage
+    from sparring.experiments import study, study_runner
+    from sparring.experiments.study_design import load_design
 
     design = load_design(args.study)
     arms = study_runner.chosen_arms(

@@ -6,7 +6,7 @@
     torchrun -m sparring.cluster.entry ...   on every node of a TrainJob (PET_* set by the runtime)
 
 Inputs and outputs are local paths or `s3://` URIs (artifact URIs on the cluster). Each process:
-1. joins the process group (`sparring.cluster.ranks`; gloo on CPUs, NCCL on GPUs),
+1. joins the process group (`sparring.distributed.ranks`; gloo on CPUs, NCCL on GPUs),
 2. reads the config (file or URI; `--set key=value` overrides), and the first process of each
    node fetches the inputs into a node-local work folder while the others wait,
 3. runs the phase from the phase table (`sparring.phases.table`: train-answerer or
@@ -41,9 +41,9 @@ from typing import Any
 import yaml
 
 from sparring import storage
-from sparring.cluster import ranks, recipes
 from sparring.cluster.trainjob import METRICS_FILE, PHASE_INPUTS, RANKS_FILE
 from sparring.config import Config, apply_overrides, from_dict, load_config
+from sparring.distributed import ranks, recipes
 from sparring.errors import SparringError
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin")

@@ -104,7 +104,7 @@ def check_cross_fields(cfg: Config) -> None:
 
 
 def _check_families(cfg: Config) -> None:
-    from sparring.families import DEFINED_LEVELS, FAMILIES
+    from sparring.problems.families import DEFINED_LEVELS, FAMILIES
 
     fam = cfg.data.families
     for key in ("families", "heldout_families"):

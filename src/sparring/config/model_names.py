@@ -21,6 +21,8 @@ from pathlib import Path
 from sparring.config.fields import ConfigError
 from sparring.config.schema import Config
 
+# the built-in models (sparring.backends.builtins builds their folders)
+BUILTINS = ("tiny-random", "smollm2-135m")
 URI_PREFIXES = ("models:/", "s3://")
 # a Hugging Face hub id: one organisation (or user) and one repository name
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
@@ -29,8 +31,6 @@ LOCAL = (".", "/", "~")  # what the backends read as a path, never as a hub id
 
 def model_name_problem(name: str) -> str | None:
     """What keeps `name` from loading here (one phrase), or None when it can load."""
-    from sparring.backends.builtins import BUILTINS
-
     kinds = (
         f"a built-in ({', '.join(BUILTINS)}), a model folder, a hub id org/name, "
         "models:/NAME@ALIAS or s3://..."

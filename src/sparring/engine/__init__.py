@@ -7,7 +7,8 @@ Covers five abstractions and the loop around them:
 - `arena`: the Arena (roles, episodes, batched rollouts, the artifact store) and the training
   batch it builds from scored rollouts (pure: the model sits behind a ModelClient);
 - `local`: the in-process ModelClient, which batches concurrent model calls into one backend call;
-- `runner`: `run_game`, the loop (rollouts, credit, one policy update per step, MLflow, progress,
-  held-out evaluation, the saved adapters).
-Does not cover: the games themselves (sparring.games) or the model library (sparring.backends).
+- `game`: the base every game subclasses.
+A library the games and phases use; it imports neither. Does not cover: running a game as a
+phase, the loop with its backend, server, MLflow and saved adapters (sparring.phases.game_loop),
+the games themselves (sparring.games) or the model library (sparring.backends).
 """

@@ -8,7 +8,7 @@ semaphore; an episode may spawn children through `generate_rollouts`, and a non-
 request makes its whole subtree non-trainable), and `records` (the steps of trainable roles in
 trainable rollouts, each with its role's advantage).
 Does not cover: sampling (a ModelClient does it: sparring.engine.local in process, or a server)
-or updating weights (sparring.engine.runner hands records to the backend's policy). Pure.
+or updating weights (sparring.phases.game_loop hands records to the backend's policy). Pure.
 """
 
 from __future__ import annotations

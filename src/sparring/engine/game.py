@@ -6,7 +6,7 @@ held-out pools), `requests` (a training step: `episodes_per_step` artifacts draw
 each played `group_size` times as one GRPO group) and `eval_requests` (held-out artifacts, not
 trainable), `summarize` (extra numbers or tables for the report, e.g. Elo ratings); and
 `configured_roles`, the roles after the config's overrides.
-Does not cover: running the loop (sparring.engine.runner) or the list of games (sparring.games).
+Does not cover: running the loop (sparring.phases.game_loop) or the list of games (sparring.games).
 Pure.
 """
 

@@ -37,9 +37,9 @@ log = logging.getLogger(__name__)
 FORMAT = 2
 # the modules whose code decides which tokens a sampling call returns, relative to the package
 DECODER_MODULES = (
-    "sampler.py",
-    "prompts.py",
-    "budget.py",
+    "backends/sampler.py",
+    "problems/prompts.py",
+    "backends/budget.py",
     "backends/torch/generation.py",
     "backends/torch/slot_decoder.py",
     "backends/torch/decode_attention.py",

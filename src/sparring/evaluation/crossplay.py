@@ -4,7 +4,7 @@ Covers: the code a completion runs as (`solution_code`), the game matrix (`cross
 `win_rates`), one Elo game (`elo_expected`, `elo_update`: the single update every rating here
 uses, and the engine's elo_arena game too) and `elo_ratings` of answerers and generators from
 cross-play games. Does not cover: which snapshots are evaluated (sparring.evaluation.snapshots),
-reading the adversarial test bank (sparring.bank) or drawing the heatmap
+reading the adversarial test bank (sparring.rewards.bank) or drawing the heatmap
 (sparring.evaluation.report).
 """
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 def solution_code(problem: Problem, completion: str) -> str:
     """The code the sandbox runs for a completion ('' when nothing parses: every test fails)."""
-    from sparring.programs import complete_humaneval, extract_code
+    from sparring.problems.programs import complete_humaneval, extract_code
 
     if problem.prompt:
         return complete_humaneval(problem.prompt, completion, problem.entry_point)

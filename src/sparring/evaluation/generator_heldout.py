@@ -32,8 +32,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple
 
-from sparring import code_duel
 from sparring.evaluation.intervals import task_gain
+from sparring.rewards import code_duel
 
 HELDOUT_SET = "new_tasks"  # the held-out set measured: fresh tasks of the trained families
 SEED_OFFSET = 2  # the generators sample with cfg.seed + 2 (the answers: + 1), base and final alike
@@ -180,9 +180,9 @@ def sample_tests(
     """`samples` completions per problem (`[i]`: problems[i]'s) of the generator `model_name`
     (a name or a model artifact), through the generator's prompt (prompts.generator_messages)
     and budget, at the training temperature and top_p: as the generator phase samples."""
-    from sparring.budget import completion_tokens
-    from sparring.prompts import generator_messages
-    from sparring.sampler import load_answerer  # loads any model artifact to sample from
+    from sparring.backends.budget import completion_tokens
+    from sparring.backends.sampler import load_answerer  # loads any model artifact to sample from
+    from sparring.problems.prompts import generator_messages
 
     loaded = load_answerer(
         model_name, device=cfg.model_for("generator").device, rows=cfg.grpo.rollout_batch_size

@@ -12,7 +12,7 @@ import ast
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sparring.programs import calls_of
+from sparring.problems.programs import calls_of
 
 if TYPE_CHECKING:
     pass

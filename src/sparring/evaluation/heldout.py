@@ -9,7 +9,8 @@ the file holds, key for key: every heldout.json filed in docs/results, formats 1
 as it was read), `set_pairs` (one set in one measure), `heldout_record` (what the evaluate phase
 writes) and `merged_tasks` (the task keys of several files, which must agree).
 Does not cover: pairing and pooling two runs' files (sparring.evaluation.learning), where a run
-started (sparring.lineage), the study (sparring.evaluation.study). Pure: json and dataclasses.
+started (sparring.backends.lineage), the study (sparring.experiments.study). Pure: json and
+dataclasses.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ class Heldout:
     a file of format 1: the discriminating share); `measures`: the same for STORED_MEASURES;
     `tasks`: {problem id: task key}; `arm`: {config field: value} of the arm fields
     (sparring.evaluation.learning.ARM_FIELDS); `start`: where its answerer started
-    (sparring.lineage.start_record); `code`: the code version that evaluated it. A field an
+    (sparring.backends.lineage.start_record); `code`: the code version that evaluated it. A field an
     older format lacks is None."""
 
     sets: dict[str, Pairs]
@@ -230,7 +231,8 @@ def new_heldout(
     reader must check before pairing or pooling two files: the answerer reward trained, the
     seed, the config digest and the run's `arm` ({field: value} of the arm fields).
     `measures`: other measures' per-problem pairs, {measure: {set: pairs}}. `start`: where the
-    run's answerer started (sparring.lineage.start_record; None when its model folder records
+    run's answerer started (sparring.backends.lineage.start_record; None when its model folder
+    records
     none: such a file is refused by every pairing and pooling line), and `code` the code
     version that evaluated it."""
     ids = sorted({pid for pairs in per_problem.values() for pid in pairs})

@@ -11,7 +11,7 @@ in-process guard: best effort against code written to defeat this particular har
 runners the other evaluation modules share (`run_jobs`, `run_jobs_fail_fast`, on
 sparring.sandbox.limits.trusted_limits).
 
-Does not cover: generating completions (sparring.sampler) or loading the tasks
+Does not cover: generating completions (sparring.backends.sampler) or loading the tasks
 (sparring.problems.load_humaneval). Pure apart from the sandbox, which is imported lazily.
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparring.errors import SparringError
-from sparring.programs import humaneval_job
+from sparring.problems.programs import humaneval_job
 from sparring.records import read_records
 from sparring.sandbox.limits import trusted_limits
 

@@ -8,7 +8,7 @@ Covers also: the report's learning section (`learning_summary`: base -> warm sta
 self-play on the held-out problems, sampled several times each), the phases' MLflow metrics
 read back into it (`from_phase_runs`), which runs are another arm's (`ARMS`, `is_treatment`,
 `control_differences`) and the refusals (files that did not evaluate alike or did not start
-from their configured base model: sparring.lineage).
+from their configured base model: sparring.backends.lineage).
 Does not cover: the bootstrap intervals (sparring.evaluation.intervals), the generators'
 held-out numbers (sparring.evaluation.generator_heldout) or heldout.json's format, its typed
 record, load and save (sparring.evaluation.heldout: every file here is read through it).
@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sparring.backends.lineage import check_same_starts
 from sparring.evaluation.heldout import Heldout, merged_tasks
 from sparring.evaluation.intervals import (
     Pairs,
@@ -33,7 +34,6 @@ from sparring.evaluation.intervals import (
     paired_delta,
     task_gain,
 )
-from sparring.lineage import check_same_starts
 
 MEASURES = ("discriminating", "strict", "raw", "pass_at_n", "defines", "defining")
 
@@ -380,7 +380,8 @@ def heldout_pair(
     """The {problem id: [base, final]} of one held-out set in two runs' `heldout.json` files,
     and their {problem id: task key}, checked for a fair pair: each holds the set and names its
     answerer reward, the two differ in `arm_field` (both files name it), both started from
-    their configured base model, the same one (sparring.lineage.check_same_starts), and they
+    their configured base model, the same one (sparring.backends.lineage.check_same_starts), and
+    they
     measured the same problems with the same base scores (one base model, sampled with one
     seed), in `measure` (ARM_MEASURES). ValueError names what is wrong.
 

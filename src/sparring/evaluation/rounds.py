@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparring import rewards
-from sparring.bank import read_bank, tests_by_problem
+from sparring.rewards.bank import read_bank, tests_by_problem
 
 if TYPE_CHECKING:
     from sparring.problems import Problem

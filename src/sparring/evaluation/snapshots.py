@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparring import progress, rewards
-from sparring.bank import BANK_FILE, read_bank, rows_by_round, tests_by_problem
+from sparring.backends.sampler import load_answerer, sample_answers
 from sparring.evaluation import completion_cache
 from sparring.evaluation.crossplay import cross_play, elo_ratings, solution_code, win_rates
 from sparring.evaluation.hacking import hacking_signals, special_case_share
@@ -30,8 +30,8 @@ from sparring.evaluation.rounds import (
     summarize_round,
     validate_rows,
 )
-from sparring.programs import defines_asked_function, humaneval_tests
-from sparring.sampler import load_answerer, sample_answers
+from sparring.problems.programs import defines_asked_function, humaneval_tests
+from sparring.rewards.bank import BANK_FILE, read_bank, rows_by_round, tests_by_problem
 from sparring.sandbox.limits import trusted_limits, untrusted_limits
 
 if TYPE_CHECKING:
@@ -200,7 +200,7 @@ def _generate_sized(
     one's budget, and a model that never stops (the base model, often) costs tokens in
     proportion to what it was asked. With `cache_model` (a `completion_cache.model_identity`),
     each sampling call is looked up in, or stored to, the completion cache."""
-    from sparring.budget import answer_target, completion_tokens
+    from sparring.backends.budget import answer_target, completion_tokens
 
     problems = list(problems)
     per = kwargs.get("num_samples", 1)
@@ -211,7 +211,7 @@ def _generate_sized(
 
         if not cache_model:
             return fresh()
-        from sparring.prompts import answerer_messages
+        from sparring.problems.prompts import answerer_messages
 
         settings = {"max_new_tokens": n, "rows": getattr(loaded, "rows", None),
                     **completion_cache.loaded_on(loaded), **kwargs}  # fmt: skip
@@ -260,7 +260,7 @@ def _sampled_measures(
     """Per measure, per problem: the mean over `samples` sampled completions (`sampled_means`),
     drawn with `seed` (else cfg.seed + 1). Given a `pool`, the answers go there too, labelled
     (generator_heldout.labelled_pool): what the generators' held-out tests are judged on."""
-    from sparring import code_duel
+    from sparring.rewards import code_duel
     from sparring.sandbox import Sandbox
 
     completions = _generate_sized(

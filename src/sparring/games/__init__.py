@@ -4,5 +4,5 @@ Covers: the engine's games, one module each (`proposer_solver`, `debate`, `negot
 `red_blue`, `refine_loop`, `elo_arena`, `dataset_rl`), listed with their config checks in
 `registry`.
 Does not cover: the code duel, Sparring's own game of answerer against test generator, which
-trains through TRL phases (sparring.code_duel), the engine (sparring.engine) or training.
+trains through TRL phases (sparring.rewards.code_duel), the engine (sparring.engine) or training.
 """

@@ -20,15 +20,18 @@ from collections import defaultdict, deque
 from collections.abc import Sequence
 from typing import Any
 
-from sparring import code_duel, problems, prompts, rewards
+from sparring import problems, rewards
 from sparring.engine.arena import Arena
 from sparring.engine.core import Episode, EpisodeState, Role, Rollout, Rubric
 from sparring.engine.game import EVAL_POOL, TRAIN_POOL, Game
 from sparring.errors import SparringError
+from sparring.problems import prompts
+from sparring.rewards import code_duel
 
 
 class HonestGrader:
-    """Honest credit of answers. A problem's trivial results (sparring.trivial) are computed on
+    """Honest credit of answers. A problem's trivial results (sparring.problems.trivial) are
+    computed on
     its first answer and kept: running the whole family on every problem at setup costs ~10 s
     of sandbox on 2 cores. Thread-safe: episodes call it through `asyncio.to_thread`."""
 

@@ -25,12 +25,13 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from sparring import problems, prompts, rewards
+from sparring import problems, rewards
 from sparring.engine.arena import Arena
 from sparring.engine.core import Episode, EpisodeRequest, EpisodeState, Role, Rollout, Rubric
 from sparring.engine.game import EVAL_POOL, TRAIN_POOL, Game
 from sparring.games.dataset_rl import SOLVER, HonestGrader, SolveEpisode
-from sparring.programs import extract_code
+from sparring.problems import prompts
+from sparring.problems.programs import extract_code
 
 PROPOSED_POOL = "proposed"
 

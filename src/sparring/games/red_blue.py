@@ -23,14 +23,15 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from sparring import problems, prompts
+from sparring import problems
 from sparring.engine.arena import Arena
 from sparring.engine.core import Episode, EpisodeState, Role, Rollout, Rubric
 from sparring.engine.game import EVAL_POOL, TRAIN_POOL, Game
 from sparring.games.dataset_rl import HonestGrader, solve_prompt
-from sparring.programs import extract_code, fenced_blocks
+from sparring.problems import prompts
+from sparring.problems.programs import extract_code, fenced_blocks
+from sparring.problems.trivial import argument_count
 from sparring.sandbox.oracle import literal_source
-from sparring.trivial import argument_count
 
 MAX_CALL_CHARS = 300  # bigger inputs attack the sandbox's limits, not the defender's logic
 ATTACKER_SYSTEM = "You are a tester. You find inputs on which buggy functions give wrong answers."

@@ -5,7 +5,7 @@ its options), `check` (a config's `game` section against the game: unknown game,
 judge role the game does not have, a judge that is also a trainable role: one-line ConfigErrors)
 and `describe` (what `sparring game list --json` prints). A new game is one module of
 sparring.games and one line in GAMES, or any importable `module:Class` named in `game.name`.
-Does not cover: playing or training (sparring.engine.runner). Pure: a game module is imported
+Does not cover: playing or training (sparring.phases.game_loop). Pure: a game module is imported
 only when it is asked for.
 """
 

@@ -5,8 +5,10 @@ Modules: `materialize` (datasets and the carried-in bank), `init_models` (what r
 from), `warm_start` (SFT on reference solutions), `generator` (GRPO of the test writer against a
 frozen answerer), `validate` (the sandbox keeps honest tests; the bank grows), `answerer` (GRPO
 of the answerer on problems plus banked tests), `snapshot` (the manifest evaluation reads),
-`evaluate` (every snapshot, the report), `select` (the champion). `common` and `zone` hold what
-they share; `kfp_io` what every component does at its edges. Paths are local files or folders
-(KFP artifact `.path`s); each phase returns a flat dict of metrics and is idempotent given its
-inputs and cfg.seed. Importing the package imports nothing.
+`evaluate` (every snapshot, the report), `select` (the champion), `fuzz` (the generator that
+does not learn, in the generator phase's place), `game` and `game_loop` (a game's phases and its
+training loop); `schedule` the order of phases, `table` the one dispatch of phases by name.
+`common` and `zone` hold what they share; `kfp_io` what every component does at its edges.
+Paths are local files or folders (KFP artifact `.path`s); each phase returns a flat dict of
+metrics and is idempotent given its inputs and cfg.seed. Importing the package imports nothing.
 """

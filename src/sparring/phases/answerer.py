@@ -5,12 +5,13 @@ problem's family and level), `train_answerer`, and with `coach.enabled` the curr
 part of it (`coach_for`): the coach continues from the state the init model's record keeps, each
 coached family is drawn at its current level only, the coach counts the rewards as training
 goes (and, on the torch backend in one process, swaps in rows at a family's new level when it
-moves mid-phase: sparring.coach.Reserve), and its state is kept in the trained model's record
+moves mid-phase: sparring.problems.coach.Reserve), and its state is kept in the trained model's
+record
 (`sparring_model.json`, key `coach`) for the next answerer phase. With `steps.screen_pool` and
 no zone from a generator phase before it, the phase first screens the pool itself
 (sparring.phases.screen).
-Does not cover: the reward (sparring.code_duel.AnswererRewardFn), the coach's rule
-(sparring.coach) or the GRPO loop (the backend's `train`).
+Does not cover: the reward (sparring.rewards.code_duel.AnswererRewardFn), the coach's rule
+(sparring.problems.coach) or the GRPO loop (the backend's `train`).
 """
 
 from __future__ import annotations
@@ -22,13 +23,11 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from sparring import backends, prompts, rewards
+from sparring import backends, rewards
 from sparring.backends.base import META_FILE, read_meta
-from sparring.bank import bank_tests
-from sparring.calibration import family_and_level
-from sparring.coach import Coach, Reserve
 from sparring.config import Config
 from sparring.errors import SparringError
+from sparring.evaluation.calibration import family_and_level
 from sparring.phases.common import (
     check_shared_beta,
     derived_seed,
@@ -39,7 +38,9 @@ from sparring.phases.common import (
     trained_record,
 )
 from sparring.phases.zone import draw_in_zone, in_zone, read_zone, screened_flat
-from sparring.problems import Problem
+from sparring.problems import Problem, prompts
+from sparring.problems.coach import Coach, Reserve
+from sparring.rewards.bank import bank_tests
 from sparring.sandbox.limits import untrusted_limits
 
 
@@ -145,7 +146,7 @@ def train_answerer(
 ) -> dict[str, float]:
     """GRPO of the answerer for the planned steps of `phase` (the phase's `Phase.name`, which
     also seeds its draws; a free label runs `cfg.steps.answerer` steps); writes the model."""
-    from sparring.schedule import reasoning_stages
+    from sparring.phases.schedule import reasoning_stages
 
     init_model = init_model or None  # "" from a pipeline means "the base model"
     steps = planned_steps(cfg, phase, "answerer", round_index)
@@ -189,8 +190,8 @@ def train_answerer(
         )
         return metrics
     check_shared_beta(cfg)
-    from sparring.code_duel import AnswererRewardFn
     from sparring.phases.sandboxed import require_isolation
+    from sparring.rewards.code_duel import AnswererRewardFn
     from sparring.sandbox import Sandbox
 
     require_isolation(cfg)  # before the model loads: rewards run the answers it writes

@@ -6,7 +6,7 @@ materialized dataset, seeded problem draws and their digest (`drawn_digest`, rec
 model so runners can be compared), the reward metrics every training phase logs, the record a
 trained model artifact carries.
 Does not cover: any phase (one module each beside this one), the adversarial bank
-(sparring.bank).
+(sparring.rewards.bank).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def derived_seed(cfg: Config, round_index: int, phase: str) -> int:
 def planned_steps(cfg: Config, phase: str, kind: str, round_index: int) -> int:
     """GRPO steps of the `kind` phase labelled `phase`: its count in the plan (1 for an
     alternating pair's), or `steps.<kind>` for a free label (a phase run by hand)."""
-    from sparring.schedule import planned_phase
+    from sparring.phases.schedule import planned_phase
 
     planned = planned_phase(cfg, phase, kind, round_index)
     return planned.steps if planned is not None else int(getattr(cfg.steps, kind))
@@ -113,9 +113,10 @@ def trained_record(
     cfg: Config, role: str, base: str, meta: dict[str, Any], init_model: str | None = None
 ) -> dict[str, Any]:
     """What a trained model artifact records in sparring_model.json besides the backend's own:
-    with the start record its init model carries (sparring.lineage), so the run's last model
+    with the start record its init model carries (sparring.backends.lineage), so the run's last
+    model
     still says where the run began."""
-    from sparring.lineage import start_of
+    from sparring.backends.lineage import start_of
 
     start = start_of(init_model)
     return {"base": base, "role": role, "topology": cfg.topology, **meta,

@@ -24,8 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sparring import lineage, tracking
-from sparring.bank import BANK_FILE, bank_tests
+from sparring import tracking
+from sparring.backends import lineage
 from sparring.config import Config
 from sparring.evaluation import generator_heldout, intervals, learning
 from sparring.evaluation import report as report_mod
@@ -36,6 +36,7 @@ from sparring.evaluation.selection import choose_best
 from sparring.evaluation.snapshots import evaluate_snapshots, model_metrics
 from sparring.phases.snapshot import resolve_snapshots
 from sparring.problems import Problem, heldout_sets, read_jsonl
+from sparring.rewards.bank import BANK_FILE, bank_tests
 from sparring.sandbox.limits import trusted_limits
 
 log = logging.getLogger(__name__)
@@ -287,7 +288,7 @@ def start_gate_sample(
 def has_generator_phase(cfg: Config) -> bool:
     """Whether the run trains its generator (phase_schedule answerer does not: its final
     generator is the base one)."""
-    from sparring.schedule import plan_phases
+    from sparring.phases.schedule import plan_phases
 
     return any(p.kind == "generator" for p in plan_phases(cfg))
 

@@ -3,7 +3,7 @@ arm R), in the generator phase's place and with its outputs, so validate, the ba
 answerer run unchanged.
 
 For every training problem (the whole training set: every problem the answerer may sample),
-hypothesis draws candidate inputs from the parameters' declared types (sparring.fuzz), the
+hypothesis draws candidate inputs from the parameters' declared types (sparring.problems.fuzz), the
 reference gives each its expected value (sparring.sandbox.oracle, as for the generator's tests),
 and the first `steps.fuzz_tests` (k) candidates in draw order that the validate phase would bank
 are written: the reference passes them and they call the function inside its declared types
@@ -20,7 +20,7 @@ Outputs as the generator phase's: the tests (one row per training problem), froz
 and the model: the init generator passed through, untrained.
 
 Covers: `fuzz_generator` (the phase) and `pick_tests` (one problem's k). Does not cover: the
-draws (sparring.fuzz), validation and banking (sparring.phases.validate).
+draws (sparring.problems.fuzz), validation and banking (sparring.phases.validate).
 """
 
 from __future__ import annotations
@@ -28,11 +28,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sparring import fuzz
-from sparring.bank import BankMerge, read_rows
 from sparring.config import Config
 from sparring.phases.common import derived_seed, train_problems, write_lines
-from sparring.problems import Problem
+from sparring.problems import Problem, fuzz
+from sparring.rewards.bank import BankMerge, read_rows
 from sparring.sandbox.limits import untrusted_limits
 
 # inputs drawn per test to write: where fewer than k of the first qualify, more are drawn

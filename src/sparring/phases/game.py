@@ -1,6 +1,6 @@
 """The phases of a game pipeline: train the roles of a game, evaluate them, select.
 
-Covers: `train_game` (sparring.engine.runner.run_game with no evaluation of its own: the adapters
+Covers: `train_game` (sparring.phases.game_loop.run_game with no evaluation of its own: the adapters
 and the per-step history into a model folder), `evaluate_game` (the same held-out episodes
 played by the base model (fresh adapters: LoRA B = 0 is the base) and by the trained adapters;
 per-role rewards, the game's summary, the gain of each trainable role, a reward-curve figure and
@@ -26,7 +26,7 @@ ADAPTERS = "adapters"
 
 def train_game(cfg: Config, out_dir: str) -> dict[str, Any]:
     """Train the roles of `cfg.game` for `game.steps` steps; write adapters and metrics.json."""
-    from sparring.engine.runner import run_game
+    from sparring.phases.game_loop import run_game
 
     train_cfg = dataclasses.replace(cfg, game=dataclasses.replace(cfg.game, eval_episodes=0))
     result = run_game(train_cfg, out_dir)
@@ -39,8 +39,8 @@ def evaluate_game(cfg: Config, model_dir: str, out_dir: str) -> dict[str, Any]:
     rewards.png in out_dir. Returns flat metrics (reward per role, gain per trainable role)."""
     from sparring import backends
     from sparring.engine.game import configured_roles
-    from sparring.engine.runner import build_arena, evaluate
     from sparring.games.registry import check
+    from sparring.phases.game_loop import build_arena, evaluate
 
     game = check(cfg)
     roles = configured_roles(game, cfg.game)
@@ -155,8 +155,8 @@ def select_game(
 
 def game_headline(report_dir: str, result: dict[str, Any]) -> list[tuple[str, float, int]]:
     """The headline metrics of a game run the report and select's decision give
-    (sparring.headline.from_game_report)."""
-    from sparring import headline
+    (sparring.evaluation.headline.from_game_report)."""
+    from sparring.evaluation import headline
 
     report = json.loads((Path(report_dir) / "report.json").read_text())
     return headline.from_game_report(report, result)

@@ -4,7 +4,7 @@ Covers: sampling the frozen answerer snapshot once (`sample_frozen_solutions`; o
 process or behind the server: `sample_frozen_pool`, the answerer phase's screen too),
 `train_generator` (rewarded against those cached solutions; writes the generated tests and
 frozen solutions), the proposer mode's reward, and the dry run's mutated baseline tests
-(`fallback_tests`). Does not cover: the rewards' rules (sparring.code_duel), validation
+(`fallback_tests`). Does not cover: the rewards' rules (sparring.rewards.code_duel), validation
 (sparring.phases.validate) or the generator that does not learn (`generator_mode: fuzz`,
 sparring.phases.fuzz, which `train_generator` hands the phase to).
 """
@@ -17,11 +17,11 @@ import tempfile
 import time
 from typing import Any
 
-from sparring import backends, programs, prompts
+from sparring import backends
 from sparring.backends.base import Sampled
-from sparring.budget import completion_tokens
-from sparring.cluster import ranks
+from sparring.backends.budget import completion_tokens
 from sparring.config import Config
+from sparring.distributed import ranks
 from sparring.phases.common import (
     check_shared_beta,
     derived_seed,
@@ -33,7 +33,7 @@ from sparring.phases.common import (
     write_lines,
 )
 from sparring.phases.zone import draw_in_zone, frozen_zone, in_zone
-from sparring.problems import Problem
+from sparring.problems import Problem, programs, prompts
 from sparring.sandbox.limits import untrusted_limits
 
 
@@ -91,10 +91,10 @@ def sample_frozen_solutions(
     phase passes its own label). With `cache_model` (a completion_cache.model_identity), the
     completions come from, or go to, the completion cache: the arms of a study that start from
     one base model with one seed sample its pool once (a hit reports no sampling time)."""
+    from sparring.backends.sampler import sample_answers
     from sparring.evaluation.completion_cache import loaded_on, through_cache
-    from sparring.prompts import answerer_messages
-    from sparring.sampler import sample_answers
-    from sparring.schedule import reasoning_stages
+    from sparring.phases.schedule import reasoning_stages
+    from sparring.problems.prompts import answerer_messages
 
     stages = reasoning_stages(cfg, round_index)
     settings = {
@@ -143,8 +143,8 @@ def sample_frozen_pool(
     server`. Returns (rows, the loaded model, its tokenizer, {"seconds", "tokens_per_s"}); the
     model is loaded either way (the tokenizer sizes budgets; the proposer mode solves with it).
     One line says what was sampled; `label` names the phase in it."""
+    from sparring.backends.sampler import LoadedAnswerer
     from sparring.evaluation import completion_cache
-    from sparring.sampler import LoadedAnswerer
 
     start = time.perf_counter()
     frozen, tok = backend.load_frozen(cfg, model)
@@ -232,7 +232,7 @@ def train_generator(
 
     require_isolation(cfg)  # before the models load: its tests run against the answers
 
-    from sparring import code_duel
+    from sparring.rewards import code_duel
     from sparring.sandbox import Sandbox
 
     backend = backends.get(cfg.backend)
@@ -386,7 +386,7 @@ class _ProposerRewardFn:
         self.proposed: dict[str, list[dict[str, Any]]] = {}
 
     def _solve(self, proposed: list[dict[str, Any]]) -> list[list[str]]:
-        from sparring.sampler import LoadedAnswerer, sample_answers
+        from sparring.backends.sampler import LoadedAnswerer, sample_answers
 
         refs = [
             Problem(f"proposed-{i}", p["description"], p["function_signature"],
@@ -408,7 +408,7 @@ class _ProposerRewardFn:
             backend.use_role(self.frozen, "generator")
 
     def __call__(self, prompts, completions, problem_id, **kwargs):
-        from sparring.code_duel import completion_text, proposer_rewards
+        from sparring.rewards.code_duel import completion_text, proposer_rewards
 
         texts = [completion_text(c) for c in completions]
         out, valid = proposer_rewards(

@@ -11,7 +11,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from sparring import backends, lineage, tracking
+from sparring import backends, tracking
+from sparring.backends import lineage
 from sparring.config import Config
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,8 @@ def write_pointer(cfg: Config, role: str, out_dir: str) -> dict[str, Any]:
 def init_models(cfg: Config, out_answerer: str, out_generator: str, champion: bool) -> dict:
     """Initial model folders. With `champion` (recurring training) the answerer starts from the
     registered champion when there is one; otherwise both are pointers to the base models. The
-    answerer's folder records its start (sparring.lineage): every model trained from it carries
+    answerer's folder records its start (sparring.backends.lineage): every model trained from it
+    carries
     the record on to the run's heldout.json."""
     write_pointer(cfg, "generator", out_generator)
     configured = cfg.model_for("answerer").name

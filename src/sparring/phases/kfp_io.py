@@ -80,11 +80,11 @@ def to_kfp_metrics(artifact, result: dict) -> None:
 def log_problem_sets(
     run: Any, cfg: Config, data_dir: str, keys: tuple[str, ...], parent_run_id: str = ""
 ) -> None:
-    """Queue the `keys` problem sets of the materialized `data_dir` (sparring.datasets) as
+    """Queue the `keys` problem sets of the materialized `data_dir` (sparring.problems.datasets) as
     dataset inputs of the phase's run `run` (a PhaseRun, so an outage only delays them), and of
     `parent_run_id` when given. A dataset that cannot be described is a warning, never a
     failed phase."""
-    from sparring import datasets
+    from sparring.problems import datasets
 
     try:
         found = datasets.inputs(cfg, data_dir, keys)

@@ -4,10 +4,11 @@ Covers: `materialize` (the training problems and held-out sets of the config's p
 sources, capped, reference solutions checked in the sandbox, split train/val, the training
 problems' given tests (`data.given_tests`), the eval set, what trivial code passes, a
 manifest), `load_bank` (the persisted adversarial bank at `storage.bank_uri`) and `inherit`
-(what of it this run keeps: sparring.bank.carry's refusal and retirements, then every kept test
+(what of it this run keeps: sparring.rewards.bank.carry's refusal and retirements, then every kept
+test
 re-validated on its problem's reference in the sandbox: one the reference now fails is retired
 as `invalid`).
-Does not cover: the problem sources and their split (sparring.problem_sources: one call,
+Does not cover: the problem sources and their split (sparring.problems.sources: one call,
 `problem_sets`), loading problem files (sparring.problems).
 """
 
@@ -21,7 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from sparring import storage
-from sparring.bank import (
+from sparring.config import Config
+from sparring.errors import SparringError
+from sparring.problems import Problem, compute_trivial_passes, heldout_sets, write_jsonl
+from sparring.problems.given_tests import given_view
+from sparring.problems.sources import evaluation_set, problem_sets
+from sparring.rewards.bank import (
     BANK_FILE,
     Carried,
     carry,
@@ -32,16 +38,6 @@ from sparring.bank import (
     task_space,
     tests_by_problem,
     write_rows,
-)
-from sparring.config import Config
-from sparring.errors import SparringError
-from sparring.given_tests import given_view
-from sparring.problem_sources import evaluation_set, problem_sets
-from sparring.problems import (
-    Problem,
-    compute_trivial_passes,
-    heldout_sets,
-    write_jsonl,
 )
 from sparring.sandbox.limits import untrusted_limits
 
@@ -56,7 +52,7 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
     require_isolation(cfg)  # the first phase: a machine that cannot isolate stops here
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    sets = problem_sets(cfg)
+    sets = problem_sets(cfg.data, cfg.seed)
     problems, heldout = sets.train, sets.heldout
     for name, n in sets.dropped.items():
         if n:
@@ -84,7 +80,7 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
         raise SparringError("materialize: no problem's reference solution passes its tests")
     train, val = sets.split_val(checked, cfg.data.val_fraction, cfg.seed)
     val = [*val, *heldout]
-    eval_set = evaluation_set(cfg)
+    eval_set = evaluation_set(cfg.data)
     from sparring.sandbox.limits import trusted_limits
 
     with Sandbox(trusted_limits(cfg)) as sb:  # baseline and HumanEval tests are trusted
@@ -147,7 +143,7 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
 
 def _discrimination_metrics(problems: list[Problem]) -> dict[str, Any]:
     """How much of the problems' tests trivial code passes (what honest credit leaves)."""
-    from sparring.trivial import discriminating_indices
+    from sparring.problems.trivial import discriminating_indices
 
     n_tests = sum(len(p.baseline_tests) for p in problems)
     n_disc = 0
@@ -165,7 +161,7 @@ def _discrimination_metrics(problems: list[Problem]) -> dict[str, Any]:
 
 
 def inherit(cfg: Config, rows: list[Any], train: list[Problem]) -> Carried:
-    """The persisted bank's tests this run keeps (sparring.bank.carry: another task space is
+    """The persisted bank's tests this run keeps (sparring.rewards.bank.carry: another task space is
     refused; changed references, duplicates by behaviour and tests over the cap are retired),
     each re-validated on its problem's reference in the sandbox: one it now fails is retired as
     `invalid` (a sandbox failure proves nothing: those are kept)."""

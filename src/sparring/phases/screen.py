@@ -16,8 +16,8 @@ import gc
 import time
 
 from sparring import backends
-from sparring.cluster import ranks
 from sparring.config import Config
+from sparring.distributed import ranks
 from sparring.phases.zone import frozen_zone, in_zone
 from sparring.problems import Problem
 from sparring.sandbox.limits import untrusted_limits

@@ -3,7 +3,8 @@
 Covers: `select_and_register` (choose by sparring.evaluation.selection.choose_best, copy the
 champion, register it under the alias, and with `serving.deploy_champion` create or update its
 KServe InferenceService), `save_bank` and `headline` (the report's base-vs-champion numbers for
-the parent run). Does not cover: the selection rule, the headline's names (sparring.headline).
+the parent run). Does not cover: the selection rule, the headline's names
+(sparring.evaluation.headline).
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from sparring import storage, tracking
-from sparring.bank import bank_text, dump_rows, parse_rows, stamp_run
 from sparring.config import Config
 from sparring.phases.snapshot import localize
+from sparring.rewards.bank import bank_text, dump_rows, parse_rows, stamp_run
 
 
 def select_and_register(
@@ -62,7 +63,8 @@ def select_and_register(
 
 def save_bank(cfg: Config, bank_path: str, run_id: str = "") -> bool:
     """Persist the bank (file or folder) at `storage.bank_uri`, atomically; each test this run
-    banked is stamped with `run_id` (its lineage: sparring.bank.stamp_run), the rest verbatim.
+    banked is stamped with `run_id` (its lineage: sparring.rewards.bank.stamp_run), the rest
+    verbatim.
     False when no URI is configured."""
     if not cfg.storage.bank_uri:
         return False
@@ -74,8 +76,9 @@ def save_bank(cfg: Config, bank_path: str, run_id: str = "") -> bool:
 
 
 def headline(cfg: Config, report_dir: str, result: dict[str, Any]) -> list[tuple[str, float, int]]:
-    """The headline metrics the report and the decision give (sparring.headline.from_report)."""
-    from sparring import headline as headline_mod
+    """The headline metrics the report and the decision give
+    (sparring.evaluation.headline.from_report)."""
+    from sparring.evaluation import headline as headline_mod
 
     report = json.loads((Path(report_dir) / "report.json").read_text())
     return headline_mod.from_report(report, result, cfg.seed)

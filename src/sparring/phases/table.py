@@ -5,13 +5,13 @@ outputs with the file or folder each is called in a phase folder, whether a Kube
 TrainJob can run it), `PHASES` (the table), `run` (call a phase with named local paths; the
 argument order of each phase function is written here and nowhere else) and `outputs_in` (a
 phase's outputs laid out in one folder: what the plain runner, `sparring phase` and the TrainJob
-entry write). A phase's random draws are seeded by its `phase` name (sparring.schedule's
+entry write). A phase's random draws are seeded by its `phase` name (sparring.phases.schedule's
 `Phase.name`), passed through `run` unchanged in every runner.
 
 Dispatch from here: the KFP components, the plain runner (sparring.plain_runner.loop), `sparring
 phase` (sparring.cli.train) and the TrainJob entry (sparring.cluster.entry; its inputs and
 outputs, sparring.cluster.trainjob.PHASE_INPUTS / PHASE_OUTPUTS, are read from this table).
-Does not cover: the phases themselves, the order they run in (sparring.schedule.plan_phases),
+Does not cover: the phases themselves, the order they run in (sparring.phases.schedule.plan_phases),
 or the phases only the pipeline runs (warm start, snapshot, evaluate, select). Pure: a phase's
 module is imported when it runs.
 """
@@ -33,7 +33,7 @@ Call = Callable[["Config", int, Paths, Paths, str], dict[str, float]]
 @dataclass(frozen=True)
 class PhaseSpec:
     name: str  # the command and task name: train-answerer
-    kind: str  # the plan's kind (sparring.schedule.Phase.kind)
+    kind: str  # the plan's kind (sparring.phases.schedule.Phase.kind)
     inputs: tuple[str, ...]  # named inputs; an empty path means "none" (e.g. the base model)
     outputs: Mapping[str, str]  # output name -> its name in a phase folder ("" = the folder)
     call: Call
@@ -47,8 +47,8 @@ def _materialize(cfg: Config, round_index: int, i: Paths, o: Paths, phase: str):
 
 
 def _train_answerer(cfg: Config, round_index: int, i: Paths, o: Paths, phase: str):
-    from sparring.bank import bank_file
     from sparring.phases.answerer import train_answerer
+    from sparring.rewards.bank import bank_file
 
     return train_answerer(
         cfg, round_index, i["data"], bank_file(i["bank"]), i.get("init_model") or None,

@@ -3,11 +3,12 @@
 Covers: `validate_tests` (each round's tests judged by sparring.sandbox.validation.judge_tests:
 the reference solution and the parameters' declared types; then the trivial solutions, the
 frozen answerer's break rate, the zone estimate for the next answerer phase, the survivors
-merged into the bank by sparring.bank's rule; `trivially_passed_in`, the trivial solutions run
+merged into the bank by sparring.rewards.bank's rule; `trivially_passed_in`, the trivial solutions
+run
 on a problem's tests, is shared with the fuzz generator's pick) and `validate_into` (the sandbox
 task's body: the bank and its metrics in one folder, since that task has no MLflow credentials).
 Does not cover: the sandbox (sparring.sandbox), the bank's format and what enters it
-(sparring.bank).
+(sparring.rewards.bank).
 """
 
 from __future__ import annotations
@@ -16,7 +17,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sparring.bank import (
+from sparring.config import Config
+from sparring.phases.common import read_lines, train_problems
+from sparring.phases.zone import ZONE_FILE, frozen_zone, in_zone
+from sparring.problems import Problem
+from sparring.rewards.bank import (
     BANK_FILE,
     BankMerge,
     beside_bank,
@@ -28,10 +33,6 @@ from sparring.bank import (
     trivially_passed,
     write_rows,
 )
-from sparring.config import Config
-from sparring.phases.common import read_lines, train_problems
-from sparring.phases.zone import ZONE_FILE, frozen_zone, in_zone
-from sparring.problems import Problem
 from sparring.sandbox.limits import untrusted_limits
 
 VALIDATION_FILE = "validation.json"
@@ -120,9 +121,9 @@ def validate_tests(
 
 def trivially_passed_in(problem: Problem, tests: list[str], sandbox: Any) -> set[str]:
     """The tests among `tests` that some trivial solution of the problem passes (run here,
-    judged by sparring.bank.trivially_passed)."""
-    from sparring.generator_scoring import problem_info
-    from sparring.result_cache import run_cached
+    judged by sparring.rewards.bank.trivially_passed)."""
+    from sparring.rewards.generator_scoring import problem_info
+    from sparring.sandbox.result_cache import run_cached
 
     family = problem_info(problem, []).trivial_solutions
     return trivially_passed(tests, run_cached(sandbox, [(code, tests) for code in family], None))

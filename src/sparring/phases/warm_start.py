@@ -13,7 +13,7 @@ adapter. The artifact is saved like every other answerer phase (round 0, phase "
 
 `cfg.dry_run` or `warm_start.steps == 0`: no model is loaded; the init model is copied.
 Does not cover: the SFT loop (sparring.backends.torch.sft; MLX refuses it, naming `backend` and
-`warm_start.steps`) or when the phase runs (sparring.schedule and the pipeline decide).
+`warm_start.steps`) or when the phase runs (sparring.phases.schedule and the pipeline decide).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sparring import backends, prompts
+from sparring import backends
 from sparring.config import Config
 from sparring.phases.common import derived_seed, train_problems, trained_record
-from sparring.problems import Problem
+from sparring.problems import Problem, prompts
 
 log = logging.getLogger(__name__)
 

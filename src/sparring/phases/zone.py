@@ -15,10 +15,10 @@ import random
 from typing import Any
 
 from sparring import rewards
-from sparring.bank import beside_bank
 from sparring.config import Config
 from sparring.phases.common import derived_seed, draw_problems
 from sparring.problems import Problem
+from sparring.rewards.bank import beside_bank
 
 ZONE_FILE = "zone.json"
 
@@ -57,7 +57,7 @@ def frozen_zone(
     the tests the answerer's reward sees (the problem's given tests, then `banked`'s tests of
     it: where the given tests pass every sample and a banked test fails some, the problem is in
     the zone), unparseable samples earning 0, summarised by `zone_stats`."""
-    from sparring.result_cache import run_cached
+    from sparring.sandbox.result_cache import run_cached
 
     zone: dict[str, dict[str, float]] = {}
     for pid, codes in solutions.items():

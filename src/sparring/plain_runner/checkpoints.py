@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from sparring import rewards, storage
-from sparring.bank import BANK_FILE, copy_bank
 from sparring.errors import SparringError
+from sparring.rewards.bank import BANK_FILE, copy_bank
 
 MARKER = "COMPLETE"
 META = "checkpoint.json"

@@ -36,12 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from sparring import progress, storage
-from sparring.bank import BANK_FILE, copy_bank
 from sparring.config import Config
 from sparring.errors import SparringError, disk_full
+from sparring.phases.schedule import Phase, plan_phases
 from sparring.phases.table import BY_KIND, outputs_in, run
 from sparring.plain_runner import checkpoints as ck
-from sparring.schedule import Phase, plan_phases
+from sparring.rewards.bank import BANK_FILE, copy_bank
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ and values with no literal spelling (NaN, `set()`, huge values) are returned unc
 judged as the generator wrote them (an input the reference rejects stays invalid).
 
 Covers: `split_equality`, `literal_source`, `with_reference_expected`. Does not cover: judging the
-tests (validation.py) or the generator's reward (sparring.code_duel).
+tests (validation.py) or the generator's reward (sparring.rewards.code_duel).
 """
 
 from __future__ import annotations

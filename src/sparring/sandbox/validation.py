@@ -9,7 +9,8 @@ spamming the same test lowers `validity`.
 `judge_tests` is the rule the validate phase banks by and evaluation gates by, one rule for both:
 with `reference_expected` each equality test first takes its expected value from the reference
 (sparring.sandbox.oracle), and a test the reference passes is still invalid when it calls the
-function with literals outside the parameters' declared types (sparring.domain.fits_signature).
+function with literals outside the parameters' declared types
+(sparring.sandbox.domain.fits_signature).
 
 Covers: `TestVerdict`, `ValidationReport`, `validate_tests`, `judge_tests`. Does not cover:
 rewards built on it.
@@ -19,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sparring.domain import fits_signature
 from sparring.sandbox import limits as L
+from sparring.sandbox.domain import fits_signature
 from sparring.sandbox.oracle import with_reference_expected
 from sparring.sandbox.plan import InvalidTest, normalize, parse_test
 from sparring.sandbox.pool import Sandbox, shared_sandbox

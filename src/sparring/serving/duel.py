@@ -1,6 +1,7 @@
 """The code duel's sampling through a server (`serving.mode: server`).
 
-Covers: `ServedAnswerer` (sparring.sampler's Answerer for the frozen answerer: publish its LoRA
+Covers: `ServedAnswerer` (sparring.backends.sampler's Answerer for the frozen answerer: publish its
+LoRA
 artifact to the server as the next version of `answerer`, then sample through it with
 `serving.concurrency` requests in flight; a base-model name samples the served base; on mlx-lm
 the adapter folder goes with each request).
@@ -62,7 +63,7 @@ def served_source(cfg: Any, source: str, role: str = "answerer") -> dict[str, An
 
 
 class ServedAnswerer:
-    """sparring.sampler's Answerer for a model behind `cfg.serving.url`: `source` (a LoRA
+    """sparring.backends.sampler's Answerer for a model behind `cfg.serving.url`: `source` (a LoRA
     artifact, published to the server as the next version of `answerer` at the first request,
     or a base-model name, the served base) sampled with `serving.concurrency` requests in
     flight. `tokenizer` is the local one (it sizes completion budgets); the server's seed is

@@ -1,6 +1,6 @@
 """The engine's games sampling through a server (`serving.mode: server`).
 
-Covers: `GameServer`, what `sparring.engine.runner` needs to play a game through a running
+Covers: `GameServer`, what `sparring.phases.game_loop` needs to play a game through a running
 OpenAI-compatible server instead of in process: the arena's client (`OpenAIServerClient`,
 `serving.concurrency` requests in flight, each role's bare adapter name resolved to its latest
 published version), `publish` (every role's adapter saved by the policy and loaded into the

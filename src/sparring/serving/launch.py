@@ -38,7 +38,7 @@ def resolve_source(source: str, tracking_uri: str | None = None) -> str:
     if not source or not source.strip():
         raise SparringError("serve: the model is empty; pass a folder, a built-in or models:/…")
     if source.startswith("models:/"):
-        from sparring.inference import resolve_checkpoint
+        from sparring.serving.inference import resolve_checkpoint
 
         return resolve_checkpoint(source, tracking_uri)
     path = Path(source).expanduser()

@@ -3,7 +3,7 @@ curves, and the headline metrics copied from them onto the parent run.
 
 Covers: `child_runs` (in start order, retries and resumes included), `step_curves` (what
 train_reward and the learning figure read), `phase_rows` and `log_to_parent` (what
-sparring.headline.log_headline reads, and queues through a phase's buffer).
+sparring.evaluation.headline.log_headline reads, and queues through a phase's buffer).
 
 Does not cover: creating and ending runs (sparring.tracking.runs), logging into a phase's run
 (sparring.tracking.phase), the registry (sparring.tracking.registry).
@@ -80,7 +80,7 @@ def step_curves(cfg, parent_run_id: str, keys: tuple[str, ...] = STEP_KEYS) -> l
 
 def phase_rows(cfg, parent_run_id: str) -> tuple[list[tuple[str, dict, float, float]], float]:
     """(name, metrics, start, end) of each child run of a parent run, and the parent's start
-    (seconds): what sparring.headline reads its per-round and per-phase numbers from.
+    (seconds): what sparring.evaluation.headline reads its per-round and per-phase numbers from.
     TrackingUnavailable when MLflow does not answer within the wait."""
     from mlflow import MlflowClient
 

@@ -67,7 +67,7 @@ def log_champion_model(cfg, client, model_dir: str, run_id: str, score: float) -
     """The champion folder as a READY logged model whose source run is `run_id`, logged as that
     run's output; returns its id. A plain folder (weights, tokenizer, Sparring's meta), not a
     flavor: `models:/<id>` downloads it as it is, which is all `download_champion` and
-    `sparring.inference.resolve_checkpoint` need."""
+    `sparring.serving.inference.resolve_checkpoint` need."""
     from mlflow.entities import LoggedModelOutput
 
     run = call(cfg, "reading the parent run", lambda: client.get_run(run_id))

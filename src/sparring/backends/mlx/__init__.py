@@ -33,8 +33,8 @@ class MlxBackend:
         problems, role,
     ):  # fmt: skip
         """GRPO with LoRA for `steps` steps; metrics are averaged over the steps (`mlx/...`)."""
+        from sparring.backends.budget import completion_tokens
         from sparring.backends.mlx.grpo import train_grpo
-        from sparring.budget import completion_tokens
 
         g = cfg.grpo
         history = train_grpo(

@@ -48,8 +48,8 @@ class TorchBackend:
         self, cfg, model, tokenizer, dataset, reward_fn, steps, work_dir, seed, peft_config,
         problems, role,
     ):  # fmt: skip
+        from sparring.backends.budget import completion_targets
         from sparring.backends.torch.grpo import run_grpo
-        from sparring.budget import completion_targets
 
         return run_grpo(
             model, tokenizer, dataset, reward_fn, cfg, steps, work_dir, seed, peft_config,

@@ -352,7 +352,7 @@ def decode(
     """Generated ids per prompt (EOS excluded; up to the closing fence) from the decoder that
     `decoder_for` picks, which must not be "generate"; greedy when temperature <= 0.
     `on_done(i, ids)` is called once per prompt, as soon as prompt i is finished, with its final
-    ids (GRPO scores finished rows while the others still decode: sparring.scoring_overlap)."""
+    ids (GRPO scores finished rows while others still decode: backends.scoring_overlap)."""
     greedy = temperature <= 0.0
     kwargs = dict(
         max_new_tokens=max_new_tokens, batch_size=batch_size, stop=stop,

@@ -9,7 +9,7 @@ rate, completion length, mask_truncated_completions, temperature, top_p, batch s
 switches `use_vllm` -> vLLM colocate mode and `bf16`; no `report_to`: TRL's loss, kl, entropy,
 clip ratios, frac_reward_zero_std, completion lengths and our `sparring/*` metrics reach the
 phase's MLflow run through `sparring.tracking.trainer_callbacks`, which survives an outage),
-(the `max_completion_length: 0` "auto" budget is sized by sparring.budget),
+(the `max_completion_length: 0` "auto" budget is sized by sparring.backends.budget),
 `SparringGRPOTrainer` (below), and `run_grpo`, which trains for a fixed number of steps and returns
 TRL's logged metrics averaged over the phase plus step time, tokens/s, peak memory and the group
 counts of dynamic sampling.
@@ -36,7 +36,7 @@ step that trains; single process only), drops the flat groups and counts: `group
 
 Multi-process: `sparring.cluster.entry` runs a phase under `torchrun` (or `accelerate launch`)
 on one node or on the nodes of a Kubeflow TrainJob; TRL/Accelerate handle the process group,
-`sparring.cluster.recipes` adds the strategy (DDP, FSDP, ZeRO-3) and the vLLM mode to
+`sparring.distributed.recipes` adds the strategy (DDP, FSDP, ZeRO-3) and the vLLM mode to
 GRPOConfig, and under FSDP/ZeRO-3 `run_grpo` gathers the full weights for saving. DDP does not
 broadcast buffers: each forward would be a collective, and the shared-prompt loss makes a
 data-dependent number of forwards per process. Tested here with 2 CPU processes (gloo, DDP);
@@ -47,7 +47,7 @@ Notes on TRL 1.16: GRPOConfig has no `max_prompt_length`, so `fit_prompts` enfor
 problem statement in half would train on a different problem); reward functions may return
 None, which TRL turns into NaN and drops with nansum/nanmean, so a sandbox failure is "no
 signal", not 0.
-Does not cover: rewards (sparring.code_duel), which model/adapter is trained
+Does not cover: rewards (sparring.rewards.code_duel), which model/adapter is trained
 (sparring.phases), what each mixin does in detail (its module), multi-GPU runs of the subclass
 (untested here).
 """
@@ -62,6 +62,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sparring import progress, tracking
+from sparring.backends.budget import resolve_completion_length
 from sparring.backends.torch.grpo_loss import (  # noqa: F401 (rows_to_keep: re-exported for tests)
     LossBatch,
     group_means,
@@ -70,7 +71,6 @@ from sparring.backends.torch.grpo_loss import (  # noqa: F401 (rows_to_keep: re-
 )
 from sparring.backends.torch.grpo_rollout import Rollout
 from sparring.backends.torch.grpo_sampling import SamplingOrder
-from sparring.budget import resolve_completion_length
 from sparring.config import Config
 from sparring.errors import SparringError
 
@@ -135,7 +135,7 @@ def grpo_args(
     }
     import transformers
 
-    from sparring.cluster import ranks, recipes
+    from sparring.distributed import ranks, recipes
 
     major = int(transformers.__version__.split(".")[0])
     kwargs.update(recipes.grpo_kwargs(cfg, ranks.world().size, major))  # FSDP/ZeRO-3, vLLM

@@ -18,13 +18,14 @@ Covers, for `sparring.backends.torch.grpo.SparringGRPOTrainer` (mixed in as `Rol
   base weights restored bit for bit before the update.
 - scoring overlapped with sampling (`overlap_scoring`; Sparring's decoders only): a finished
   row's tests run in the sandbox, into the answerer reward's result cache, while the other rows
-  still decode (sparring.scoring_overlap); TRL's reward call then reads the cache, so rewards
+  still decode (sparring.backends.scoring_overlap); TRL's reward call then reads the cache, so
+  rewards
   and metrics are those of the plain path. `scoring_overlapped_seconds` says how much sandbox
   time was hidden; the wait for what was left after sampling counts as reward time.
 
 Does not cover: the timing of sampling and the slow-sampling line (the step,
 sparring.backends.torch.grpo), which problems are sampled (sparring.backends.torch.grpo_sampling),
-the decoders themselves (sparring.backends.torch.generation), rewards (sparring.code_duel).
+the decoders themselves (sparring.backends.torch.generation), rewards (sparring.rewards.code_duel).
 """
 
 from __future__ import annotations
@@ -146,9 +147,9 @@ class Rollout:
     # -- scoring overlapped with sampling ---------------------------------------------
     def _prefetcher(self, n_rows):
         """A `Prefetcher` that runs the sandbox on finished rows into the reward's cache
-        (sparring.scoring_overlap), and the dict it reads their ids from; (None, {}) when
+        (sparring.backends.scoring_overlap), and the dict it reads their ids from; (None, {}) when
         the switch is off or the reward or the batch does not allow it."""
-        from sparring.scoring_overlap import Prefetcher
+        from sparring.backends.scoring_overlap import Prefetcher
 
         inputs = self._batch_inputs
         reward = self.reward_funcs[0] if len(self.reward_funcs) == 1 else None

@@ -18,7 +18,7 @@ Covers, for `sparring.backends.torch.grpo.SparringGRPOTrainer` (mixed in as `Sam
 - dynamic sampling, "refill" (`refill_flat_batches`): the fresh batch of problems not yet tried
   in this step that replaces an all-flat one (`_refill_inputs`; the step decides when).
   Single process only.
-- the curriculum coach's per-step re-selection (`coach.enabled`, sparring.coach): before a
+- the curriculum coach's per-step re-selection (`coach.enabled`, sparring.problems.coach): before a
   generation batch is sampled, the reward's `reselect` swaps each group of a family whose level
   the coach moved since the phase drew its problems for rows at the family's new level (prompts
   longer than `max_prompt_length` are not used). Single process only (a group may span

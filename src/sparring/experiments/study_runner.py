@@ -1,0 +1,475 @@
+"""`make study STUDY=<name>`: a study's file (configs/study/<name>.yaml) run, every arm x
+training seed once from the base model, resumable, then its table, contrasts, result file and
+figure.
+
+Covers: `plan` (the runs in study order, seed 1 of every arm first, so an interrupted study has
+something of every arm; a finished run is kept only when its record's code and config digest
+match today's, else it is run again, and the plan says why), `run_one` (one run through
+`sparring run --config <base> --set ...`, the entry point `make learn` uses, with
+`storage.start_fresh=true` set explicitly; then its heldout.json, fetched from the MLflow run of
+its evaluate phase where every pairing line finds it, checked to have started fresh, its LEARN
+lines (the run's stdout) and record.json, which keeps the scalars the study reads
+(sparring.experiments.study.run_values), written to local_outputs/study/<run name>/),
+`finished_runs` (each run read back from its JSON files; for runs filed before record.json kept
+those scalars, the 2026-12-02 study's, from their learn.txt: `old_learn_values`),
+`write_report` (the design's report file and figure), and the filed copies (`file_run`,
+`restore`): every finished run's three files kept in a folder under git (docs/results, as
+<run>-<date>-<file>), so a fresh clone goes on from them, and a report is rebuilt from them.
+Does not cover: the design's file (sparring.experiments.study_design), the statistics
+(sparring.experiments.study), the pipeline (sparring.local_run, sparring.cli.pipeline), the
+command line (sparring.cli.study).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sparring.atomic import write_file
+from sparring.backends import lineage
+from sparring.errors import SparringError
+from sparring.evaluation.heldout import Heldout
+from sparring.experiments.study import StudyRun, code_changed, run_values
+from sparring.experiments.study_design import StudyDesign
+
+OUT = Path("local_outputs") / "study"
+RECORD = "record.json"  # written last: a run folder with it is a finished run
+HELDOUT = "heldout.json"
+LEARN = "learn.txt"
+# a run's files in the order they are copied: record.json last, so a torn copy is unfinished
+FILED = (HELDOUT, LEARN, RECORD)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One run of the study: keep it (`action` "keep") or run it ("run"), and why."""
+
+    name: str
+    arm: str
+    seed: int
+    overrides: tuple[str, ...]
+    config_digest: str
+    action: str
+    why: str
+
+
+def config_digest(config: str, sets: Sequence[str]) -> str:
+    """`Config.digest()` of the config file with `sets` applied, as `sparring run` resolves it."""
+    from sparring.config import load_config
+
+    return load_config(config, list(sets)).digest()
+
+
+def read_record(folder: Path) -> dict[str, Any] | None:
+    return read_record_file(folder / RECORD)
+
+
+def read_record_file(path: Path) -> dict[str, Any] | None:
+    try:
+        record = json.loads(path.read_text()) if path.is_file() else None
+    except (OSError, json.JSONDecodeError):
+        return None  # a torn or foreign file: the run counts as not finished
+    return record if isinstance(record, dict) else None
+
+
+def chosen_arms(design: StudyDesign, arms: Sequence[str]) -> list[str]:
+    """`arms` in the design's order; a SparringError naming any that is not one of its arms."""
+    unknown = [a for a in arms if a not in design.arms]
+    if unknown:
+        raise SparringError(
+            f"--arms {','.join(unknown)}: the arms of {design.path} are {','.join(design.arms)}"
+        )
+    return [a for a in design.arms if a in arms]
+
+
+def plan(
+    out: Path,
+    design: StudyDesign,
+    arms: Sequence[str],
+    seeds: Sequence[int],
+    code: str,
+    digest_of: Callable[[Sequence[str]], str],
+    extra: Sequence[str] = (),
+) -> list[Planned]:
+    """Every arm x seed in study order (seed by seed, arms in the design's order within one),
+    each to keep (its record.json and heldout.json are there, at today's `code` and config
+    digest, `digest_of(overrides)`) or to run, with why. A config that does not load (say an
+    arm's reward not in this code) is a SparringError naming the arm."""
+    ordered = chosen_arms(design, arms)
+    out_plan = []
+    for seed in sorted(set(seeds)):
+        for arm in ordered:
+            name = design.run_name(arm, seed)
+            sets = design.overrides(arm, seed, list(extra))
+            try:
+                digest = digest_of(sets)
+            except SparringError as exc:
+                raise SparringError(
+                    f"arm {arm} ({name}): {exc}; leave it out with --arms"
+                ) from None
+            record = read_record(out / name)
+            if record is None:
+                action, why = "run", "not run yet"
+            elif not (out / name / HELDOUT).is_file():
+                action, why = "run", f"its {HELDOUT} is missing"
+            elif record.get("code") != code:
+                action, why = "run", f"ran at code {record.get('code')}, the code is {code} now"
+            elif record.get("config_digest") != digest:
+                action, why = (
+                    "run",
+                    f"ran config {record.get('config_digest')}, the config is {digest} now",
+                )
+            else:
+                action, why = "keep", f"finished {record.get('finished')} at code {code}"
+            out_plan.append(Planned(name, arm, seed, sets, digest, action, why))
+    return out_plan
+
+
+def plan_lines(items: Sequence[Planned]) -> list[str]:
+    todo = sum(i.action == "run" for i in items)
+    lines = [f"study: {len(items)} runs, {todo} to run, {len(items) - todo} kept"]
+    lines += [f"  {i.action:4s} {i.name:14s} {i.why}" for i in items]
+    return lines
+
+
+def _command(config: str, sets: Sequence[str]) -> list[str]:
+    flags = [part for text in sets for part in ("--set", text)]
+    return [sys.executable, "-m", "sparring.cli.main", "run", "--config", config, *flags]
+
+
+def _stream(cmd: list[str]) -> tuple[int, list[str]]:
+    """Run `cmd`, its stdout passed through line by line; (exit code, its LEARN lines)."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    learn: list[str] = []
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            if line.startswith("LEARN "):
+                learn.append(line.rstrip("\n"))
+    return proc.returncode, learn
+
+
+def fetch_run(config: str, sets: Sequence[str]) -> tuple[Heldout, str, dict[str, float]]:
+    """(the run's heldout.json, its MLflow parent run id, its `run_values`): the parent run of
+    the last local run of this config (`<pipeline_root>/.sparring/<name>/state.json`,
+    sparring.local_run), the file its evaluate phase logged as `learning/heldout.json`, and the
+    scalars of the learning summary its LEARN lines print, from its phases' metrics."""
+    import mlflow
+
+    from sparring import tracking
+    from sparring.config import load_config
+    from sparring.evaluation.learning import from_phase_runs
+
+    cfg = load_config(config, list(sets))
+    state_file = Path(cfg.storage.pipeline_root).resolve() / ".sparring" / cfg.name / "state.json"
+    if not state_file.is_file():
+        raise SparringError(f"{cfg.name}: no {state_file}: did the run start?")
+    parent = json.loads(state_file.read_text())["parent_run_id"]
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    runs = tracking.child_runs(cfg, parent)  # connects to the config's tracking store first
+    client = mlflow.MlflowClient()
+    summary, *_ = from_phase_runs([(r.info.run_name, r.data.metrics) for r in runs])
+    for run in reversed(runs):
+        if not run.info.run_name.endswith("-evaluate"):
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            path = client.download_artifacts(run.info.run_id, f"learning/{HELDOUT}", tmp)
+            try:
+                heldout = Heldout.load(path)
+            except ValueError as exc:
+                raise SparringError(f"{cfg.name}: {exc}") from None
+            return heldout, parent, run_values(summary)
+    raise SparringError(f"{cfg.name}: its MLflow run {parent} has no evaluate phase with {HELDOUT}")
+
+
+def _write_json(path: Path, data: Any) -> None:
+    write_file(path, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())
+
+
+def run_one(item: Planned, config: str, out: Path) -> dict[str, Any] | None:
+    """Run one planned run from the base model and file it under `out`/<name>/: heldout.json,
+    learn.txt, then record.json (arm, seed, overrides, code, config digest, minutes, finished,
+    and `values`: sparring.experiments.study.run_values).
+    SparringError (naming the run) when it fails or did not start fresh; None, and nothing
+    filed, when the code changed during the run (the next `make study` runs it again)."""
+    cmd = _command(config, item.overrides)
+    (out / item.name / RECORD).unlink(missing_ok=True)  # an earlier run's: no longer finished
+    print(f"\n== study: {item.name} ({item.why}): sparring run --config {config} "
+          + " ".join(f"--set {s}" for s in item.overrides), flush=True)  # fmt: skip
+    start = time.perf_counter()
+    code, learn = _stream(cmd)
+    minutes = (time.perf_counter() - start) / 60
+    if code:
+        raise SparringError(
+            f"{item.name}: sparring run exited {code} after {minutes:.0f} min; "
+            "make study runs it again"
+        )
+    heldout, parent, values = fetch_run(config, item.overrides)
+    try:
+        start_record = lineage.check_start(item.name, heldout.start)
+    except ValueError as exc:
+        raise SparringError(str(exc)) from None
+    changed = code_changed(heldout)
+    if changed:
+        print(f"study: {item.name}: {changed}: not filed; make study runs it again", flush=True)
+        return None
+    if start_record.get("code") != lineage.code_digest():
+        print(
+            f"study: {item.name} ran at code {start_record.get('code')}, the study started at "
+            f"{lineage.code_digest()}: the code changed in between",
+            file=sys.stderr,
+        )
+    if heldout.config_digest != item.config_digest:
+        print(
+            f"study: {item.name}: its heldout.json names config {heldout.config_digest}, "
+            f"the study planned {item.config_digest}",
+            file=sys.stderr,
+        )
+    folder = out / item.name
+    heldout.save(folder / HELDOUT, indent=1)
+    write_file(folder / LEARN, ("\n".join(learn) + "\n").encode())
+    record = {
+        "name": item.name,
+        "arm": item.arm,
+        "seed": item.seed,
+        "overrides": list(item.overrides),
+        # the code that ran it (the run's own lineage.code_digest(), in its start record)
+        "code": start_record.get("code"),
+        "config_digest": item.config_digest,
+        "mlflow_parent_run": parent,
+        "minutes": round(minutes, 2),
+        "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "values": values,
+    }
+    _write_json(folder / RECORD, record)
+    return record
+
+
+def _copy_run(source: Path, source_prefix: str, target: Path, target_prefix: str) -> list[Path]:
+    """Copy a run's files (`FILED`, record.json last) from `source` to `target`, each name
+    prefixed; the copies' paths."""
+    target.mkdir(parents=True, exist_ok=True)
+    return [
+        Path(shutil.copyfile(source / f"{source_prefix}{part}", target / f"{target_prefix}{part}"))
+        for part in FILED
+        if (source / f"{source_prefix}{part}").is_file()
+    ]
+
+
+def file_run(out: Path, name: str, filed: Path) -> list[Path]:
+    """Copy the finished run `out`/`name` to `filed` as `<name>-<day it finished>-<file>`;
+    the copies' paths (none when the run has not finished)."""
+    record = read_record(out / name)
+    if record is None or not (out / name / HELDOUT).is_file():
+        return []
+    day = str(record.get("finished", ""))[:10] or datetime.date.today().isoformat()
+    return _copy_run(out / name, "", filed, f"{name}-{day}-")
+
+
+def restore(filed: Path, out: Path, names: Sequence[str]) -> list[str]:
+    """Copy back to `out`/<name>/ the latest filed run of each of `names` that has no finished
+    run under `out` (a fresh clone, a lost local_outputs); one line per run restored. Whatever
+    its code: the plan reruns a run of other code, as it does one that ran here."""
+    lines = []
+    for name in names:
+        if read_record(out / name) is not None:
+            continue  # a run here is never replaced by a copy
+        for record_path in sorted(filed.glob(f"{name}-????-??-??-{RECORD}"), reverse=True):
+            prefix = record_path.name[: -len(RECORD)]
+            record = read_record_file(record_path)
+            if record and record.get("name") == name and (filed / f"{prefix}{HELDOUT}").is_file():
+                _copy_run(filed, prefix, out / name, "")
+                lines.append(f"study: {name} restored from {filed / prefix}*")
+                break
+    return lines
+
+
+# The LEARN lines of the values `run_values` keeps, for runs filed before record.json kept them
+OLD_LEARN_VALUES = {
+    "false_positive_rate": re.compile(r"^LEARN false_positive_rate (\S+)"),
+    "generator_catch_heldout": re.compile(r"^LEARN generator_catch_heldout base=(\S+) final=(\S+)"),
+    "humaneval_pass_at_1": re.compile(r"^LEARN humaneval_pass_at_1 base=(\S+) final=(\S+)"),
+}
+
+
+def old_learn_values(lines: Sequence[str]) -> dict[str, float]:
+    """For OLD FILES ONLY: the values `run_values` keeps in record.json, read back from a run's
+    LEARN lines, for runs whose record.json has no `values` (every run filed before it did, the
+    2026-12-02 study's 15 among them: the false-positive rate, the generators' catch rate and
+    HumanEval pass@1 are in their learn.txt and nowhere else); n/a left out.
+
+    >>> old_learn_values(["LEARN false_positive_rate 0.120",
+    ...                   "LEARN generator_catch_heldout base=0.300 final=n/a ci95_delta=n/a",
+    ...                   "LEARN humaneval_pass_at_1 base=0.050 final=0.100"])
+    {'false_positive_rate': 0.12, 'generator_catch_heldout_base': 0.3, \
+'humaneval_pass_at_1_base': 0.05, 'humaneval_pass_at_1_final': 0.1}
+    """
+    out: dict[str, float] = {}
+    for line in lines:
+        for name, pattern in OLD_LEARN_VALUES.items():
+            match = pattern.match(line.strip())
+            if not match:
+                continue
+            values = match.groups()
+            keys = [name] if len(values) == 1 else [f"{name}_base", f"{name}_final"]
+            for key, value in zip(keys, values, strict=True):
+                with contextlib.suppress(ValueError):
+                    out[key] = float(value)
+    return out
+
+
+def read_run(folder: Path, arm: str, seed: int) -> tuple[StudyRun, dict[str, Any]] | None:
+    """(the run, its record) of a finished run's folder, None when it has not finished: its
+    heldout.json through the typed record, the values from its record.json (or, for an old
+    file without them, `old_learn_values` of its learn.txt). A heldout.json that is not one is
+    a SparringError naming it."""
+    record = read_record(folder)
+    if record is None or not (folder / HELDOUT).is_file():
+        return None
+    try:
+        heldout = Heldout.load(folder / HELDOUT)
+    except ValueError as exc:
+        raise SparringError(str(exc)) from None
+    learn_file = folder / LEARN
+    learn = tuple(learn_file.read_text().splitlines()) if learn_file.is_file() else ()
+    values = record.get("values")
+    if not isinstance(values, dict):  # an old file: before record.json kept them
+        values = old_learn_values(learn)
+    return StudyRun(folder.name, arm, seed, heldout, values, learn), record
+
+
+def finished_runs(
+    out: Path, design: StudyDesign, arms: Sequence[str], seeds: Sequence[int]
+) -> list[tuple[StudyRun, dict[str, Any]]]:
+    """(run, its record) of every finished run of the chosen arms and seeds under `out`."""
+    found = []
+    for seed in sorted(set(seeds)):
+        for arm in chosen_arms(design, arms):
+            run = read_run(out / design.run_name(arm, seed), arm, seed)
+            if run is not None:
+                found.append(run)
+    return found
+
+
+def study_file(
+    result: Mapping[str, Any],
+    runs: Sequence[tuple[StudyRun, Mapping[str, Any]]],
+    design: StudyDesign,
+) -> dict[str, Any]:
+    """What the design's report file holds: the design, every run's start record, overrides
+    and digests, the per-task matrices, the table and the contrasts."""
+    return {
+        "issue": design.issue,
+        "design": design.path,
+        "base": design.base,
+        "arms": {
+            arm: {"overrides": [*design.common, *a.overrides], "what": a.what}
+            for arm, a in design.arms.items()
+        },
+        "contrasts_planned": [
+            {"contrast": c.label, "rank": c.rank, "question": c.question} for c in design.contrasts
+        ],
+        "intervals": "table and ci95 (lo, hi): 95% percentile bootstrap resampling each arm's "
+        "whole runs (seeds) with replacement and the tasks with replacement, one task draw for "
+        "both arms of a contrast; t_lo, t_hi: 95% t-interval on the per-seed contrasts (seeds "
+        "both arms ran, paired by training seed); spread: the seed variance component "
+        "unclipped with its 95% modified large-sample interval; smallest: sized from that "
+        "interval's upper end",
+        "humaneval": "pass@1 on 20 tasks, greedy, base and final of every run (learn.<arm>."
+        "humaneval_pass_at_1_*): an arm's mean over seeds, no interval, as heldout.json holds "
+        "no per-task HumanEval scores; from record.json's values, or for runs filed before it "
+        "kept them, from their learn.txt",
+        "runs": [
+            {
+                **dict(record),
+                "start": run.record.start,
+                "learn": list(run.learn),
+                "values": dict(run.values),
+                "heldout_config_digest": run.record.config_digest,
+            }
+            for run, record in runs
+        ],
+        **dict(result),
+    }
+
+
+def figure(result: Mapping[str, Any], path: Path) -> None:
+    """docs/img/study.png: left, each seed's new-task final by arm, the base model as a line;
+    right, the contrasts on the new tasks with their 95% intervals and P(improvement)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    matrix = result["matrices"].get("new_tasks")
+    if not matrix:
+        return
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.4))
+    arms = list(matrix["arms"])
+    for i, arm in enumerate(arms):
+        finals = [sum(row) / len(row) for row in matrix["arms"][arm]["final"]]
+        left.scatter([i] * len(finals), finals, s=36, zorder=3)
+        for seed, value in zip(matrix["arms"][arm]["seeds"], finals, strict=True):
+            left.annotate(f"t{seed}", (i, value), xytext=(6, -3), textcoords="offset points",
+                          fontsize=7)  # fmt: skip
+    base = sum(matrix["base"]) / len(matrix["base"])
+    left.axhline(base, color="gray", linestyle="--", label=f"base model {base:.3f}")
+    left.set_xticks(range(len(arms)), arms)
+    left.set_ylabel("held-out new tasks, final (mean over tasks)")
+    left.set_title(f"each training seed by arm (n={len(matrix['tasks'])} tasks)")
+    left.legend(loc="best", fontsize=8)
+    contrasts = [c for c in result["contrasts"] if c["measure"] == "new_tasks"]
+    for y, c in enumerate(contrasts):
+        color = "C0" if c["rank"] == "primary" else "C7"
+        right.errorbar(c["delta"], y, xerr=[[c["delta"] - c["lo"]], [c["hi"] - c["delta"]]],
+                       fmt="o", color=color, capsize=4)  # fmt: skip
+        if c.get("t_lo") is not None:  # the t-interval on the per-seed contrasts, below it
+            right.plot([c["t_lo"], c["t_hi"]], [y + 0.25] * 2, color=color, linestyle=":")
+        per_seed = list((c.get("per_seed") or {}).values())
+        right.scatter(per_seed, [y - 0.25] * len(per_seed), marker="x", s=18, color=color)
+    right.axvline(0.0, color="gray", linewidth=0.8)
+    right.set_yticks(
+        range(len(contrasts)),
+        [f"{c['contrast']} (P(imp) {c['probability_of_improvement']:.2f}, seeds "
+         f"{len(c['seeds'])})" for c in contrasts],
+    )  # fmt: skip
+    right.invert_yaxis()
+    right.set_xlabel(
+        "difference of arm means: 95% interval over whole seeds and tasks (bars),\n"
+        "t-interval on the per-seed contrasts (dotted), each seed's contrast (x)",
+        fontsize=8,
+    )
+    right.set_title(f"contrasts on the new tasks (n={len(matrix['tasks'])}; primary in blue)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_report(
+    result: Mapping[str, Any],
+    runs: Sequence[tuple[StudyRun, Mapping[str, Any]]],
+    design: StudyDesign,
+    report: Path | None = None,
+    image: Path | None = None,
+) -> Path:
+    """Write the study file (`study_file`) to `report` (default: the design's) and the figure
+    to `image` (default: the design's); returns the file's path."""
+    path = report or Path(design.report)
+    _write_json(path, study_file(result, runs, design))
+    figure(result, image or Path(design.figure))
+    return path
