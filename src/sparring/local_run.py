@@ -3,7 +3,8 @@
 Covers: `run_local` (the same DAG as on the cluster, through kfp.local's SubprocessRunner with
 use_venv=False), its state and resume logic, the console filtering and log file, the one-line
 error for a failed task, and the summaries of a finished run (`child_summary`, `learn_lines`).
-Also `pipelines_module`, the import of the repo's `pipelines.selfplay` that compiling needs too.
+The DAG's builder comes from the caller (the CLI imports the repository's pipelines/): the
+library never imports the KFP shells above it.
 
 Local runs: `prepare_local_run` creates the MLflow parent run before the DAG starts, and
 `run_local` passes its id and a local run id as pipeline parameters (kfp.local has no server-side
@@ -30,27 +31,14 @@ import shutil
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sparring.errors import SparringError
 
 if TYPE_CHECKING:
     from sparring.evaluation.heldout import Heldout
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def pipelines_module():
-    """`pipelines.selfplay`; the repo root holds `components/` and `pipelines/`."""
-    try:
-        from pipelines import selfplay
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("pipelines", "components"):
-            raise
-        sys.path.insert(0, str(ROOT))
-        from pipelines import selfplay
-    return selfplay
 
 
 def _state_dir(root: Path, cfg) -> Path:
@@ -145,8 +133,9 @@ def _pipeline_failure(exc: Exception, log_path: Path) -> SparringError:
     return SparringError(f"task {task} failed: {message or 'see its log'}; {where}")
 
 
-def run_local(cfg, root: Path, resume: bool = False) -> dict:
-    """Run the pipeline of a config through kfp.local; returns the state and a summary."""
+def run_local(cfg, root: Path, build_pipeline: Callable[..., Any], resume: bool = False) -> dict:
+    """Run the pipeline of a config through kfp.local; returns the state and a summary.
+    `build_pipeline(cfg, local=True)` gives the DAG (pipelines.selfplay.build_pipeline)."""
     from kfp import local
 
     from sparring import storage, tracking
@@ -163,7 +152,7 @@ def run_local(cfg, root: Path, resume: bool = False) -> dict:
         enable_caching=True,
         cache_root=str(_state_dir(root, cfg) / "cache"),
     )
-    pipeline = pipelines_module().build_pipeline(cfg, local=True)
+    pipeline = build_pipeline(cfg, local=True)
     log_path = root / f"run-{state['kfp_run_id']}.log"
     print(f"Running {cfg.name} through kfp.local; every task's full output: {log_path}")
     t0 = time.perf_counter()

@@ -149,6 +149,7 @@ def test_game_config_compiles_into_a_game_pipeline(tmp_path, path):
 
 @pytest.mark.slow  # a whole kfp.local game DAG (~35 s): in CI's slow tier (make test < 15 min)
 def test_game_pipeline_runs_through_kfp_local(tmp_path, mlflow_server, s3_server, monkeypatch):
+    from pipelines.selfplay import build_pipeline
     from sparring import local_run
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)  # whatever an earlier test left
@@ -160,7 +161,7 @@ def test_game_pipeline_runs_through_kfp_local(tmp_path, mlflow_server, s3_server
             f"storage.s3_endpoint={s3_server}",
         ],
     )
-    state = local_run.run_local(cfg, tmp_path / "outputs")
+    state = local_run.run_local(cfg, tmp_path / "outputs", build_pipeline)
     mlflow.set_tracking_uri(mlflow_server)
     parent = mlflow.get_run(state["parent_run_id"])
     assert parent.info.status == "FINISHED"

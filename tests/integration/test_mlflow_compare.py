@@ -16,6 +16,7 @@ import json
 
 import pytest
 
+from pipelines.selfplay import build_pipeline
 from sparring import local_run
 from sparring.config import load_config
 from sparring.evaluation import headline
@@ -65,7 +66,7 @@ def cfg(mlflow_server, s3_server, monkeypatch):
 def test_two_runs_compare_on_the_parent_runs(cfg, mlflow_server, tmp_path):
     from mlflow import MlflowClient
 
-    states = [local_run.run_local(cfg, tmp_path / f"run{i}") for i in (1, 2)]
+    states = [local_run.run_local(cfg, tmp_path / f"run{i}", build_pipeline) for i in (1, 2)]
     client = MlflowClient(mlflow_server)
     exp = client.get_experiment_by_name(cfg.tracking.experiment)
     assert exp.tags["mlflow.experimentKind"] == "finetuning"  # the UI opens on the runs table

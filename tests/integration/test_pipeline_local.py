@@ -14,6 +14,7 @@ import boto3
 import mlflow
 import pytest
 
+from pipelines.selfplay import build_pipeline
 from sparring import local_run, storage, tracking
 from sparring.config import load_config
 
@@ -37,7 +38,7 @@ def _run_and_check(tmp_path, mlflow_server, s3_server, name, extra, capsys, monk
         ],
     )
     root = tmp_path / "outputs"
-    state = local_run.run_local(cfg, root)
+    state = local_run.run_local(cfg, root, build_pipeline)
     console = capsys.readouterr().out
     # the user sees one line per phase (and per GRPO step); kfp.local's dump goes to the log
     assert "r1 train-answerer: done in" in console and "r3-select" not in console
@@ -91,7 +92,7 @@ def _run_and_check(tmp_path, mlflow_server, s3_server, name, extra, capsys, monk
     if cfg.data.val_samples:
         _check_learning(cfg, root, state, client)
 
-    again = local_run.run_local(cfg, root, resume=True)
+    again = local_run.run_local(cfg, root, build_pipeline, resume=True)
     assert again["parent_run_id"] == state["parent_run_id"] and again["resumed"]
     # kfp.local's cache served every finished task: no phase ran (and logged a run) again
     attempts = {c["name"]: c["attempts"] for c in state["children"]}

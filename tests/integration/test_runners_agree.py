@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pipelines.selfplay import build_pipeline
 from sparring import local_run
 from sparring.config import load_config
 from sparring.phases.schedule import plan_phases
@@ -64,7 +65,7 @@ def test_plain_runner_and_kfp_local_draw_the_same_problems(tmp_path, monkeypatch
 
     run_selfplay(cfg, str(tmp_path / "plain"))
     plain = _plain_draws(tmp_path / "plain")
-    local_run.run_local(cfg, tmp_path / "kfp")
+    local_run.run_local(cfg, tmp_path / "kfp", build_pipeline)
     kfp = _kfp_draws(tmp_path / "kfp")
 
     assert sorted(plain) == sorted(kfp) == sorted(trained)  # every phase labelled by its name

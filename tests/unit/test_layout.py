@@ -65,12 +65,34 @@ PURE = (
 TABLE_PHASES = ("train_answerer", "train_generator", "validate_into", "materialize")
 # Each layer imports only itself and the layers before it: the shells sit on the library.
 LAYERS = ("sparring", "components", "pipelines")
-# The one upward import: the kfp.local runner compiles the DAG (lazily; it puts the checkout's
-# root on sys.path for it). Issue 25 lists it among the knots to untie.
+# The one upward import: the command line hands the DAG (pipelines/) to the local runner and the
+# compiler (lazily; it puts the checkout's root on sys.path for it); the library never imports it.
 UPWARD_ALLOWED = {
-    ("sparring.local_run", "pipelines"),
-    ("sparring.local_run", "pipelines.selfplay"),
+    ("sparring.cli.pipeline", "pipelines"),
+    ("sparring.cli.pipeline", "pipelines.selfplay"),
 }
+# The rooms of src/sparring (its folders and the modules at its root), top floor first: a room
+# imports only rooms on floors below its own (every import counts, lazy and TYPE_CHECKING ones
+# too). Rooms on one floor import neither each other nor anything above.
+FLOORS = (
+    ("cli",),
+    ("plain_runner", "local_run"),
+    ("experiments", "recurring", "cluster"),
+    ("phases",),
+    ("serving", "games"),
+    ("evaluation",),
+    ("backends",),
+    ("distributed", "tracking", "engine"),
+    ("config",),
+    ("rewards",),
+    ("problems",),
+    ("sandbox", "storage", "records"),
+    ("atomic", "retrying", "progress"),
+    ("errors",),
+)
+# What only the command line may import: experiments on Sparring, not Sparring.
+CLI_ONLY = ("sparring.experiments",)
+ROOT_MODULES_MAX = 8  # modules loose at src/sparring's root (besides __init__.py)
 # Modules outside sparring.backends that may compare a backend's name, and why.
 BACKEND_BRANCH_ALLOWED = {
     "sparring.config.checks": "config validation: what each backend supports",
@@ -333,3 +355,75 @@ def test_the_checks_read_the_shells(tmp_path):
         ["components", "sparring.config", "components"],
         ["pipelines.game", "pipelines.selfplay", "pipelines.game"],
     ]
+
+
+def room_of(module: str) -> str:
+    """sparring.problems.families.sets -> problems; sparring.storage -> storage."""
+    return module.split(".")[1]
+
+
+def rooms_graph(edges: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Room -> the other rooms of src/sparring it imports."""
+    rooms: dict[str, set[str]] = {}
+    for module, targets in edges.items():
+        if module.startswith("sparring.") and module.count(".") >= 1:
+            rooms.setdefault(room_of(module), set()).update(
+                room_of(t) for t in targets if t.startswith("sparring.") and t != "sparring"
+            )
+    return {room: targets - {room} for room, targets in rooms.items()}
+
+
+def rooms_importing_up(rooms: dict[str, set[str]]) -> list[str]:
+    """`room -> room` for every import of a room on the same floor or a higher one."""
+    floor = {room: i for i, names in enumerate(FLOORS) for room in names}
+    return [
+        f"{room} -> {target}"
+        for room, targets in sorted(rooms.items())
+        for target in sorted(targets)
+        if floor[target] <= floor[room]
+    ]
+
+
+def test_every_room_imports_only_floors_below():
+    """The import contract of the rooms (import-linter's layers, checked here from the `ast`):
+    no import runs back up and no two rooms import each other, so a later change cannot quietly
+    tie two concerns into one."""
+    rooms = rooms_graph(import_graph(everywhere=True)[0])
+    listed = {room for names in FLOORS for room in names}
+    assert set(rooms) == listed, (
+        f"rooms not on a floor: {sorted(set(rooms) - listed)}; gone: {sorted(listed - set(rooms))}"
+        f" (place each in FLOORS of {Path(__file__).name})"
+    )
+    up = rooms_importing_up(rooms)
+    assert not up, "imports that run back up (move the shared part down):\n" + "\n".join(up)
+
+
+def test_only_the_cli_imports_the_experiments():
+    edges = import_graph(everywhere=True)[0]
+    wrong = [
+        f"{module} -> {target}"
+        for module, targets in sorted(edges.items())
+        for target in sorted(targets)
+        if target.startswith(CLI_ONLY)
+        and module.startswith("sparring.")
+        and not module.startswith(("sparring.cli", *CLI_ONLY))
+    ]
+    assert not wrong, "the library imports the experiments package:\n" + "\n".join(wrong)
+
+
+def test_few_modules_loose_at_the_root():
+    loose = sorted(
+        p.name for p in (ROOT / "src" / "sparring").glob("*.py") if p.name != "__init__.py"
+    )
+    assert len(loose) <= ROOT_MODULES_MAX, f"{len(loose)} modules at src/sparring's root: {loose}"
+
+
+def test_the_rooms_contract_catches_an_import_back_up():
+    """The contract bites: a planted import of a higher room, or of the experiments, fails it."""
+    planted = {"sparring.problems.x": {"sparring.phases.table"}, "sparring.phases.table": set()}
+    assert rooms_importing_up(rooms_graph(planted)) == ["problems -> phases"]
+    both = {
+        "sparring.config.a": {"sparring.tracking.b"},
+        "sparring.tracking.b": {"sparring.config.a"},
+    }
+    assert rooms_importing_up(rooms_graph(both)) == ["config -> tracking"]

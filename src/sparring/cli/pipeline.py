@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -178,9 +179,22 @@ def validate_cron(expr: str) -> str:
     return " ".join(fields)
 
 
+def pipelines_module():
+    """The repository's `pipelines.selfplay` (the DAG), which the CLI hands to the local runner
+    and the compiler; the checkout's root holds `components/` and `pipelines/`."""
+    try:
+        from pipelines import selfplay
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("pipelines", "components"):
+            raise
+        sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+        from pipelines import selfplay
+    return selfplay
+
+
 def _compiled(cfg, tmp: str) -> str:
     path = Path(tmp) / f"{cfg.name}.yaml"
-    local_run.pipelines_module().compile_pipeline(cfg, path)
+    pipelines_module().compile_pipeline(cfg, path)
     return str(path)
 
 
@@ -196,7 +210,7 @@ def _compile(args: argparse.Namespace) -> int:
     target = output_file(args.output, "--output")
     t0 = time.perf_counter()
     try:
-        out = local_run.pipelines_module().compile_pipeline(cfg, target)
+        out = pipelines_module().compile_pipeline(cfg, target)
     except OSError as exc:
         error = output_error(exc, target, "--output")
         if error is None:
@@ -325,7 +339,7 @@ def _run(args: argparse.Namespace) -> int:
     from sparring import recurring
 
     print(recurring.start_line(cfg), flush=True)
-    state = local_run.run_local(cfg, root, resume=args.resume)
+    state = local_run.run_local(cfg, root, pipelines_module().build_pipeline, resume=args.resume)
     print(f"\n== {cfg.name}: done in {state['seconds']:.0f}s (outputs under {root})")
     for c in state["children"]:
         tries = f"  ({c['attempts']} attempts)" if c["attempts"] > 1 else ""
