@@ -1,4 +1,4 @@
-"""The code duel: completions of either role turned into rewards through the sandbox and rewards.py.
+"""The code duel: completions of either role turned into rewards through the sandbox.
 
 Covers:
 - the answerer's reward: parse the code (programs.extract_code), run it on the problem's tests
