@@ -10,13 +10,13 @@ from dataclasses import replace
 import pytest
 
 from sparring.config import ConfigError, from_dict
-from sparring.phases.materialize import problem_sets
 from sparring.problems import heldout_sets, load_bundled
 from sparring.problems import split as split_problems
 from sparring.problems.families import NEW_FAMILIES, renamed, task_tag
 from sparring.problems.families import sets as family_sets_mod
 from sparring.problems.families.identity import prompt_key
 from sparring.problems.families.sets import family_task_keys, trained_families
+from sparring.problems.sources import problem_sets
 
 TRAINED = ["list_count", "list_map", "int_arith", "str_slice"]
 

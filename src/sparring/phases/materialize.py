@@ -8,25 +8,22 @@ manifest), `load_bank` (the persisted adversarial bank at `storage.bank_uri`) an
 test
 re-validated on its problem's reference in the sandbox: one the reference now fails is retired
 as `invalid`).
-Does not cover: the problem sources and their split (sparring.problems.sources: one call,
-`problem_sets`), loading problem files (sparring.problems).
+Does not cover: drawing, checking and splitting the problems (sparring.problems.sources: one
+call, `checked_sets`), loading problem files (sparring.problems).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import random
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from sparring import storage
 from sparring.config import Config
-from sparring.errors import SparringError
-from sparring.problems import Problem, compute_trivial_passes, heldout_sets, write_jsonl
-from sparring.problems.given_tests import given_view
-from sparring.problems.sources import evaluation_set, problem_sets
+from sparring.problems import Problem, heldout_sets, write_jsonl
+from sparring.problems.sources import checked_sets
 from sparring.rewards.bank import (
     BANK_FILE,
     Carried,
@@ -39,7 +36,7 @@ from sparring.rewards.bank import (
     tests_by_problem,
     write_rows,
 )
-from sparring.sandbox.limits import untrusted_limits
+from sparring.sandbox.limits import trusted_limits, untrusted_limits
 
 log = logging.getLogger(__name__)
 
@@ -47,53 +44,13 @@ log = logging.getLogger(__name__)
 def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[str, float]:
     """Write train/val/eval datasets, the carried-in bank and a manifest into `out_dir`."""
     from sparring.phases.sandboxed import require_isolation
-    from sparring.sandbox import Sandbox
 
     require_isolation(cfg)  # the first phase: a machine that cannot isolate stops here
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    sets = problem_sets(cfg.data, cfg.seed)
-    problems, heldout = sets.train, sets.heldout
-    for name, n in sets.dropped.items():
-        if n:
-            log.warning("held-out set %s: dropped %d showing a training task or prompt", name, n)
-    loaded = len(problems)
-    if cfg.data.max_problems and len(problems) > cfg.data.max_problems:
-        keep = set(p.id for p in random.Random(cfg.seed).sample(problems, cfg.data.max_problems))
-        problems = [p for p in problems if p.id in keep]
-    with Sandbox(untrusted_limits(cfg)) as sb:
-        reports = sb.run_many([(p.reference_solution, p.baseline_tests) for p in problems])
-        heldout_reports = sb.run_many([(p.reference_solution, p.baseline_tests) for p in heldout])
-    infra = [p.id for p, r in zip(problems, reports, strict=True) if r.infra_error]
-    if problems and len(infra) == len(problems):
-        raise SparringError(
-            "materialize: the sandbox failed on every reference solution "
-            f"({reports[0].infra_error})"
-        )
-    checked = [p for p, r in zip(problems, reports, strict=True) if r.pass_rate == 1.0]
-    failing = len(problems) - len(checked)
-    for p, r in zip([*problems, *heldout], [*reports, *heldout_reports], strict=True):
-        if r.pass_rate != 1.0:
-            log.warning("dropping %s: reference solution fails its tests (%s)", p.id, r.pass_rate)
-    heldout = [p for p, r in zip(heldout, heldout_reports, strict=True) if r.pass_rate == 1.0]
-    if not checked:
-        raise SparringError("materialize: no problem's reference solution passes its tests")
-    train, val = sets.split_val(checked, cfg.data.val_fraction, cfg.seed)
-    val = [*val, *heldout]
-    eval_set = evaluation_set(cfg.data)
-    from sparring.sandbox.limits import trusted_limits
-
-    with Sandbox(trusted_limits(cfg)) as sb:  # baseline and HumanEval tests are trusted
-        train, val, eval_set = (
-            compute_trivial_passes(group, sb) for group in (train, val, eval_set)
-        )
-    if cfg.data.given_tests:  # the reward sees K tests of a training problem; held-out all
-        # after the trivial run over every test: only the credited ones are withheld
-        train = [given_view(p, cfg.data.given_tests) for p in train]
+    drawn = checked_sets(cfg.data, cfg.seed, untrusted_limits(cfg), trusted_limits(cfg))
+    train, val, eval_set, sets = drawn.train, drawn.val, drawn.eval, drawn.sets
     withheld = sum(len(p.withheld_tests) for p in train)
-    honest = _discrimination_metrics([*train, *val])
-    for pid in honest.pop("ids_without"):
-        log.warning("%s: every test is passed by some trivial solution: it earns no reward", pid)
     write_jsonl(train, out / "train.jsonl")
     write_jsonl(val, out / "val.jsonl")
     write_jsonl(eval_set, out / "eval.jsonl")
@@ -101,9 +58,9 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
     bank = inherited.rows
     write_rows(out / BANK_FILE, bank)
     manifest = {
-        "loaded": loaded,
-        "checked": len(checked),
-        "dropped_failing": failing,
+        "loaded": drawn.loaded,
+        "checked": drawn.checked,
+        "dropped_failing": drawn.failing,
         "train": len(train),
         "val": len(val),
         "eval": len(eval_set),
@@ -120,15 +77,15 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
         "tests_withheld": withheld,
         "config_digest": cfg.digest(),
         "seed": cfg.seed,
-        **honest,
+        **drawn.honest,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
     return {
-        "problems_loaded": float(loaded),
+        "problems_loaded": float(drawn.loaded),
         "problems_train": float(len(train)),
         "problems_val": float(len(val)),
         "problems_eval": float(len(eval_set)),
-        "problems_dropped": float(failing),
+        "problems_dropped": float(drawn.failing),
         "bank_size": float(len(bank)),
         "bank_inherited": float(inherited.inherited),
         "bank_retired": float(sum(inherited.retired.values())),
@@ -137,26 +94,7 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
         "problems_heldout_dropped": float(sum(sets.dropped.values())),
         "heldout_task_overlap": float(sets.task_overlap),
         "tests_withheld": float(withheld),
-        **{k: float(v) for k, v in honest.items()},
-    }
-
-
-def _discrimination_metrics(problems: list[Problem]) -> dict[str, Any]:
-    """How much of the problems' tests trivial code passes (what honest credit leaves)."""
-    from sparring.problems.trivial import discriminating_indices
-
-    n_tests = sum(len(p.baseline_tests) for p in problems)
-    n_disc = 0
-    without: list[str] = []
-    for p in problems:
-        k = len(discriminating_indices(len(p.baseline_tests), p.trivial_passes))
-        n_disc += k
-        if k == 0:
-            without.append(p.id)
-    return {
-        "tests_discriminating_share": n_disc / n_tests if n_tests else 0.0,
-        "problems_without_discriminating_tests": len(without),
-        "ids_without": without,
+        **{k: float(v) for k, v in drawn.honest.items()},
     }
 
 

@@ -153,3 +153,97 @@ def evaluation_set(data: Any) -> list[Problem]:
     if not problems:
         raise SparringError(f"data.eval: {source!r} holds no problems")
     return problems[:limit] if limit and source == "humaneval" else problems
+
+
+@dataclass
+class CheckedSets:
+    """A run's problems as materialize writes them: training (with the given view when
+    data.given_tests is set), validation (the split's part and every held-out set) and
+    evaluation, each with what trivial code passes; how many were loaded, passed the reference
+    check and failed it; the sets they came from (drops, task overlap); and how much of their
+    tests honest credit leaves (`discrimination_metrics`)."""
+
+    train: list[Problem]
+    val: list[Problem]
+    eval: list[Problem]
+    loaded: int
+    checked: int
+    failing: int
+    sets: ProblemSets
+    honest: dict[str, Any]
+
+
+def checked_sets(data: Any, seed: int, untrusted: Any, trusted: Any) -> CheckedSets:
+    """A config's data section (`data`) drawn (`problem_sets`), capped at data.max_problems,
+    every reference solution run on its tests in the sandbox under `untrusted` limits (a problem
+    whose reference fails is dropped, with a warning), split train/validation, the evaluation
+    set added, what trivial code passes computed under `trusted` limits, and the given view
+    applied last (after the trivial run over every test: only credited tests are withheld)."""
+    import logging
+    import random
+
+    from sparring.errors import SparringError
+    from sparring.problems import compute_trivial_passes
+    from sparring.problems.given_tests import given_view
+    from sparring.sandbox import Sandbox
+
+    log = logging.getLogger(__name__)
+    sets = problem_sets(data, seed)
+    problems, heldout = sets.train, sets.heldout
+    for name, n in sets.dropped.items():
+        if n:
+            log.warning("held-out set %s: dropped %d showing a training task or prompt", name, n)
+    loaded = len(problems)
+    if data.max_problems and len(problems) > data.max_problems:
+        keep = set(p.id for p in random.Random(seed).sample(problems, data.max_problems))
+        problems = [p for p in problems if p.id in keep]
+    with Sandbox(untrusted) as sb:
+        reports = sb.run_many([(p.reference_solution, p.baseline_tests) for p in problems])
+        heldout_reports = sb.run_many([(p.reference_solution, p.baseline_tests) for p in heldout])
+    infra = [p.id for p, r in zip(problems, reports, strict=True) if r.infra_error]
+    if problems and len(infra) == len(problems):
+        raise SparringError(
+            "materialize: the sandbox failed on every reference solution "
+            f"({reports[0].infra_error})"
+        )
+    checked = [p for p, r in zip(problems, reports, strict=True) if r.pass_rate == 1.0]
+    for p, r in zip([*problems, *heldout], [*reports, *heldout_reports], strict=True):
+        if r.pass_rate != 1.0:
+            log.warning("dropping %s: reference solution fails its tests (%s)", p.id, r.pass_rate)
+    heldout = [p for p, r in zip(heldout, heldout_reports, strict=True) if r.pass_rate == 1.0]
+    if not checked:
+        raise SparringError("materialize: no problem's reference solution passes its tests")
+    train, val = sets.split_val(checked, data.val_fraction, seed)
+    val = [*val, *heldout]
+    eval_set = evaluation_set(data)
+    with Sandbox(trusted) as sb:  # baseline and HumanEval tests are trusted
+        train, val, eval_set = (
+            compute_trivial_passes(group, sb) for group in (train, val, eval_set)
+        )
+    if data.given_tests:  # the reward sees K tests of a training problem; held-out all
+        train = [given_view(p, data.given_tests) for p in train]
+    honest = discrimination_metrics([*train, *val])
+    for pid in honest.pop("ids_without"):
+        log.warning("%s: every test is passed by some trivial solution: it earns no reward", pid)
+    return CheckedSets(
+        train, val, eval_set, loaded, len(checked), len(problems) - len(checked), sets, honest
+    )
+
+
+def discrimination_metrics(problems: list[Problem]) -> dict[str, Any]:
+    """How much of the problems' tests trivial code passes (what honest credit leaves)."""
+    from sparring.problems.trivial import discriminating_indices
+
+    n_tests = sum(len(p.baseline_tests) for p in problems)
+    n_disc = 0
+    without: list[str] = []
+    for p in problems:
+        k = len(discriminating_indices(len(p.baseline_tests), p.trivial_passes))
+        n_disc += k
+        if k == 0:
+            without.append(p.id)
+    return {
+        "tests_discriminating_share": n_disc / n_tests if n_tests else 0.0,
+        "problems_without_discriminating_tests": len(without),
+        "ids_without": without,
+    }
