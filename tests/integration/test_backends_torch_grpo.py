@@ -6,6 +6,7 @@ the loss (`grpo.mask_truncated_completions=false`); the fence test makes rows en
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 
@@ -152,10 +153,10 @@ def test_grpo_completions_stop_at_the_fence(tmp_path, monkeypatch, capsys):
     at their 5th token stands in: those rows end there with one EOS (not clipped, so masking
     keeps them), the others run to the cap and are masked out; training still moves LoRA.
     Sampling slower than SLOW_SAMPLING_S (here: any) says a line before the step's own."""
-    from sparring.backends.torch import generation, grpo
+    from sparring.backends.torch import generation, grpo_trainer
     from sparring.backends.torch.grpo import run_grpo
 
-    monkeypatch.setattr(grpo, "SLOW_SAMPLING_S", 0.0)
+    monkeypatch.setattr(grpo_trainer, "SLOW_SAMPLING_S", 0.0)
 
     created = []
 
@@ -204,7 +205,8 @@ def test_shared_prompt_forward_equals_trls_per_row_forward(tmp_path, monkeypatch
     group) equal TRL's per-row forward, values and LoRA gradients, on left-padded prompts of
     different lengths and right-padded completions."""
     from sparring.backends.torch import grpo_loss as grpo  # the shared-prompt forward's home
-    from sparring.backends.torch.grpo import _trainer_class, grpo_args
+    from sparring.backends.torch.grpo import grpo_args
+    from sparring.backends.torch.grpo_trainer import SparringGRPOTrainer
 
     calls = []
     real = grpo._shared_prompt_logps
@@ -212,7 +214,8 @@ def test_shared_prompt_forward_equals_trls_per_row_forward(tmp_path, monkeypatch
     monkeypatch.setattr(grpo, "SHARED_CHUNK_ROWS", 3)  # rows by length 2,3,4 | 4: two chunks
     cfg = cfg_for(**{"grpo.num_generations": 2, "grpo.per_device_batch_size": 4})
     model, tok = models.load_model("tiny-random")
-    trainer = _trainer_class()(
+    trainer = SparringGRPOTrainer(
+        cfg.grpo,
         model=model,
         reward_funcs=[LengthReward()],
         args=grpo_args(cfg, str(tmp_path), 1, 0, "cpu", 16),
@@ -235,7 +238,7 @@ def test_shared_prompt_forward_equals_trls_per_row_forward(tmp_path, monkeypatch
     ids, mask = torch.tensor(ids), torch.tensor(mask)
 
     def logps_and_grads(shared: bool):
-        trainer.share_prompt_forward = shared
+        trainer.grpo = dataclasses.replace(trainer.grpo, share_prompt_forward=shared)
         trained.zero_grad()
         logps, entropies, _ = trainer._get_per_token_logps_and_entropies(
             trained, ids, mask, 4, compute_entropy=True

@@ -10,7 +10,7 @@ import os
 import pytest
 import torch
 
-from sparring.backends.torch import grpo, models
+from sparring.backends.torch import grpo, grpo_loss, grpo_trainer, models
 from sparring.config import load_config
 
 pytestmark = pytest.mark.integration
@@ -55,22 +55,16 @@ class SplitReward:
 def loss_batches(monkeypatch):
     """Rows and advantages of every batch that reaches the loss (None: a skipped update)."""
     seen: list[tuple[int, list[float]] | None] = []
-    make = grpo._trainer_class
 
-    def recording_class():
-        base = make()
+    class Recording(grpo_trainer.SparringGRPOTrainer):
+        def compute_loss(self, model, inputs, *args, **kwargs):
+            if "sparring_skip" in inputs:
+                seen.append(None)
+            else:
+                seen.append((inputs["completion_ids"].size(0), inputs["advantages"].tolist()))
+            return super().compute_loss(model, inputs, *args, **kwargs)
 
-        class Recording(base):
-            def compute_loss(self, model, inputs, *args, **kwargs):
-                if "sparring_skip" in inputs:
-                    seen.append(None)
-                else:
-                    seen.append((inputs["completion_ids"].size(0), inputs["advantages"].tolist()))
-                return super().compute_loss(model, inputs, *args, **kwargs)
-
-        return Recording
-
-    monkeypatch.setattr(grpo, "_trainer_class", recording_class)
+    monkeypatch.setattr(grpo_trainer, "SparringGRPOTrainer", Recording)
     return seen
 
 
@@ -191,10 +185,10 @@ def test_every_process_keeps_as_many_rows_as_the_most_any_keeps():
     most = max(int(k.sum()) for k in batches)
     for slices, size in ((1, 3), (2, 4)):
         for keep in batches:
-            rows, filler = grpo.rows_to_keep(keep, most, slices)
+            rows, filler = grpo_loss.rows_to_keep(keep, most, slices)
             assert len(rows) + len(filler) == size
             assert keep[rows].all() and not keep[filler].any()
-    rows, filler = grpo.rows_to_keep(torch.zeros(4, dtype=torch.bool), 0, 2)
+    rows, filler = grpo_loss.rows_to_keep(torch.zeros(4, dtype=torch.bool), 0, 2)
     assert len(rows) == 0 and len(filler) == 2
 
 
@@ -203,7 +197,7 @@ def test_useful_groups_reads_weighted_rewards_and_ignores_unscorable():
     rewards = torch.tensor(
         [[1.0], [1.0], [0.0], [1.0], [nan], [2.0], [nan], [nan], [0.3], [0.3 + 1e-9]]
     )
-    useful = grpo.useful_groups(rewards, torch.ones(1), 2)
+    useful = grpo_loss.useful_groups(rewards, torch.ones(1), 2)
     assert useful.tolist() == [False, True, False, False, False]
 
 

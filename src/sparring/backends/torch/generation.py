@@ -7,7 +7,7 @@ the model in eval mode (the caller's training state restored): a frozen snapshot
 
 Stopping at the closing code fence (`stop_at_fence=True`, the default): a sample ends at EOS or
 once it has closed its first ```python (or ```py, or bare ```) code block; `FenceStop` decides it
-per row (GRPO training installs the same object, sparring.backends.torch.grpo_rollout); the
+per row (GRPO training installs the same object, sparring.backends.torch.grpo_decoding); the
 text rule and the prompt rendering are backend-neutral (sparring.backends.text). In HF `generate`
 a stopped row stays in the batch until every row has stopped; `Sampled` counts the kept tokens.
 

@@ -1,6 +1,7 @@
 """GRPO's loss batch: which rows of a scored generation batch reach the loss, and their log-probs.
 
-Covers, for `sparring.backends.torch.grpo.SparringGRPOTrainer` (mixed in as `LossBatch`):
+Covers, for `sparring.backends.torch.grpo_trainer.SparringGRPOTrainer` (mixed in as `LossBatch`;
+the switches below are fields of the trainer's `grpo` section):
 - which groups carry an advantage (`useful_groups`: rewards not all equal) and their mean
   rewards (`group_means`), from TRL's per-function rewards (NaN = unscorable, ignored);
 - dynamic sampling, DAPO-style "drop" (`drop_flat_groups`): groups whose rewards are all equal
@@ -19,9 +20,10 @@ Covers, for `sparring.backends.torch.grpo.SparringGRPOTrainer` (mixed in as `Los
 
 Does not cover: the policy-gradient loss itself (TRL's `compute_loss`: clipping, KL, the
 `loss_type` aggregation), when a batch is dropped or counted (the step,
-sparring.backends.torch.grpo), which problems are sampled (sparring.backends.torch.grpo_sampling),
-multimodal batches (no dropping when images are present: the step's check), DAPO's "resample
-until the batch is full" variant (dropping shrinks the batch instead).
+sparring.backends.torch.grpo_trainer), which problems are sampled
+(sparring.backends.torch.grpo_sampling), multimodal batches (no dropping when images are present:
+the step's check), DAPO's "resample until the batch is full" variant (dropping shrinks the batch
+instead).
 """
 
 from __future__ import annotations
@@ -91,9 +93,10 @@ def _select_rows(out: dict[str, Any], index: Any, n: int) -> dict[str, Any]:
 
 
 class LossBatch:
-    """Mixin of `SparringGRPOTrainer` (sparring.backends.torch.grpo): the rows a scored batch keeps
-    for the loss, the skipped update, and the shared-prompt forward (the module docstring says
-    what and why). Uses the trainer's `accelerator`, `args` and `share_prompt_forward`."""
+    """Mixin of `SparringGRPOTrainer` (sparring.backends.torch.grpo_trainer): the rows a scored
+    batch keeps for the loss, the skipped update, and the shared-prompt forward (the module
+    docstring says what and why). Uses the trainer's `accelerator`, `args` and
+    `grpo.share_prompt_forward`."""
 
     def _loss_tokens(self, out):
         mask = out["completion_mask"]
@@ -136,7 +139,7 @@ class LossBatch:
 
         plain = not compute_aux_loss and all(v is None for v in extra.values())
         prompt_len = input_ids.size(1) - logits_to_keep
-        if not (self.share_prompt_forward and plain and prompt_len > 1) or (
+        if not (self.grpo.share_prompt_forward and plain and prompt_len > 1) or (
             self.is_fsdp_enabled or self.is_deepspeed_enabled
         ):
             return super()._get_per_token_logps_and_entropies(

@@ -1,6 +1,8 @@
-"""GRPO's sampling order: which problems a generation batch samples, decided before it is sampled.
+"""GRPO's problem selection: which problems a generation batch samples, decided before it is
+sampled.
 
-Covers, for `sparring.backends.torch.grpo.SparringGRPOTrainer` (mixed in as `SamplingOrder`):
+Covers, for `sparring.backends.torch.grpo_trainer.SparringGRPOTrainer` (mixed in as
+`ProblemSelection`; the switches below are fields of the trainer's `grpo` section):
 - dynamic sampling, "skip" (`skip_flat_problems`): a problem whose last group in this phase was
   flat (every completion passed, or none did) or reached a mean reward of `skip_mastered_at`
   (mastered: its next group is likely all-pass), or that the frozen answerer's screen saw flat
@@ -25,10 +27,10 @@ Covers, for `sparring.backends.torch.grpo.SparringGRPOTrainer` (mixed in as `Sam
   processes, and each process's coach counts its own rows); elsewhere the phase's draw, made at
   the levels the phase starts with, is trained as drawn.
 
-Does not cover: sampling itself (sparring.backends.torch.grpo_rollout), which rows of a scored
-batch reach the loss (sparring.backends.torch.grpo_loss), the step that calls these and counts
-its groups (sparring.backends.torch.grpo). `swap_flat_problems` and `screened_flat_ids` are pure
-and import no torch.
+Does not cover: decoding the completions (sparring.backends.torch.grpo_decoding), which rows of a
+scored batch reach the loss (sparring.backends.torch.grpo_loss), the step that calls these and
+counts its groups (sparring.backends.torch.grpo_trainer). `swap_flat_problems` and
+`screened_flat_ids` are pure and import no torch.
 """
 
 from __future__ import annotations
@@ -128,24 +130,15 @@ def _first_free(rows: Sequence[dict[str, Any]], pid: Any, in_batch: set[Any]) ->
     return next(free, None)
 
 
-class SamplingOrder:
-    """Mixin of `SparringGRPOTrainer` (sparring.backends.torch.grpo): the state and the choice of
-    which problems the next generation batch samples (the module docstring says what and why).
-    Uses the trainer's `train_dataset`, `num_generations`, `accelerator`, `reward_funcs` and
-    `prompt_fits`."""
+class ProblemSelection:
+    """Mixin of `SparringGRPOTrainer` (sparring.backends.torch.grpo_trainer): the state and the
+    choice of which problems the next generation batch samples (the module docstring says what
+    and why). Reads the trainer's `grpo` section (`skip_flat_problems`, `skip_mastered_at`,
+    `revisit_order`; the step reads `refill_flat_batches`) and uses its `train_dataset`,
+    `num_generations`, `accelerator`, `reward_funcs` and `prompt_fits`."""
 
-    def _init_sampling_order(
-        self,
-        train_dataset: Any,
-        refill_flat_batches: int,
-        skip_flat_problems: bool,
-        skip_mastered_at: float,
-        revisit_order: str,
-    ) -> None:
-        self.refill_flat_batches = refill_flat_batches
-        self.skip_flat_problems = skip_flat_problems
-        self.skip_mastered_at = skip_mastered_at
-        self.revisit_order = revisit_order
+    def _init_problem_selection(self, train_dataset: Any) -> None:
+        """The selection's state for a phase over `train_dataset`; `self.grpo` must be set."""
         # per problem sampled this phase: (its last group's mean reward, the batch that
         # scored it), the order of `grpo.revisit_order: lowest_reward`
         self._last_reward: dict[Any, tuple[float, int]] = {}
@@ -155,12 +148,12 @@ class SamplingOrder:
         self.groups_retried = 0  # swapped for a problem last seen failing, when none was new
         self.groups_flat_at_zero = 0  # flat groups in which no completion earned anything
         # last group this phase (or, before it, the frozen answerer's screen) had no spread
-        screened = screened_flat_ids(train_dataset) if skip_flat_problems else {}
+        screened = screened_flat_ids(train_dataset) if self.grpo.skip_flat_problems else {}
         self._flat_problems: set[Any] = set(screened)
         # the skipped problems that were failing, with the generation batch that last saw
         # them so (-1: the screen): retried, the longest ago first, once no other is left
         self._failing_since: dict[Any, int] = {
-            pid: -1 for pid, mean in screened.items() if mean < skip_mastered_at
+            pid: -1 for pid, mean in screened.items() if mean < self.grpo.skip_mastered_at
         }
         self._batches_scored = 0
         self._row_of: dict[Any, int] | None = None
@@ -178,12 +171,12 @@ class SamplingOrder:
         self.groups_flat_at_zero += sum(
             1 for spread, mean in zip(spreads, means, strict=True) if not spread and mean == 0.0
         )
-        if self.skip_flat_problems and self.accelerator.num_processes == 1:
+        if self.grpo.skip_flat_problems and self.accelerator.num_processes == 1:
             for i, (spread, mean) in enumerate(zip(spreads, means, strict=True)):
                 pid = inputs[i * g].get("problem_id") if i * g < len(inputs) else None
                 if pid is None:
                     continue
-                mastered = spread and mean >= self.skip_mastered_at
+                mastered = spread and mean >= self.grpo.skip_mastered_at
                 self.groups_mastered += mastered
                 if pid in self._last_reward:
                     self.groups_revisited += 1
@@ -193,7 +186,7 @@ class SamplingOrder:
                     self._flat_problems.discard(pid)
                 else:
                     self._flat_problems.add(pid)
-                if not spread and mean < self.skip_mastered_at:
+                if not spread and mean < self.grpo.skip_mastered_at:
                     self._failing_since[pid] = self._batches_scored
                 else:
                     self._failing_since.pop(pid, None)
@@ -203,7 +196,7 @@ class SamplingOrder:
         """`inputs` with the groups of problems whose last group this phase was flat
         swapped for problems not seen flat (`swap_flat_problems`; one process only: the
         processes would have to agree)."""
-        if not self.skip_flat_problems or self.accelerator.num_processes != 1:
+        if not self.grpo.skip_flat_problems or self.accelerator.num_processes != 1:
             return inputs
         rows, self._skip_cursor, swapped, retried = swap_flat_problems(
             inputs, self.num_generations, self._flat_problems, self.train_dataset,
@@ -222,7 +215,7 @@ class SamplingOrder:
         """Under `revisit_order: lowest_reward`, rows of the problems sampled this phase
         and not marked flat, the lowest last reward first (ties: the longest ago); else
         None (dataset order)."""
-        if self.revisit_order != "lowest_reward":
+        if self.grpo.revisit_order != "lowest_reward":
             return None
         seen = [pid for pid in self._last_reward if pid not in self._flat_problems]
         return self._rows_of(sorted(seen, key=self._last_reward.__getitem__))

@@ -1,8 +1,8 @@
-"""GRPO's rollouts: how a generation batch's completions are sampled for the TRL trainer.
+"""GRPO's decoding: how a generation batch's completions are sampled for the TRL trainer.
 
-Covers, for `sparring.backends.torch.grpo.SparringGRPOTrainer` (mixed in as `Rollout`), what TRL
-1.16's GRPOTrainer does not have:
-- stop at the closing code fence (`stop_at_fence`): TRL calls `model.generate(**inputs,
+Covers, for `sparring.backends.torch.grpo_trainer.SparringGRPOTrainer` (mixed in as
+`FencedDecoding`), what TRL 1.16's GRPOTrainer does not have:
+- stop at the closing code fence (`grpo.stop_at_fence`): TRL calls `model.generate(**inputs,
   generation_config=...)` without `tokenizer=` (so `stop_strings` cannot work) and takes no
   custom stopping criteria, so `_generate_fenced` passes a
   `sparring.backends.torch.generation.FenceStop` to that call (`_generate_with`), cuts each
@@ -11,21 +11,22 @@ Covers, for `sparring.backends.torch.grpo.SparringGRPOTrainer` (mixed in as `Rol
   makes a fenced answer a finished one; that EOS was not sampled, so the step masks it out of
   the loss. Plain HF generation only (not vLLM, not continuous batching: their completions are
   left as TRL makes them).
-- Sparring's refill decoder (`sampler: refill`; `_generate_refilled`): a finished row's slot
+- Sparring's refill decoder (`grpo.sampler: refill`; `_generate_refilled`): a finished row's slot
   goes to the next prompt at once.
-- sampling from the LoRA adapter merged into the base (`merge_lora_sampling`, `lora_merged`;
+- sampling from the LoRA adapter merged into the base (`grpo.merge_lora_sampling`, `lora_merged`;
   refill decoder, unsharded weights): one matmul per adapted linear in each decode step, the
   base weights restored bit for bit before the update.
-- scoring overlapped with sampling (`overlap_scoring`; Sparring's decoders only): a finished
-  row's tests run in the sandbox, into the answerer reward's result cache, while the other rows
-  still decode (sparring.backends.scoring_overlap); TRL's reward call then reads the cache, so
-  rewards
-  and metrics are those of the plain path. `scoring_overlapped_seconds` says how much sandbox
-  time was hidden; the wait for what was left after sampling counts as reward time.
+- scoring overlapped with sampling (`grpo.overlap_scoring`; Sparring's decoders only): a
+  finished row's tests run in the sandbox, into the answerer reward's result cache, while the
+  other rows still decode (sparring.backends.scoring_overlap); TRL's reward call then reads the
+  cache, so rewards and metrics are those of the plain path. `scoring_overlapped_seconds` says
+  how much sandbox time was hidden; the wait for what was left after sampling counts as reward
+  time.
 
 Does not cover: the timing of sampling and the slow-sampling line (the step,
-sparring.backends.torch.grpo), which problems are sampled (sparring.backends.torch.grpo_sampling),
-the decoders themselves (sparring.backends.torch.generation), rewards (sparring.rewards.code_duel).
+sparring.backends.torch.grpo_trainer), which problems are sampled
+(sparring.backends.torch.grpo_sampling), the decoders themselves
+(sparring.backends.torch.generation), rewards (sparring.rewards.code_duel).
 """
 
 from __future__ import annotations
@@ -62,22 +63,24 @@ def _generate_with(model: Any, **extra: Any) -> Iterator[None]:
             vars(model).pop("generate", None)
 
 
-class Rollout:
-    """Mixin of `SparringGRPOTrainer` (sparring.backends.torch.grpo): its completions sampled with
-    the fence stop, the refill decoder, merged LoRA and overlapped scoring (the module docstring
-    says what and why). Uses the trainer's `stop_at_fence`, `sampler`, `rollout_batch_size`,
-    `merge_lora_sampling`, `overlap_scoring` and `_batch_inputs` (the rows being sampled)."""
+class FencedDecoding:
+    """Mixin of `SparringGRPOTrainer` (sparring.backends.torch.grpo_trainer): its completions
+    decoded up to the closing code fence, by the refill decoder, from merged LoRA, scored while
+    the rest still decode (the module docstring says what and why). Reads the trainer's `grpo`
+    section (`stop_at_fence`, `sampler`, `rollout_batch_size`, `merge_lora_sampling`,
+    `overlap_scoring`) and `_batch_inputs` (the rows being sampled)."""
 
     def _generate_fenced(
         self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images
     ):
         self._fence_stopped = None
         args = (prompt_ids, images, multimodal_fields, num_generations, has_tool_images)
-        if not self.stop_at_fence or self.use_vllm or self.use_transformers_continuous_batching:
+        plain = self.use_vllm or self.use_transformers_continuous_batching
+        if not self.grpo.stop_at_fence or plain:
             return super()._generate_single_turn(*args)
         stop = generation.FenceStop(self._tokenizer, eos_token_ids=self.eos_token_ids)
         model = self.accelerator.unwrap_model(self.model_wrapped)  # what TRL generates with
-        if self.sampler == "refill" and not images and generation._refill_supported(model):
+        if self.grpo.sampler == "refill" and not images and generation._refill_supported(model):
             return self._generate_refilled(model, prompt_ids, stop)
         stopping = generation._as_stopping_criteria(stop)
         with _generate_with(model, stopping_criteria=stopping):
@@ -114,7 +117,9 @@ class Rollout:
         # the slot decoder's CUDA graphs hold the unmerged kernels; shards cannot be merged
         sharded = self.is_fsdp_enabled or self.is_deepspeed_enabled
         mergeable = (
-            self.merge_lora_sampling and not sharded and generation.decoder_for(model) == "refill"
+            self.grpo.merge_lora_sampling
+            and not sharded
+            and generation.decoder_for(model) == "refill"
         )
         merge = lora_merged(model) if mergeable else contextlib.nullcontext(False)
         try:
@@ -123,7 +128,7 @@ class Rollout:
                     model,
                     [list(p) for p in prompt_ids],
                     max_new_tokens=self.max_completion_length,
-                    batch_size=self.rollout_batch_size,
+                    batch_size=self.grpo.rollout_batch_size,
                     temperature=self.temperature,
                     top_p=self.top_p,
                     stop=stop,
@@ -154,7 +159,7 @@ class Rollout:
         inputs = self._batch_inputs
         reward = self.reward_funcs[0] if len(self.reward_funcs) == 1 else None
         if (
-            not self.overlap_scoring
+            not self.grpo.overlap_scoring
             or not hasattr(reward, "prefetch")
             or inputs is None
             or len(inputs) != n_rows
