@@ -64,6 +64,10 @@ def test_smoke_uses_tiny_model_and_local_uses_smollm2():
             "data.families.heldout_seed: equals data.families.seed",
         ),
         ({"rewards": {"answerer": "length"}}, "rewards.answerer: 'length' is not allowed"),
+        (
+            {"rewards": {"generator": "hardness"}},
+            "rewards.generator: 'hardness' is not allowed; use one of 'adversarial', 'catch'",
+        ),
         ({"coach": {"last_k": 0}}, "coach.last_k: 0 is too small; must be >= 1"),
         ({"coach": {"success_threshold": 1.5}}, "coach.success_threshold: 1.5 is too large"),
         ({"coach": {"failure_threshold": -0.1}}, "coach.failure_threshold: -0.1 is too small"),

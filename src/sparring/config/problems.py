@@ -31,6 +31,15 @@ class RewardsConfig:
     hardness: float = _f(1.0, "generator: weight of (1 - frozen pass rate) * validity", ge=0.0)
     diversity: float = _f(0.1, "generator: weight of the near-duplicate penalty", ge=0.0)
     consistency: float = _f(0.1, "generator: weight of tests calling the right function", ge=0.0)
+    generator: Literal["adversarial", "catch"] = _f(
+        "adversarial",
+        "generator reward: adversarial (the weighted sum of hardness, validity, diversity and "
+        "consistency above) or catch (the share of the frozen answers passing the given tests "
+        "that one of its honest tests fails, plus validity and consistency worth at most 0.2 "
+        "of one caught answer; answers the given tests already fail count for nothing, and the "
+        "weights above are unused; wants steps.frozen_samples 8-16: a problem none of whose "
+        "sampled answers passes the given tests has nothing to catch)",
+    )
     reference_expected: bool = _f(
         True, "generator: equality tests take their expected value from the reference solution"
     )

@@ -155,7 +155,13 @@ class StepsConfig:
         ge=1, le=16,
     )  # fmt: skip
     alternating: int = _f(0, "extra alternating answerer/generator step pairs per round", ge=0)
-    frozen_samples: int = _f(4, "solutions sampled once per problem from the frozen answerer", ge=1)
+    frozen_samples: int = _f(
+        4,
+        "solutions sampled once per problem from the frozen answerer (rewards.generator: catch "
+        "pays only for sampled answers that pass the given tests, so it wants 8-16: a problem "
+        "with none has nothing to catch; generator_catchable_share says how many had one)",
+        ge=1,
+    )
     frozen_rows: int = _f(
         0,
         "rows decoded at once where the generator phase samples without training (the frozen "

@@ -179,6 +179,51 @@ GATE = "gate"
 HELDOUT_LINES = ("new_tasks", "new_ops", "new_families", "trained_tasks", "bundled")
 
 
+# the generator's catch in training (rewards.generator: catch): its first and last step
+TRAIN_CATCH = "generator_catch_train"
+
+
+def train_catch(phases: Sequence[Mapping[str, float]]) -> dict[str, float] | None:
+    """The first generator phase's first step against the last phase's last step
+    (`sparring.rewards.generator_scoring.catch_step_metrics`, each phase's metrics in round
+    order), through `intervals.sides_change`; None when no phase measured the catch.
+
+    >>> side = {"generator_catch_first": 0.1, "generator_catch_first_se": 0.0,
+    ...         "generator_catch_first_n": 8, "generator_catch_last": 0.3,
+    ...         "generator_catch_last_se": 0.0, "generator_catch_last_n": 8,
+    ...         "generator_catch_calls": 1}
+    >>> train_catch([side])["same"], train_catch([side, side])["same"]
+    (1.0, 0.0)
+    """
+    from sparring.evaluation.intervals import sides_change
+
+    measured = [m for m in phases if "generator_catch_first" in m]
+    if not measured:
+        return None
+
+    def side(m: Mapping[str, float], name: str) -> dict[str, float]:
+        key = f"generator_catch_{name}"
+        return {"mean": m[key], "se": m[f"{key}_se"], "n": m[f"{key}_n"]}
+
+    one_step = len(measured) == 1 and measured[0].get("generator_catch_calls", 0) <= 1
+    return sides_change(side(measured[0], "first"), side(measured[-1], "last"), same=one_step)
+
+
+def train_catch_line(d: Mapping[str, float]) -> str:
+    """`LEARN generator_catch_train first=X last=Y ci95_delta=LO,HI n=PROBLEMS`: the mean catch
+    over the problems of the generator's first and last training step (n: the smaller step's
+    problem count); one step alone has no interval.
+
+    >>> train_catch_line({"first": 0.25, "last": 0.25, "delta": 0.0, "lo": 0.0, "hi": 0.0,
+    ...                   "per_side": 8.0, "same": 1.0})
+    'LEARN generator_catch_train first=0.250 last=0.250 ci95_delta=n/a (one step) n=8'
+    """
+    head = f"LEARN {TRAIN_CATCH} first={d['first']:.3f} last={d['last']:.3f}"
+    if d.get("same"):
+        return f"{head} ci95_delta=n/a (one step) n={d['per_side']:.0f}"
+    return f"{head} {interval_text(d, 'per_side')}"
+
+
 def gain_line(name: str, d: Mapping[str, float] | None) -> str:
     if not d:
         return f"LEARN {name} base=n/a final=n/a {interval_text(None)}"
@@ -246,6 +291,8 @@ def learn_lines(
     first = break_rates[0] if break_rates else None
     last = break_rates[-1] if break_rates else None
     lines.append(f"LEARN generator_break_rate first={_f(first)} last={_f(last)}")
+    if summary.get(TRAIN_CATCH):  # rewards.generator: catch only
+        lines.append(train_catch_line(summary[TRAIN_CATCH]))
     lines += _generator_lines(summary)
     bank = summary.get("bank_pass_rate") or {}
     lines.append(
@@ -609,7 +656,8 @@ def from_phase_runs(
     validation's share of problems whose frozen (base) samples differed in reward; its
     `task_overlap` the held-out instances whose task is also a training task (materialize's
     `heldout_task_overlap`); its `completions_sampled` the answerer phases' sum,
-    `false_positive_rate` their mean."""
+    `false_positive_rate` their mean; with the catch reward its `generator_catch_train` the
+    generator phases' training catch (`train_catch`)."""
     import re
 
     breaks: list[tuple[int, float]] = []
@@ -618,6 +666,7 @@ def from_phase_runs(
     sampled: list[float] = []
     false_positive: list[float] = []
     zones: list[tuple[int, float]] = []
+    catches: list[tuple[int, Mapping[str, float]]] = []
     flat: dict[str, float] = {}
     overlap: float | None = None
     for name, metrics in runs:
@@ -627,6 +676,8 @@ def from_phase_runs(
         round_index, phase = int(match.group(1)), match.group(2)
         if phase == "validate-tests" and "break_rate" in metrics:
             breaks.append((round_index, float(metrics["break_rate"])))
+        if phase.startswith("train-generator") and "generator_catch_first" in metrics:
+            catches.append((round_index, metrics))
         if phase == "validate-tests" and metrics.get("zone_estimated"):
             zones.append((round_index, metrics["zone_problems"] / metrics["zone_estimated"]))
         elif phase.startswith("train-answerer") and "useful_group_share" in metrics:
@@ -649,6 +700,8 @@ def from_phase_runs(
     # the first round's frozen answerer is the base model (no warm start): its zone share
     summary["base_zone_share"] = min(zones)[1] if zones else None
     summary["task_overlap"] = overlap
+    if catches:  # rewards.generator: catch
+        summary[TRAIN_CATCH] = train_catch([m for _, m in sorted(catches, key=lambda c: c[0])])
     summary["completions_sampled"] = sum(sampled) if sampled else None
     summary["false_positive_rate"] = (
         sum(false_positive) / len(false_positive) if false_positive else None

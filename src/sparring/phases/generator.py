@@ -287,6 +287,7 @@ def train_generator(
                 weights,
                 w.duplicate_similarity,
                 reference_expected=w.reference_expected,
+                reward=w.generator,
             )
             reward_fn = code_duel.GeneratorRewardFn(scorer)
             asked = (cfg.steps.generator_tests, cfg.steps.generator_stated_cases)
@@ -340,6 +341,8 @@ def train_generator(
     else:
         out_rows = []
         generated = ranks.merge_lists(scorer.generated)  # every process's training completions
+        if w.generator == "catch":  # the first and last step's catch, over every process's
+            metrics.update(code_duel.catch_step_metrics(ranks.all_gather(reward_fn.catch_calls)))
         written = {r["problem_id"]: text for r, (text,) in zip(asked_rows, final, strict=True)}
         for p in problems:
             tests = list(generated.get(p.id, []))

@@ -7,7 +7,8 @@ attacks with). The verdict cache they share is the sandbox's (sparring.sandbox.r
 
 This module covers: the answerer's difficulty-aware pass-rate reward, its honest credit and the
 binary all-tests baseline read off the same results, the generator's weighted adversarial reward
-(hardness against a frozen answerer, validity, diversity, consistency), the proposer's
+(hardness against a frozen answerer, validity, diversity, consistency) and its catch reward
+(`rewards.generator: catch`: only answers the given tests let through count), the proposer's
 goldilocks reward, near-duplicate detection, and the checkpoint score.
 
 Convention: `None` means "no signal" (the sandbox itself failed); it is never turned into 0, so a
@@ -140,6 +141,78 @@ def generator_reward(
         + w["consistency"] * consistency
     )
     return round(score, 6)
+
+
+# The catch reward's side terms, together, are worth this share of one caught answer (below).
+CATCH_SIDE_SHARE = 0.2
+
+
+def catch_counts(
+    given_passed: Sequence[bool | None], honest_passed: Sequence[Sequence[bool | None]]
+) -> tuple[int, int] | None:
+    """(answers caught, answers catchable) among a problem's frozen answers: catchable ones pass
+    every given test (`given_passed[s]`), a caught one also fails at least one honest test
+    (`honest_passed[s][i]`: answer s on honest test i). None when the sandbox failed on an
+    answer that decides it (a catchable answer's honest results, or any given-test verdict).
+
+    >>> catch_counts([True, True, False], [[True], [False], [False]])  # the 3rd: already failed
+    (1, 2)
+    >>> catch_counts([True, None], [[True], [True]]) is None
+    True
+    """
+    if len(given_passed) != len(honest_passed):
+        raise ValueError(f"{len(given_passed)} given verdicts for {len(honest_passed)} answers")
+    if any(g is None for g in given_passed):
+        return None
+    rows = [row for g, row in zip(given_passed, honest_passed, strict=True) if g]
+    if any(v is None for row in rows for v in row):
+        return None
+    return sum(any(v is False for v in row) for row in rows), len(rows)
+
+
+def catch_reward(
+    given_passed: Sequence[bool | None],
+    honest_passed: Sequence[Sequence[bool | None]],
+    validity: float,
+    consistency: float = 1.0,
+    n_tests: int = 1,
+) -> float | None:
+    """The test writer's catch reward (`rewards.generator: catch`): only what a test can change.
+
+    Core term, weight 1: the share of the frozen answers that pass every given test (the
+    answerer's reward would pay them) which at least one of the completion's honest tests
+    (valid, and failed by every trivial solution) fails (`catch_counts`). An answer the given
+    tests already fail counts for nothing: breaking it changes no reward.
+
+    Side terms: `CATCH_SIDE_SHARE * (validity + consistency) / 2` of ONE caught answer's worth
+    (1 / catchable answers), so at most 0.2 / K with K catchable answers. Why scaled so: a catch
+    is worth 1/K, and with the 8-16 frozen samples this reward wants, fixed side terms of 0.2
+    would outweigh one caught answer (1/16 < 0.2); scaled, one more caught answer always beats
+    any difference in the side terms, which only order completions that catch alike. With no
+    catchable answer there is nothing to catch: the side terms alone, at most 0.2 (a GRPO group
+    of one problem still learns to write valid tests that call the function).
+
+    `validity`: share of the tests the reference passes; `consistency`: share calling the
+    function. No tests earns 0; None means the sandbox failed (no signal).
+
+    >>> catch_reward([True, True], [[False], [True]], validity=1.0)  # 1 of 2 caught
+    0.6
+    >>> catch_reward([True, True], [[True], [True]], validity=1.0)  # valid, catches nothing
+    0.1
+    >>> catch_reward([False, False], [[False], [False]], validity=1.0)  # none catchable
+    0.2
+    >>> catch_reward([True], [[None]], 1.0) is None, catch_reward([True], [[False]], 1.0, n_tests=0)
+    (True, 0.0)
+    """
+    if n_tests == 0:
+        return 0.0
+    counts = catch_counts(given_passed, honest_passed)
+    if counts is None:
+        return None
+    caught, catchable = counts
+    unit = 1.0 / catchable if catchable else 1.0
+    core = caught / catchable if catchable else 0.0
+    return round(core + CATCH_SIDE_SHARE * unit * (validity + consistency) / 2, 6)
 
 
 def goldilocks_reward(pass_rate: float | None, target: float = 0.5) -> float | None:

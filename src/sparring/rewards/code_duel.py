@@ -45,6 +45,8 @@ from sparring.rewards.generator_scoring import (  # noqa: F401 (re-exported: cal
     GeneratorScore,
     GeneratorScorer,
     ProblemInfo,
+    catch_by_problem,
+    catch_step_metrics,
     generator_score,
     problem_info,
     reference_in_domain,
@@ -447,7 +449,9 @@ class AnswererRewardFn:
 
 
 class GeneratorRewardFn:
-    """TRL reward function of the test writer: column `problem_id` names the problem."""
+    """TRL reward function of the test writer: column `problem_id` names the problem.
+    `catch_calls`: with the catch reward, each call's {problem: mean catch}
+    (`catch_step_metrics` reads its first and last)."""
 
     __name__ = "generator_reward"
 
@@ -455,6 +459,7 @@ class GeneratorRewardFn:
         self.scorer = scorer
         self.history: list[dict[str, float]] = []
         self.rewards: list[float | None] = []
+        self.catch_calls: list[dict[str, float]] = []
 
     def __call__(
         self,
@@ -471,6 +476,8 @@ class GeneratorRewardFn:
             for k, v in metrics.items():
                 log_metric(f"sparring/{k}", v)
         self.history.append(metrics)
+        if self.scorer.reward == "catch":
+            self.catch_calls.append(catch_by_problem(scores))
         out = [s.reward for s in scores]
         self.rewards.extend(out)
         return out

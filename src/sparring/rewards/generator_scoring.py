@@ -10,7 +10,10 @@ every trivial solution fails), measures near-duplicates against the baseline and
 (diversity) and whether the tests call the right function (consistency); `generator_score`, the
 pure assembly of those results into `rewards.generator_reward` (unit-tested with fake results);
 `ProblemInfo` / `problem_info`, what it needs about one problem; `score_metrics`, the batch
-means. None means "no signal" (sandbox failure), never 0.
+means; with `rewards.generator: catch` the frozen answers' verdicts on the given tests too (run
+once per answer through the same cache), `rewards.catch_reward` in place of the weighted sum,
+`catch_by_problem` and `catch_step_metrics` (the first and last scoring call's catch, with
+their standard errors over problems). None means "no signal" (sandbox failure), never 0.
 Does not cover: the answerer's reward or the TRL reward-function adapter
 (`sparring.rewards.code_duel.GeneratorRewardFn` wraps a `GeneratorScorer`), the result cache
 (sparring.sandbox.result_cache), validation and banking of the tests (sparring.phases.validate).
@@ -40,6 +43,11 @@ class GeneratorScore:
     tests: list[str] = field(default_factory=list)
     valid_tests: list[str] = field(default_factory=list)
     honest: float = 0.0  # share of tests valid AND failed by every trivial solution
+    # rewards.generator: catch only (None otherwise, or when the sandbox failed): the core term,
+    # and how many frozen answers pass the problem's given tests
+    catch: float | None = None
+    catchable: int | None = None
+    problem_id: str = ""
 
 
 def generator_score(
@@ -51,6 +59,7 @@ def generator_score(
     weights: Mapping[str, float] | None = None,
     duplicate_similarity: float = 0.9,
     trivial_passed: Sequence[Sequence[bool | None]] = (),
+    given_passed: Sequence[bool | None] | None = None,
 ) -> GeneratorScore:
     """Pure: the generator's reward for one completion.
 
@@ -59,11 +68,16 @@ def generator_score(
     `trivial_passed[t][i]`: test i on trivial solution t. Break credit is earned only on
     *honest* tests (valid, and failed by every trivial solution): frozen pass rate = mean over
     solutions of the share of honest tests passed; with no honest tests or no parseable frozen
-    solutions it is 1 (no hardness credit).
+    solutions it is 1 (no hardness credit). With `given_passed[s]` (frozen solution s passes
+    every given test: `rewards.generator: catch`) the reward is `rewards.catch_reward`.
     """
     n = len(all_tests)
     if n == 0:
-        return GeneratorScore(0.0, 0, 0.0, 0.0, 0.0, 0.0)
+        empty = GeneratorScore(0.0, 0, 0.0, 0.0, 0.0, 0.0)
+        if given_passed is not None:
+            counts = rewards.catch_counts(given_passed, [[] for _ in given_passed])
+            empty.catch, empty.catchable = (None, None) if counts is None else (0.0, counts[1])
+        return empty
     if any(v is None for v in reference_passed):
         return GeneratorScore(None, n, 0.0, 0.0, 0.0, 0.0, list(all_tests))
     consistency = sum(_calls(t, function_name) for t in all_tests) / n
@@ -88,6 +102,14 @@ def generator_score(
     reward = rewards.generator_reward(
         validity, frozen_rate, diversity, consistency, weights, n, honest=honest
     )
+    catch: float | None = None
+    catchable: int | None = None
+    if given_passed is not None:
+        on_honest = [[row[i] for i in honest_idx] for row in solutions_passed]
+        reward = rewards.catch_reward(given_passed, on_honest, validity, consistency, n)
+        counts = rewards.catch_counts(given_passed, on_honest)
+        if counts is not None:
+            catch, catchable = (counts[0] / counts[1] if counts[1] else 0.0), counts[1]
     hardness = 0.0 if frozen_rate is None else (1.0 - frozen_rate) * honest
     return GeneratorScore(
         reward,
@@ -99,6 +121,8 @@ def generator_score(
         list(all_tests),
         [all_tests[i] for i in valid_idx],
         honest,
+        catch,
+        catchable,
     )
 
 
@@ -161,7 +185,10 @@ class GeneratorScorer:
 
     `earlier` holds, per problem, the tests diversity is measured against: the baseline, the
     banked tests, and every test of earlier scoring calls (not of the current batch, so identical
-    completions of one GRPO group are treated alike).
+    completions of one GRPO group are treated alike). `reward`: `rewards.generator`; with
+    "catch" each frozen solution also runs the problem's `baseline_tests` (the given tests the
+    answerer's reward sees: materialize stores training problems as `given_view` left them),
+    once per solution through the result cache, in the batch's one sandbox call.
     """
 
     def __init__(
@@ -173,8 +200,12 @@ class GeneratorScorer:
         cache: ResultCache | None = None,
         max_tests: int = 8,
         reference_expected: bool = False,
+        reward: str = "adversarial",
     ) -> None:
+        if reward not in ("adversarial", "catch"):
+            raise ValueError(f"rewards.generator: {reward!r}; use 'adversarial' or 'catch'")
         self.problems = problems
+        self.reward = reward
         self.reference_expected = reference_expected
         self._rewritten: dict[tuple[str, str], str] = {}  # (problem, test) -> oracle form
         self.sandbox = sandbox
@@ -197,13 +228,24 @@ class GeneratorScorer:
             jobs.append((p.reference_solution, tests))
             jobs.extend((s, tests) for s in p.frozen_solutions)
             jobs.extend((t, tests) for t in p.trivial_solutions)
-        results = run_cached(self.sandbox, [j for j in jobs if j[1]], self.cache)
+        catching = self.reward == "catch"
+        batch_ids = list(dict.fromkeys(problem_ids)) if catching else []
+        given_jobs = [
+            (s, self.problems[pid].baseline_tests)
+            for pid in batch_ids
+            for s in self.problems[pid].frozen_solutions
+        ]
+        results = run_cached(self.sandbox, [j for j in jobs if j[1]] + given_jobs, self.cache)
+        given = _given_verdicts(self.problems, batch_ids, results[len(results) - len(given_jobs) :])
         it = iter(results)
         out = []
         for tests, pid in zip(parsed, problem_ids, strict=True):
             p = self.problems[pid]
             if not tests:
-                out.append(generator_score([], p.function_name, [], [], []))
+                out.append(
+                    generator_score([], p.function_name, [], [], [], given_passed=given.get(pid))
+                )
+                out[-1].problem_id = pid
                 continue
             ref = reference_in_domain(next(it), tests, p.function_name, p.function_signature)
             sols = [next(it) for _ in p.frozen_solutions]
@@ -218,8 +260,10 @@ class GeneratorScorer:
                     self.weights,
                     self.duplicate_similarity,
                     trivial,
+                    given.get(pid),
                 )
             )
+            out[-1].problem_id = pid
         for tests, pid in zip(parsed, problem_ids, strict=True):
             for t in tests:
                 if t not in self.earlier[pid]:
@@ -252,8 +296,25 @@ class GeneratorScorer:
         ]
 
 
+def _given_verdicts(
+    problems: Mapping[str, ProblemInfo],
+    ids: Sequence[str],
+    results: Sequence[Sequence[bool | None]],
+) -> dict[str, list[bool | None]]:
+    """{problem: per frozen solution, passes every given test (None: the sandbox failed)}, from
+    the results of `ids`' solutions on their given tests, in that order."""
+    it = iter(results)
+    out: dict[str, list[bool | None]] = {}
+    for pid in ids:
+        rows = [next(it) for _ in problems[pid].frozen_solutions]
+        out[pid] = [None if any(v is None for v in row) else all(row) for row in rows]
+    return out
+
+
 def score_metrics(scores: Sequence[GeneratorScore]) -> dict[str, float]:
-    """Means of the generator's reward components over a batch."""
+    """Means of the generator's reward components over a batch; with the catch reward also
+    `generator_catch` (the mean core term) and `generator_catchable_share` (the share of the
+    batch's problems with a frozen answer passing the given tests: where a catch is possible)."""
     if not scores:
         return {}
     n = len(scores)
@@ -266,4 +327,63 @@ def score_metrics(scores: Sequence[GeneratorScore]) -> dict[str, float]:
         "diversity": sum(s.diversity for s in scores) / n,
         "consistency": sum(s.consistency for s in scores) / n,
         "tests_per_completion": sum(s.n_tests for s in scores) / n,
+        **_catch_metrics(scores),
     }
+
+
+def _catch_metrics(scores: Sequence[GeneratorScore]) -> dict[str, float]:
+    catches = [s.catch for s in scores if s.catch is not None]
+    catchable = {s.problem_id: s.catchable for s in scores if s.catchable is not None}
+    if not catches:
+        return {}
+    return {
+        "generator_catch": sum(catches) / len(catches),
+        "generator_catchable_share": sum(c > 0 for c in catchable.values()) / len(catchable),
+    }
+
+
+def catch_by_problem(scores: Sequence[GeneratorScore]) -> dict[str, float]:
+    """{problem: mean catch over its completions} of one scoring call ({} without the catch
+    reward).
+
+    >>> s = [GeneratorScore(0.1, 1, 1, 0, 1, 1, catch=c, problem_id=p)
+    ...      for c, p in [(0.0, "a"), (1.0, "a"), (0.5, "b"), (None, "c")]]
+    >>> catch_by_problem(s)
+    {'a': 0.5, 'b': 0.5}
+    """
+    per: dict[str, list[float]] = defaultdict(list)
+    for s in scores:
+        if s.catch is not None:
+            per[s.problem_id].append(s.catch)
+    return {pid: sum(v) / len(v) for pid, v in per.items()}
+
+
+def catch_step_metrics(per_process: Sequence[Sequence[Mapping[str, float]]]) -> dict[str, float]:
+    """The generator phase's `generator_catch_{first,last}{,_se,_n}` (mean catch over problems at
+    its first and last scoring call, with its standard error over problems and the problem
+    count: sparring.evaluation.intervals.side_summary) and `generator_catch_calls`, from
+    `catch_by_problem` of each call, per training process (call i of every process together:
+    each scores its share of the step's problems). {} when nothing was scored.
+
+    >>> m = catch_step_metrics([[{"a": 0.0, "b": 0.5}, {"a": 1.0}], [{"c": 0.5}, {"c": 0.0}]])
+    >>> m["generator_catch_first"], m["generator_catch_last"], m["generator_catch_last_n"]
+    (0.3333333333333333, 0.5, 2.0)
+    """
+    from sparring.evaluation.intervals import side_summary
+
+    calls: list[dict[str, float]] = []
+    for process in per_process:
+        for i, per_problem in enumerate(process):
+            if i == len(calls):
+                calls.append({})
+            calls[i].update(per_problem)
+    calls = [c for c in calls if c]
+    if not calls:
+        return {}
+    out = {"generator_catch_calls": float(len(calls))}
+    for side, call in (("first", calls[0]), ("last", calls[-1])):
+        summary = side_summary(list(call.values()))
+        out[f"generator_catch_{side}"] = summary["mean"]
+        out[f"generator_catch_{side}_se"] = summary["se"]
+        out[f"generator_catch_{side}_n"] = summary["n"]
+    return out
