@@ -114,9 +114,10 @@ def test_coverage_and_room_by_hand(tmp_path):
     """Three training problems. `first` withholds a test its answer 1 fails after passing the
     given test (room), and banks EMPTY, which fails that answer: room caught. `add` withholds
     one its answer fails after passing the given test (room), and banks a test that answer
-    passes (it fails SUBTRACTS, which the given test fails too): room not caught. `mul` withholds nothing and banks nothing. A planted row of a
-    problem no longer trained is not counted. By hand: coverage 2/3, per covered problem max 2
-    (first) and mean 1.5, room measured on 2, room on 2, caught on 1 of them."""
+    passes (it fails SUBTRACTS, which the given test fails too): room not caught. `mul`
+    withholds nothing and banks nothing. A planted row of a problem no longer trained is not
+    counted. By hand: coverage 2/3, per covered problem max 2 (first) and mean 1.5, room
+    measured on 2, room on 2, caught on 1 of them."""
     add = replace(ADD, withheld_tests=["assert add(-1, -1) == -2"])
     times = "def mul(a, b):\n    return a * b\n"
     mul = Problem("mul", "Multiply.", "def mul(a, b):", ["assert mul(2, 3) == 6"], times)
