@@ -158,7 +158,7 @@ class StepsConfig:
         False,
         "write the trained generator's final tests for every training problem (any of them may "
         "be drawn by the next answerer phase, which draws after validation), not only for its "
-        "draw's problems whose frozen answers differed",
+        "draw (with steps.screen_pool, only the draw's problems whose frozen answers differed)",
     )
     bank_per_problem: int = _f(
         0,
