@@ -144,3 +144,32 @@ def test_the_same_seed_writes_the_same_tests_another_seed_others(drawn, tmp_path
     _, other = _draw(_config(seed=1), data, tmp_path / "other")
     for pid in tests:
         assert other[pid] != tests[pid], pid
+
+
+def test_with_a_cap_the_fuzz_arm_writes_and_banks_exactly_k(drawn, tmp_path):
+    """`steps.bank_per_problem: 2` (fuzz_tests 2, as the config check asks): 2 tests written for
+    every training problem and 2 banked for each, full coverage. The same cap on the uncapped
+    draw's 3 tests a problem (as it would on a learned generator's) banks each problem's first 2.
+    Break check: validation without the cap banks 3 a problem of the uncapped draw."""
+    root, data, _, tests = drawn
+    cfg = _config(steps={"fuzz_tests": 2, "bank_per_problem": 2})
+    metrics, capped = _draw(cfg, data, tmp_path / "gen")
+    assert {pid: len(t) for pid, t in capped.items()} == {p.id: 2 for p in _problems()}
+    assert metrics["generated_tests"] == 6
+    gen = tmp_path / "gen"
+    v = validate_into(
+        cfg, 1, str(data), str(gen / "tests.jsonl"), str(gen / "frozen_solutions.jsonl"),
+        str(data), str(tmp_path / "bank"),
+    )  # fmt: skip
+    assert v["bank_coverage"] == 1.0 and v["bank_tests_per_covered_max"] == 2.0
+    assert v["new_tests"] == 6 and v["over_cap"] == 0
+    learned = from_dict({"steps": {"bank_per_problem": 2}, "sandbox": {"workers": 2}})
+    v = validate_into(
+        learned, 1, str(data), str(root / "gen" / "tests.jsonl"),
+        str(root / "gen" / "frozen_solutions.jsonl"), str(data), str(tmp_path / "bank3"),
+    )  # fmt: skip
+    banked = [json.loads(x) for x in (tmp_path / "bank3" / BANK_FILE).read_text().splitlines()]
+    assert [(b["problem_id"], b["test"]) for b in banked] == [
+        (pid, t) for pid, ts in tests.items() for t in ts[:2]
+    ]
+    assert v["over_cap"] == 3 and v["bank_tests_per_covered_mean"] == 2.0

@@ -159,6 +159,30 @@ def test_screen_pool_samples_the_frozen_answerer_on_every_training_problem(
     assert v["zone_estimated"] == len(pool)
 
 
+def test_final_tests_all_writes_final_tests_for_every_training_problem(data_dir, tmp_path):
+    """steps.final_tests_all: the trained generator writes final tests for every training
+    problem (the next answerer phase may draw any), not only its draw of problems_per_phase
+    (2 here): a tests row for each, and validation reports what the bank covers (break check:
+    with tested_rows only, 2 problems get final tests)."""
+    from sparring.problems import read_jsonl
+
+    cfg = cfg_for("steps.final_tests_all=true")
+    pool = read_jsonl(data_dir / "train.jsonl")
+    assert len(pool) > cfg.steps.problems_per_phase
+    g = train_generator(
+        cfg, 1, str(data_dir), "", None, str(tmp_path / "gen"), str(tmp_path / "tests.jsonl"),
+        str(tmp_path / "frozen.jsonl"),
+    )  # fmt: skip
+    rows = [json.loads(x) for x in (tmp_path / "tests.jsonl").read_text().splitlines()]
+    assert sorted(r["problem_id"] for r in rows) == sorted(p.id for p in pool)
+    assert g["final_tests_problems"] == len(pool) and g["problems"] == 2
+    v = validate_tests(
+        cfg, 1, str(data_dir), str(tmp_path / "tests.jsonl"), str(tmp_path / "frozen.jsonl"),
+        str(data_dir / "bank.jsonl"), str(tmp_path / "bank.jsonl"),
+    )  # fmt: skip
+    assert 0.0 <= v["bank_coverage"] <= 1.0 and "bank_tests_per_covered_mean" in v
+
+
 def test_a_pool_screen_of_the_same_model_and_seed_samples_once(data_dir, tmp_path, monkeypatch):
     """The frozen pool through the completion cache: a second arm from the same model with the
     same seed (the study's arms from the base model) reads the first one's samples and gets

@@ -92,6 +92,13 @@ def check_cross_fields(cfg: Config) -> None:
             "generator_mode: 'fuzz' draws tests in the generator phase, which phase_schedule "
             "'answerer' has none of; use phase_schedule: generator_answerer"
         )
+    steps = cfg.steps
+    if cfg.generator_mode == "fuzz" and steps.bank_per_problem not in (0, steps.fuzz_tests):
+        raise ConfigError(
+            f"steps.fuzz_tests: {steps.fuzz_tests} must equal steps.bank_per_problem "
+            f"({steps.bank_per_problem}) with generator_mode 'fuzz', so that both arms bank k "
+            f"tests a problem; set steps.fuzz_tests: {steps.bank_per_problem}"
+        )
     coach = cfg.coach
     if coach.failure_threshold >= coach.success_threshold:
         raise ConfigError(

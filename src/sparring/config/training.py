@@ -154,6 +154,20 @@ class StepsConfig:
         "validate phase would bank it; fewer where fewer of the drawn inputs qualify",
         ge=1, le=16,
     )  # fmt: skip
+    final_tests_all: bool = _f(
+        False,
+        "write the trained generator's final tests for every training problem (any of them may "
+        "be drawn by the next answerer phase, which draws after validation), not only for its "
+        "draw (with steps.screen_pool, only the draw's problems whose frozen answers differed)",
+    )
+    bank_per_problem: int = _f(
+        0,
+        "the most banked tests a training problem holds (k), for the learned generator's tests "
+        "and generator_mode fuzz's alike: validation banks a problem's first valid tests in the "
+        "order written until it holds k, and refuses the rest; with generator_mode fuzz, "
+        "steps.fuzz_tests must equal it. 0 = no cap",
+        ge=0,
+    )
     alternating: int = _f(0, "extra alternating answerer/generator step pairs per round", ge=0)
     frozen_samples: int = _f(
         4,

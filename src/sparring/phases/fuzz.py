@@ -11,8 +11,10 @@ are written: the reference passes them and they call the function inside its dec
 tests, its banked tests in the data folder or an earlier pick (`BankMerge`); 8k inputs are drawn
 first, and 32k where fewer than k of those qualify (a problem whose outputs trivial code always
 matches, a bool, keeps none). The validate phase then judges and banks them exactly as it does
-the generator's tests. The draws are seeded by the phase's seed and the problem's id: a run
-repeats them.
+the generator's tests. With `steps.bank_per_problem` (the cap validation banks a problem's
+tests to), `steps.fuzz_tests` must equal it (sparring.config.checks): both arms bank the same k
+tests a problem. The draws are seeded by the phase's seed and the problem's id: a run repeats
+them.
 
 Outputs as the generator phase's: the tests (one row per training problem), frozen solutions
 (none: nothing samples the answerer here, so validation's zone is empty and, with

@@ -218,8 +218,9 @@ def train_generator(
         from sparring.backends.base import copy_model
 
         write_lines(out_frozen_solutions, [{"problem_id": p.id, "solutions": []} for p in problems])
+        tested = final_problems(cfg, problems, pool)
         rows = [
-            {"problem_id": p.id, "tests": fallback_tests(p), "round": round_index} for p in problems
+            {"problem_id": p.id, "tests": fallback_tests(p), "round": round_index} for p in tested
         ]
         write_lines(out_tests, rows)
         copy_model(
@@ -312,7 +313,7 @@ def train_generator(
         metrics.update(reward_metrics(reward_fn.rewards, reward_fn.history, cfg))
         backend.use_role(model, "generator")
         # the proposer's output is what it proposed while training: no final sampling
-        asked_rows = [] if proposer else tested_rows(rows, zone)
+        asked_rows = [] if proposer else final_rows(cfg, rows, zone, problems, pool)
         final = (
             backend.sample(
                 model,
@@ -344,7 +345,7 @@ def train_generator(
         if w.generator == "catch":  # the first and last step's catch, over every process's
             metrics.update(code_duel.catch_step_metrics(ranks.all_gather(reward_fn.catch_calls)))
         written = {r["problem_id"]: text for r, (text,) in zip(asked_rows, final, strict=True)}
-        for p in problems:
+        for p in final_problems(cfg, problems, pool):
             tests = list(generated.get(p.id, []))
             for t in prompts.extract_tests(written.get(p.id, ""), p.function_name):
                 if t not in tests:
@@ -357,6 +358,38 @@ def train_generator(
         cfg, model, tok, out_model, trained_record(cfg, "generator", base, meta, init_model)
     )
     return metrics
+
+
+def final_problems(cfg: Config, problems: list[Problem], pool: list[Problem]) -> list[Problem]:
+    """The problems the phase writes tests for: its draw, then with `steps.final_tests_all` the
+    rest of the training pool in pool order (`final_rows` says why)."""
+    if not cfg.steps.final_tests_all:
+        return problems
+    drawn = {p.id for p in problems}
+    return problems + [p for p in pool if p.id not in drawn]
+
+
+def final_rows(
+    cfg: Config,
+    rows: list[dict[str, Any]],
+    zone: dict[str, dict[str, float]],
+    problems: list[Problem],
+    pool: list[Problem],
+) -> list[dict[str, Any]]:
+    """The prompt rows the trained generator writes its final tests for: `tested_rows` of its
+    draw's `rows`, or with `steps.final_tests_all` a row for every training problem (`rows`,
+    then the rest of `pool`). Every one, because the next answerer phase may sample any: it
+    draws (`draw_in_zone`) by the zone that validation writes after banking these tests (a
+    problem whose frozen answers all pass the given tests joins the zone when a banked test
+    fails one), among the problems at its coach's levels, which only its init model's record
+    holds; a generated test changes the answerer's reward only on a problem it covers."""
+    if not cfg.steps.final_tests_all:
+        return tested_rows(rows, zone)
+    asked = (cfg.steps.generator_tests, cfg.steps.generator_stated_cases)
+    return rows + [
+        {"prompt": prompts.generator_messages(p, *asked), "problem_id": p.id}
+        for p in final_problems(cfg, problems, pool)[len(problems) :]
+    ]
 
 
 def tested_rows(rows: list[dict[str, Any]], zone: dict[str, dict[str, float]]) -> list[dict]:

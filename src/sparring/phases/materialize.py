@@ -25,6 +25,7 @@ from sparring.config import Config
 from sparring.problems import Problem, heldout_sets, write_jsonl
 from sparring.problems.sources import checked_sets
 from sparring.rewards.bank import (
+    BANK_CAP_PER_PROBLEM,
     BANK_FILE,
     Carried,
     carry,
@@ -100,7 +101,8 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
 
 def inherit(cfg: Config, rows: list[Any], train: list[Problem]) -> Carried:
     """The persisted bank's tests this run keeps (sparring.rewards.bank.carry: another task space is
-    refused; changed references, duplicates by behaviour and tests over the cap are retired),
+    refused; changed references, duplicates by behaviour and tests over the cap, or over
+    `steps.bank_per_problem` where that is smaller, are retired),
     each re-validated on its problem's reference in the sandbox: one it now fails is retired as
     `invalid` (a sandbox failure proves nothing: those are kept)."""
     from sparring import progress
@@ -111,7 +113,8 @@ def inherit(cfg: Config, rows: list[Any], train: list[Problem]) -> Carried:
         return Carried(rows=[], inherited=0)
     refs = {p.id: reference_digest(p.reference_solution) for p in train}
     where = f"the bank at {cfg.storage.bank_uri or 'the given path'}"
-    carried = carry(rows, task_space(refs), refs, where=where)
+    cap = min(BANK_CAP_PER_PROBLEM, cfg.steps.bank_per_problem or BANK_CAP_PER_PROBLEM)
+    carried = carry(rows, task_space(refs), refs, cap, where=where)
     by_id = {p.id: p for p in train}
     invalid: set[tuple[str, str]] = set()
     with Sandbox(untrusted_limits(cfg)) as sb:

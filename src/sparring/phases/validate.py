@@ -3,10 +3,14 @@
 Covers: `validate_tests` (each round's tests judged by sparring.sandbox.validation.judge_tests:
 the reference solution and the parameters' declared types; then the trivial solutions, the
 frozen answerer's break rate, the zone estimate for the next answerer phase, the survivors
-merged into the bank by sparring.rewards.bank's rule; `trivially_passed_in`, the trivial solutions
-run
-on a problem's tests, is shared with the fuzz generator's pick) and `validate_into` (the sandbox
-task's body: the bank and its metrics in one folder, since that task has no MLflow credentials).
+merged into the bank by sparring.rewards.bank's rule, at most `steps.bank_per_problem` a problem
+(the first in the order written), each with the frozen answers it caught that the given tests
+pass; `trivially_passed_in`, the trivial solutions run on a problem's tests, is shared with the
+fuzz generator's pick), what the bank covers (`bank_coverage` and tests per covered problem;
+`room_metrics`: of the problems where a frozen answer passes the given tests and fails a
+withheld one, the share whose bank fails an answer the given tests pass) and `validate_into`
+(the sandbox task's body: the bank and its metrics in one folder, since that task has no MLflow
+credentials).
 Does not cover: the sandbox (sparring.sandbox), the bank's format and what enters it
 (sparring.rewards.bank).
 """
@@ -25,6 +29,7 @@ from sparring.rewards.bank import (
     BANK_FILE,
     BankMerge,
     beside_bank,
+    coverage,
     keep_tests,
     read_rows,
     reference_digest,
@@ -47,10 +52,12 @@ def validate_tests(
     bank_in: str,
     bank_out: str,
 ) -> dict[str, float]:
-    """Validate generated tests in the sandbox; append survivors to the bank (bank_out).
-    `bank_in` is a bank file or folder."""
+    """Validate generated tests in the sandbox; append survivors to the bank (bank_out), at
+    most `steps.bank_per_problem` a problem (0: no cap), the first valid ones in the order
+    `generated_tests` lists them. `bank_in` is a bank file or folder."""
     from sparring.phases.sandboxed import require_isolation
     from sparring.sandbox import Sandbox
+    from sparring.sandbox.result_cache import ResultCache
     from sparring.sandbox.validation import judge_tests
 
     require_isolation(cfg)
@@ -60,14 +67,20 @@ def validate_tests(
         read_rows(bank_in),
         {pid: p.baseline_tests for pid, p in problems.items()},
         cfg.rewards.duplicate_similarity,
+        cfg.steps.bank_per_problem,
     )
-    solutions = {
-        r["problem_id"]: [s for s in r["solutions"] if s] for r in read_lines(frozen_solutions)
+    frozen_rows = read_lines(frozen_solutions)
+    solutions = {r["problem_id"]: [s for s in r["solutions"] if s] for r in frozen_rows}
+    # a parsed answer's index in its frozen row: what a banked row's `caught` names
+    position = {
+        r["problem_id"]: [i for i, s in enumerate(r["solutions"]) if s] for r in frozen_rows
     }
     generated = read_lines(generated_tests)
-    total = valid = honest = discriminating = duplicates = 0
+    total = valid = honest = discriminating = duplicates = over_cap = 0
     infra = 0
+    cache = ResultCache()  # the given tests' runs here are the zone's too
     with Sandbox(untrusted_limits(cfg)) as sb:
+        passing = given_passing(problems, solutions, sb, cache)
         for row in generated:
             p = problems.get(row["problem_id"])
             tests = [t for t in row.get("tests", []) if isinstance(t, str)]
@@ -94,15 +107,22 @@ def validate_tests(
                 discriminating += bool(v.breaks)
                 if dup:
                     continue
+                if bank.full(p.id):
+                    over_cap += 1
+                    continue
+                caught = [position[p.id][j] for j in v.breaks if j in passing.get(p.id, ())]
                 bank.add(
                     p.id, v.test, round_index, len(v.breaks),
                     reference=reference_digest(p.reference_solution), space=space,
+                    **({"caught": caught} if caught else {}),
                 )  # fmt: skip
         write_rows(bank_out, bank.rows)
+        held = tests_by_problem(keep_tests(bank.rows))
+        room = room_metrics(problems, solutions, passing, held, sb, cache)
         # the zone the next answerer phase draws by: its reward sees the bank too, so a problem
         # whose samples all pass the given tests and differ on a banked one is in it
-        banked = tests_by_problem(bank.rows) if cfg.rewards.answerer_bank else {}
-        zone = frozen_zone(cfg, problems, solutions, sb, banked)
+        banked = held if cfg.rewards.answerer_bank else {}
+        zone = frozen_zone(cfg, problems, solutions, sb, banked, cache)
     beside_bank(bank_out, ZONE_FILE).write_text(json.dumps(zone, sort_keys=True))
     return {
         "candidates": float(total),
@@ -116,7 +136,65 @@ def validate_tests(
         "new_tests": float(len(bank.added)),
         "bank_size": float(len(keep_tests(bank.rows))),
         "infra_errors": float(infra),
+        "over_cap": float(over_cap),
+        **coverage(bank.rows, problems),
+        **room,
     }
+
+
+def given_passing(
+    problems: dict[str, Problem], solutions: dict[str, list[str]], sandbox: Any, cache: Any
+) -> dict[str, set[int]]:
+    """Per problem with frozen answers, the indices (into `solutions[pid]`) of those that pass
+    every given test of the problem (a sandbox failure passes nothing), run in one batch."""
+    from sparring.sandbox.result_cache import run_cached
+
+    jobs = [
+        (pid, i, code)
+        for pid, codes in solutions.items()
+        if pid in problems
+        for i, code in enumerate(codes)
+    ]
+    given = [(code, problems[pid].baseline_tests) for pid, _, code in jobs]
+    runs = run_cached(sandbox, given, cache)
+    out: dict[str, set[int]] = {pid: set() for pid in solutions if pid in problems}
+    for (pid, i, _), row in zip(jobs, runs, strict=True):
+        if all(ok is True for ok in row):
+            out[pid].add(i)
+    return out
+
+
+def room_metrics(
+    problems: dict[str, Problem],
+    solutions: dict[str, list[str]],
+    passing: dict[str, set[int]],
+    banked: dict[str, list[str]],
+    sandbox: Any,
+    cache: Any,
+) -> dict[str, float]:
+    """Whether the bank reaches where the given tests let answers through. A problem has room
+    when one of its frozen answers passes its given tests (`passing`) and fails a withheld test
+    (`Problem.withheld_tests`, data.given_tests): `bank_room_measured` (problems whose frozen
+    answers are known and who withhold tests), `bank_room_problems` (those with room) and
+    `bank_room_caught` (the share of those whose banked tests fail an answer the given tests
+    pass; absent when no problem has room). {} when no problem is measured: no frozen answers
+    (generator_mode fuzz) or no withheld tests."""
+    from sparring.sandbox.result_cache import run_cached
+
+    measured = [pid for pid in passing if problems[pid].withheld_tests]
+    if not measured:
+        return {}
+
+    def fails(tests_of: dict[str, list[str]], ids: list[str]) -> set[str]:
+        jobs = [(pid, solutions[pid][i]) for pid in ids for i in sorted(passing[pid])]
+        runs = run_cached(sandbox, [(code, tests_of.get(pid, [])) for pid, code in jobs], cache)
+        return {pid for (pid, _), row in zip(jobs, runs, strict=True) if False in row}
+
+    room = sorted(fails({pid: problems[pid].withheld_tests for pid in measured}, measured))
+    out = {"bank_room_measured": float(len(measured)), "bank_room_problems": float(len(room))}
+    if room:
+        out["bank_room_caught"] = len(fails(banked, room)) / len(room)
+    return out
 
 
 def trivially_passed_in(problem: Problem, tests: list[str], sandbox: Any) -> set[str]:

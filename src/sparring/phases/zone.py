@@ -52,11 +52,13 @@ def frozen_zone(
     solutions: dict[str, list[str]],
     sandbox: Any,
     banked: dict[str, list[str]] | None = None,
+    cache: Any = None,
 ) -> dict[str, dict[str, float]]:
     """Per problem the frozen answerer was sampled on: the honest rewards of its solutions on
     the tests the answerer's reward sees (the problem's given tests, then `banked`'s tests of
     it: where the given tests pass every sample and a banked test fails some, the problem is in
-    the zone), unparseable samples earning 0, summarised by `zone_stats`."""
+    the zone), unparseable samples earning 0, summarised by `zone_stats`. `cache`: a
+    sparring.sandbox.result_cache.ResultCache holding runs the caller made already."""
     from sparring.sandbox.result_cache import run_cached
 
     zone: dict[str, dict[str, float]] = {}
@@ -67,7 +69,7 @@ def frozen_zone(
         extra = (banked or {}).get(pid, [])
         tests = list(p.baseline_tests) + extra
         mask, trivial = rewards.credit_view(len(p.baseline_tests), p.trivial_passes, len(extra))
-        rows = run_cached(sandbox, [(c, tests) for c in codes], None) if codes else []
+        rows = run_cached(sandbox, [(c, tests) for c in codes], cache) if codes else []
         values = [rewards.answerer_credit(row, mask, trivial, p.difficulty).reward for row in rows]
         kept = [v for v in values if v is not None]
         kept += [0.0] * (cfg.steps.frozen_samples - len(codes))  # unparseable samples

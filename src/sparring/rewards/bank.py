@@ -12,7 +12,10 @@ its `zone.json` and `validation.json` (`beside_bank`). One row per banked test:
 - `breaks` (int): how many of the frozen answerer's solutions failed it when it was banked;
 - `reference` (str): `reference_digest` of the problem's reference solution it was validated
   against, and `space` (str): `task_space` of the training problems of the run that banked it;
-- `run` (str): the MLflow parent run whose select phase first persisted it (`stamp_run`).
+- `run` (str): the MLflow parent run whose select phase first persisted it (`stamp_run`);
+- `caught` (list[int], only where not empty): the frozen answers of its round it failed that
+  the problem's given tests pass, as indices into that round's frozen solutions row of the
+  problem (`frozen_solutions.jsonl`, its `solutions` list): the answers only it caught.
 
 No phase field: a round's tests all come from its one generator phase (its alternating pairs
 included), so the round is the whole lineage the rows record.
@@ -24,8 +27,10 @@ evaluation and the answerer read them), writing (`write_rows`, atomic) and copyi
 (`tests_by_problem`, `bank_tests`), lineage (`rows_by_round`), and what enters the bank
 (`BankMerge`: a test joins when it is valid, no trivial solution passes it (`trivially_passed`)
 and it is no duplicate, exact or near, of the problem's baseline tests, banked tests or tests
-joined before it). Banked tests are therefore discriminating by construction: the answerer's
-credit counts every one (`rewards.credit_view`, its `n_extra`).
+joined before it; with a cap, `per_problem`, a problem's tests beyond it are refused in the
+order offered: `full`). Banked tests are therefore discriminating by construction: the answerer's
+credit counts every one (`rewards.credit_view`, its `n_extra`). What a bank covers
+(`coverage`: the share of training problems with a banked test, tests per covered problem).
 
 Across runs (recurring training): `carry` decides what of a persisted bank a new run inherits.
 A bank of another task space is refused (`BankRefused`, naming both); a test whose problem's
@@ -147,17 +152,25 @@ class BankMerge:
 
     `baseline`: problem id -> its own tests. A candidate is a duplicate when its normalized
     form (`sparring.sandbox.plan.normalize`) equals one of the problem's known tests (baseline,
-    banked, added), or its token Jaccard similarity to one reaches `similarity`.
+    banked, added), or its token Jaccard similarity to one reaches `similarity`. `per_problem`
+    (`steps.bank_per_problem`; 0 = no cap): the most tests a problem holds, banked and added
+    together; the caller asks `full` before adding.
     """
 
     def __init__(
-        self, rows: list[Any], baseline: Mapping[str, Sequence[str]], similarity: float
+        self,
+        rows: list[Any],
+        baseline: Mapping[str, Sequence[str]],
+        similarity: float,
+        per_problem: int = 0,
     ) -> None:
         self.banked = list(rows)
         self.added: list[Row] = []
         self.similarity = similarity
+        self.per_problem = per_problem
         self._baseline = baseline
-        self._by_problem = tests_by_problem(self.banked)
+        self._by_problem = tests_by_problem(keep_tests(self.banked))
+        self._held = Counter({pid: len(tests) for pid, tests in self._by_problem.items()})
         self._known: dict[str, tuple[list[str], set[str]]] = {}
 
     def _seen(self, problem_id: str) -> tuple[list[str], set[str]]:
@@ -172,12 +185,18 @@ class BankMerge:
             rewards.jaccard(test, k) >= self.similarity for k in known
         )
 
-    def add(self, problem_id: str, test: str, round_index: int, breaks: int, **lineage: str) -> Row:
-        """Bank `test` (the caller checked it: valid, not trivially passed, no duplicate);
-        `lineage`: its `reference` and `space` (the module docstring)."""
+    def full(self, problem_id: str) -> bool:
+        """Whether the problem holds `per_problem` tests already (never without a cap)."""
+        return bool(self.per_problem) and self._held[problem_id] >= self.per_problem
+
+    def add(self, problem_id: str, test: str, round_index: int, breaks: int, **lineage: Any) -> Row:
+        """Bank `test` (the caller checked it: valid, not trivially passed, no duplicate, the
+        problem not `full`); `lineage`: its `reference`, `space` and `caught` (the module
+        docstring)."""
         row = {"problem_id": problem_id, "test": test, "round": round_index, "breaks": breaks}
         row.update(lineage)
         self.added.append(row)
+        self._held[problem_id] += 1
         known, keys = self._seen(problem_id)
         known.append(test)
         keys.add(normalize(test))
@@ -187,6 +206,25 @@ class BankMerge:
     def rows(self) -> list[Any]:
         """The bank after the merge: its rows as they were, then the added ones."""
         return self.banked + self.added
+
+
+def coverage(rows: Sequence[Any], problem_ids: Iterable[str]) -> dict[str, float]:
+    """What a bank covers of the training problems `problem_ids`: `bank_coverage` (the share
+    with at least one banked test: a banked test changes the answerer's reward only on its
+    problem), and over the covered ones `bank_tests_per_covered_max` and `_mean` (0 when none
+    is covered). Tests of other problems are not counted.
+
+    >>> rows = [{"problem_id": p, "test": t} for p, t in ["a1", "a2", "b1", "z1"]]
+    >>> coverage(rows, "abcd")
+    {'bank_coverage': 0.5, 'bank_tests_per_covered_max': 2.0, 'bank_tests_per_covered_mean': 1.5}
+    """
+    ids = set(problem_ids)
+    held = [len(t) for pid, t in tests_by_problem(keep_tests(rows)).items() if pid in ids]
+    return {
+        "bank_coverage": len(held) / len(ids) if ids else 0.0,
+        "bank_tests_per_covered_max": float(max(held, default=0)),
+        "bank_tests_per_covered_mean": sum(held) / len(held) if held else 0.0,
+    }
 
 
 # ---------------------------------------------------------------- across runs
