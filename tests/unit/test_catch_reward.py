@@ -6,6 +6,7 @@ import pytest
 
 from sparring import rewards
 from sparring.evaluation import learning
+from sparring.phases.generator import catch_step_metrics
 from sparring.problems import Problem
 from sparring.rewards import code_duel
 
@@ -15,13 +16,16 @@ ROOMY_S = 5.0  # wall limit per test: every run here must finish, on a machine s
 
 
 def test_doctests_of_the_scoring_module():
-    """generator_scoring's doctests (catch_by_problem, catch_step_metrics, reference_in_domain);
+    """generator_scoring's doctests (catch_by_problem, reference_in_domain) and the generator
+    phase's catch_step_metrics;
     rewards', learning's and intervals' run in test_rewards_and_games."""
     import doctest
 
+    from sparring.phases import generator
     from sparring.rewards import generator_scoring
 
     result = doctest.testmod(generator_scoring)
+    assert doctest.testmod(generator).failed == 0
     assert result.attempted > 0 and result.failed == 0
 
 
@@ -88,14 +92,14 @@ def test_catch_metrics_per_batch_and_the_train_catch_line():
     assert m["generator_catchable_share"] == pytest.approx(1 / 3)  # problems, not completions
     first = {f"p{i}": 0.0 for i in range(6)}
     last = {f"p{i}": 1.0 if i < 3 else 0.5 for i in range(6)}
-    phase = code_duel.catch_step_metrics([[first, {"p0": 0.2}, last]])
+    phase = catch_step_metrics([[first, {"p0": 0.2}, last]])
     assert (phase["generator_catch_first"], phase["generator_catch_last"]) == (0.0, 0.75)
     assert phase["generator_catch_calls"] == 3.0
     summary, *_ = learning.from_phase_runs([("r1-train-generator", phase)])
     line = learning.learn_lines(summary, [], None)
     # the interval: 0.75 +- 1.96 * 0.25 / sqrt(6) (the last step's standard error alone)
     assert "LEARN generator_catch_train first=0.000 last=0.750 ci95_delta=0.550,0.950 n=6" in line
-    one = code_duel.catch_step_metrics([[last]])
+    one = catch_step_metrics([[last]])
     summary, *_ = learning.from_phase_runs([("r1-train-generator", one)])
     assert (
         "LEARN generator_catch_train first=0.750 last=0.750 ci95_delta=n/a (one step) n=6"

@@ -15,6 +15,7 @@ import ast
 import gc
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sparring import backends
@@ -343,7 +344,7 @@ def train_generator(
         out_rows = []
         generated = ranks.merge_lists(scorer.generated)  # every process's training completions
         if w.generator == "catch":  # the first and last step's catch, over every process's
-            metrics.update(code_duel.catch_step_metrics(ranks.all_gather(reward_fn.catch_calls)))
+            metrics.update(catch_step_metrics(ranks.all_gather(reward_fn.catch_calls)))
         written = {r["problem_id"]: text for r, (text,) in zip(asked_rows, final, strict=True)}
         for p in final_problems(cfg, problems, pool):
             tests = list(generated.get(p.id, []))
@@ -456,3 +457,34 @@ class _ProposerRewardFn:
         self.history.append({"proposal_validity": sum(v is not None for v in valid) / len(valid)})
         self.rewards.extend(out)
         return out
+
+
+def catch_step_metrics(per_process: Sequence[Sequence[Mapping[str, float]]]) -> dict[str, float]:
+    """The generator phase's `generator_catch_{first,last}{,_se,_n}` (mean catch over problems at
+    its first and last scoring call, with its standard error over problems and the problem
+    count: sparring.evaluation.intervals.side_summary) and `generator_catch_calls`, from
+    `catch_by_problem` of each call, per training process (call i of every process together:
+    each scores its share of the step's problems). {} when nothing was scored.
+
+    >>> m = catch_step_metrics([[{"a": 0.0, "b": 0.5}, {"a": 1.0}], [{"c": 0.5}, {"c": 0.0}]])
+    >>> m["generator_catch_first"], m["generator_catch_last"], m["generator_catch_last_n"]
+    (0.3333333333333333, 0.5, 2.0)
+    """
+    from sparring.evaluation.intervals import side_summary
+
+    calls: list[dict[str, float]] = []
+    for process in per_process:
+        for i, per_problem in enumerate(process):
+            if i == len(calls):
+                calls.append({})
+            calls[i].update(per_problem)
+    calls = [c for c in calls if c]
+    if not calls:
+        return {}
+    out = {"generator_catch_calls": float(len(calls))}
+    for side, call in (("first", calls[0]), ("last", calls[-1])):
+        summary = side_summary(list(call.values()))
+        out[f"generator_catch_{side}"] = summary["mean"]
+        out[f"generator_catch_{side}_se"] = summary["se"]
+        out[f"generator_catch_{side}_n"] = summary["n"]
+    return out

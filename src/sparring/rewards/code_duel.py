@@ -46,7 +46,6 @@ from sparring.rewards.generator_scoring import (  # noqa: F401 (re-exported: cal
     GeneratorScorer,
     ProblemInfo,
     catch_by_problem,
-    catch_step_metrics,
     generator_score,
     problem_info,
     reference_in_domain,
@@ -451,7 +450,7 @@ class AnswererRewardFn:
 class GeneratorRewardFn:
     """TRL reward function of the test writer: column `problem_id` names the problem.
     `catch_calls`: with the catch reward, each call's {problem: mean catch}
-    (`catch_step_metrics` reads its first and last)."""
+    (sparring.phases.generator.catch_step_metrics reads its first and last)."""
 
     __name__ = "generator_reward"
 

@@ -12,7 +12,7 @@ pure assembly of those results into `rewards.generator_reward` (unit-tested with
 `ProblemInfo` / `problem_info`, what it needs about one problem; `score_metrics`, the batch
 means; with `rewards.generator: catch` the frozen answers' verdicts on the given tests too (run
 once per answer through the same cache), `rewards.catch_reward` in place of the weighted sum,
-`catch_by_problem` and `catch_step_metrics` (the first and last scoring call's catch, with
+`catch_by_problem` (the first and last scoring call's catch, with
 their standard errors over problems). None means "no signal" (sandbox failure), never 0.
 Does not cover: the answerer's reward or the TRL reward-function adapter
 (`sparring.rewards.code_duel.GeneratorRewardFn` wraps a `GeneratorScorer`), the result cache
@@ -356,34 +356,3 @@ def catch_by_problem(scores: Sequence[GeneratorScore]) -> dict[str, float]:
         if s.catch is not None:
             per[s.problem_id].append(s.catch)
     return {pid: sum(v) / len(v) for pid, v in per.items()}
-
-
-def catch_step_metrics(per_process: Sequence[Sequence[Mapping[str, float]]]) -> dict[str, float]:
-    """The generator phase's `generator_catch_{first,last}{,_se,_n}` (mean catch over problems at
-    its first and last scoring call, with its standard error over problems and the problem
-    count: sparring.evaluation.intervals.side_summary) and `generator_catch_calls`, from
-    `catch_by_problem` of each call, per training process (call i of every process together:
-    each scores its share of the step's problems). {} when nothing was scored.
-
-    >>> m = catch_step_metrics([[{"a": 0.0, "b": 0.5}, {"a": 1.0}], [{"c": 0.5}, {"c": 0.0}]])
-    >>> m["generator_catch_first"], m["generator_catch_last"], m["generator_catch_last_n"]
-    (0.3333333333333333, 0.5, 2.0)
-    """
-    from sparring.evaluation.intervals import side_summary
-
-    calls: list[dict[str, float]] = []
-    for process in per_process:
-        for i, per_problem in enumerate(process):
-            if i == len(calls):
-                calls.append({})
-            calls[i].update(per_problem)
-    calls = [c for c in calls if c]
-    if not calls:
-        return {}
-    out = {"generator_catch_calls": float(len(calls))}
-    for side, call in (("first", calls[0]), ("last", calls[-1])):
-        summary = side_summary(list(call.values()))
-        out[f"generator_catch_{side}"] = summary["mean"]
-        out[f"generator_catch_{side}_se"] = summary["se"]
-        out[f"generator_catch_{side}_n"] = summary["n"]
-    return out
