@@ -37,7 +37,7 @@ from sparring.rewards.bank import (
     tests_by_problem,
     write_rows,
 )
-from sparring.sandbox.limits import trusted_limits, untrusted_limits
+from sparring.sandbox.limits import SandboxLimits, trusted_limits, untrusted_limits
 
 log = logging.getLogger(__name__)
 
@@ -49,13 +49,15 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
     require_isolation(cfg)  # the first phase: a machine that cannot isolate stops here
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    drawn = checked_sets(cfg.data, cfg.seed, untrusted_limits(cfg), trusted_limits(cfg))
+    # model-written code and tests run under untrusted limits; a problem's own tests are trusted
+    untrusted, trusted = untrusted_limits(cfg), trusted_limits(cfg)
+    drawn = checked_sets(cfg.data, cfg.seed, untrusted, trusted)
     train, val, eval_set, sets = drawn.train, drawn.val, drawn.eval, drawn.sets
     withheld = sum(len(p.withheld_tests) for p in train)
     write_jsonl(train, out / "train.jsonl")
     write_jsonl(val, out / "val.jsonl")
     write_jsonl(eval_set, out / "eval.jsonl")
-    inherited = inherit(cfg, read_rows(bank_in), train)
+    inherited = inherit(cfg, read_rows(bank_in), train, untrusted)
     bank = inherited.rows
     write_rows(out / BANK_FILE, bank)
     manifest = {
@@ -99,7 +101,7 @@ def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[s
     }
 
 
-def inherit(cfg: Config, rows: list[Any], train: list[Problem]) -> Carried:
+def inherit(cfg: Config, rows: list[Any], train: list[Problem], limits: SandboxLimits) -> Carried:
     """The persisted bank's tests this run keeps (sparring.rewards.bank.carry: another task space is
     refused; changed references, duplicates by behaviour and tests over the cap, or over
     `steps.bank_per_problem` where that is smaller, are retired),
@@ -117,7 +119,7 @@ def inherit(cfg: Config, rows: list[Any], train: list[Problem]) -> Carried:
     carried = carry(rows, task_space(refs), refs, cap, where=where)
     by_id = {p.id: p for p in train}
     invalid: set[tuple[str, str]] = set()
-    with Sandbox(untrusted_limits(cfg)) as sb:
+    with Sandbox(limits) as sb:
         for pid, tests in tests_by_problem(carried.rows).items():
             report = sandbox_validate(by_id[pid].reference_solution, tests, [], sb)
             if not report.infra_error:

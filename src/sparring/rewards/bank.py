@@ -111,7 +111,8 @@ def read_bank(path: str | Path | None) -> list[Row]:
 def write_rows(path: str | Path, rows: Iterable[Any]) -> None:
     """Write a bank file atomically (temp file, fsync, rename: a killed writer leaves the old
     file); a full disk is a one-line SparringError naming the file."""
-    storage.write_text(str(path), dump_rows(rows))
+    text = dump_rows(rows)
+    storage.write_text(str(path), text)
 
 
 def copy_bank(src: str | Path | None, dst: str | Path) -> None:
