@@ -267,6 +267,7 @@ def _pooled_lines(cfg, client, runs, parent_run_id: str) -> list[str]:
         pool_lines,
         pooled_arm_line,
     )
+    from sparring.evaluation.study_pairs import pairing_refusal, same_arm
 
     mine = _heldout_of(client, runs)
     experiment = runs[0].info.experiment_id if runs else None
@@ -295,14 +296,16 @@ def _pooled_lines(cfg, client, runs, parent_run_id: str) -> list[str]:
         seed = int(params.get("training_seed", 0))
         if differences:
             field = differences[0]
-            if field not in ARM_FIELDS:
-                continue
+            if field not in ARM_FIELDS or pairing_refusal(my_params, params, ""):
+                continue  # not an arm; or a contrast its study never planned (_arm_lines says)
             value = params.get(field, defaults.get(field))
             arm_value, chosen = others.setdefault(field, (value, {}))
             if value != arm_value:
                 continue  # another value of the field: not this arm
-        else:
+        elif same_arm(my_params, params):
             chosen = treated
+        else:
+            continue  # this config run as another study's arm, or outside the study
         if seed in chosen:
             continue  # a later run of that seed is already in
         data = _heldout_of(client, tracking.child_runs(cfg, parent.info.run_id))
@@ -346,9 +349,13 @@ def _arm_lines(cfg, client, runs, name: str, field: str) -> list[str]:
     given tests alone: `make learn-given`; sparse against dense tests: `make learn-dense`),
     paired over tasks (`learning.heldout_pair`), in each measure both files hold
     (learning.ARM_MEASURES: `LEARN <name>` on the per-test share, `LEARN <name>_strict` on
-    every test passed). [] until both exist; a run that differs in
+    every test passed), each line ending `treatment=<name>:<run id> control=<name>:<run id>`
+    (the two MLflow parent runs). [] until both exist; a run that differs in
     `field` and elsewhere too (say lora.top_layers), or whose heldout.json cannot be paired with
-    this one's (other problems, other base scores, no reward named), is skipped, and said so."""
+    this one's (other problems, other base scores, no reward named), is skipped, and said so.
+    A study's run (tracking.study) pairs only with a run of the same study whose arm forms a
+    contrast the study planned (sparring.evaluation.study_pairs); any other is skipped, and
+    said so."""
     from sparring import tracking
     from sparring.config import to_dict
     from sparring.evaluation.learning import (
@@ -358,6 +365,7 @@ def _arm_lines(cfg, client, runs, name: str, field: str) -> list[str]:
         is_treatment,
         reward_vs_control,
     )
+    from sparring.evaluation.study_pairs import pairing_refusal
 
     mine = _heldout_of(client, runs)
     if not (mine and mine.sets.get("new_tasks")):
@@ -396,11 +404,18 @@ def _arm_lines(cfg, client, runs, name: str, field: str) -> list[str]:
                     file=sys.stderr,
                 )
             continue
+        refusal = pairing_refusal(my_params, their_params, f"run {parent.info.run_id}")
+        if refusal:
+            print(f"{name}: {refusal}", file=sys.stderr)
+            continue
         theirs = _heldout_of(client, tracking.child_runs(cfg, parent.info.run_id))
         if not theirs:
             continue
         mine_first = is_treatment(field, my_value, their_value)
         treatment, control = (mine, theirs) if mine_first else (theirs, mine)
+        me = f"{cfg.name}:{runs[0].data.tags.get('mlflow.parentRunId', '')}"
+        them = f"{their_params.get('name', '')}:{parent.info.run_id}"
+        named = f"treatment={me} control={them}" if mine_first else f"treatment={them} control={me}"
         lines = []
         for measure, suffix in ARM_MEASURES:
             try:
@@ -408,7 +423,8 @@ def _arm_lines(cfg, client, runs, name: str, field: str) -> list[str]:
             except ValueError as exc:
                 print(f"{name}{suffix}: run {parent.info.run_id}: {exc}", file=sys.stderr)
                 continue
-            lines.append(reward_vs_control(*pairs, seed=cfg.seed, name=name + suffix))
+            line = reward_vs_control(*pairs, seed=cfg.seed, name=name + suffix)
+            lines.append(f"{line} {named}")
         if lines:
             return lines
     return []

@@ -298,9 +298,9 @@ def _overrides(cfg):
 
 
 def test_learn_and_learn_control_find_each_other_in_the_experiment(cfg, tmp_path):
-    """make learn and make learn-control: whichever ends second prints reward_vs_control, the
-    treatment's gain on the held-out new tasks minus the control's, paired over tasks, read from
-    the other run's evaluate phase in MLflow."""
+    """make learn and make learn-control (runs of no study): whichever ends second prints
+    reward_vs_control, the treatment's gain on the held-out new tasks minus the control's,
+    paired over tasks, read from the other run's evaluate phase in MLflow, naming both runs."""
     from mlflow import MlflowClient
 
     from sparring.local_run import _arm_lines
@@ -315,7 +315,10 @@ def test_learn_and_learn_control_find_each_other_in_the_experiment(cfg, tmp_path
     # no control run yet: no line
     assert _control_line(treat_cfg, client, tracking.child_runs(treat_cfg, treat)) is None
     ctrl_cfg, ctrl = _learning_run(cfg, "format_only", {i: [0.2, 0.3] for i in ids}, tmp_path)
-    expected = "LEARN reward_vs_control delta=0.300 ci95_delta=0.300,0.300 n=6"
+    expected = (
+        "LEARN reward_vs_control delta=0.300 ci95_delta=0.300,0.300 n=6 "
+        f"treatment=sparring:{treat} control=sparring:{ctrl}"
+    )
     assert _control_line(ctrl_cfg, client, tracking.child_runs(ctrl_cfg, ctrl)) == expected
     assert _control_line(treat_cfg, client, tracking.child_runs(treat_cfg, treat)) == expected
 
@@ -330,13 +333,16 @@ def test_a_chained_control_is_refused_in_one_line_naming_it(cfg, tmp_path, capsy
 
     ids = [f"p{i}" for i in range(6)]
     treat_cfg, treat = _learning_run(cfg, "honest", {i: [0.2, 0.6] for i in ids}, tmp_path)
-    _learning_run(cfg, "format_only", {i: [0.2, 0.3] for i in ids}, tmp_path)
+    _, ctrl = _learning_run(cfg, "format_only", {i: [0.2, 0.3] for i in ids}, tmp_path)
     _, chained = _learning_run(
         cfg, "format_only", {i: [0.2, 0.6] for i in ids}, tmp_path / "x", start=CHAINED
     )
     runs = tracking.child_runs(treat_cfg, treat)
     lines = _arm_lines(treat_cfg, MlflowClient(), runs, "reward_vs_control", "rewards.answerer")
-    assert lines == ["LEARN reward_vs_control delta=0.300 ci95_delta=0.300,0.300 n=6"]
+    assert lines == [
+        "LEARN reward_vs_control delta=0.300 ci95_delta=0.300,0.300 n=6 "
+        f"treatment=sparring:{treat} control=sparring:{ctrl}"
+    ]
     refused = [line for line in capsys.readouterr().err.splitlines() if chained in line]
     assert any("control: started from the champion sparring-smoke@champion" in x for x in refused)
 
@@ -350,12 +356,15 @@ def test_a_control_with_another_config_is_not_paired(cfg, tmp_path, capsys):
 
     ids = [f"p{i}" for i in range(6)]
     treat_cfg, treat = _learning_run(cfg, "honest", {i: [0.2, 0.6] for i in ids}, tmp_path)
-    _learning_run(cfg, "format_only", {i: [0.2, 0.3] for i in ids}, tmp_path)
+    _, ctrl = _learning_run(cfg, "format_only", {i: [0.2, 0.3] for i in ids}, tmp_path)
     other = ["lora.top_layers=3"]
     _learning_run(cfg, "format_only", {i: [0.2, 0.6] for i in ids}, tmp_path / "x", other)
     runs = tracking.child_runs(treat_cfg, treat)
     lines = _arm_lines(treat_cfg, MlflowClient(), runs, "reward_vs_control", "rewards.answerer")
-    assert lines == ["LEARN reward_vs_control delta=0.300 ci95_delta=0.300,0.300 n=6"]
+    assert lines == [
+        "LEARN reward_vs_control delta=0.300 ci95_delta=0.300,0.300 n=6 "
+        f"treatment=sparring:{treat} control=sparring:{ctrl}"
+    ]
     err = capsys.readouterr().err
     assert "is not the other arm of this one" in err and "lora.top_layers=3 there" in err
 
@@ -375,19 +384,86 @@ def test_self_play_finds_its_given_tests_arm(cfg, tmp_path, capsys, monkeypatch)
     )
     _learning_run(cfg, "format_only", {i: [0.2, 0.2] for i in ids}, tmp_path / "c")
     given = ["phase_schedule=answerer"]
-    _learning_run(cfg, "honest", {i: [0.2, 0.5] for i in ids}, tmp_path / "g", given,
-                  strict={i: [0.0, 0.0] for i in ids})  # fmt: skip
+    _, given_run = _learning_run(cfg, "honest", {i: [0.2, 0.5] for i in ids}, tmp_path / "g",
+                                 given, strict={i: [0.0, 0.0] for i in ids})  # fmt: skip
     runs = tracking.child_runs(selfplay_cfg, selfplay)
     lines = _arm_lines(selfplay_cfg, MlflowClient(), runs, "selfplay_vs_given", "phase_schedule")
+    both = f"treatment=sparring:{selfplay} control=sparring:{given_run}"
     assert lines == [
-        "LEARN selfplay_vs_given delta=0.200 ci95_delta=0.200,0.200 n=6",
-        "LEARN selfplay_vs_given_strict delta=0.500 ci95_delta=0.500,0.500 n=6",
+        f"LEARN selfplay_vs_given delta=0.200 ci95_delta=0.200,0.200 n=6 {both}",
+        f"LEARN selfplay_vs_given_strict delta=0.500 ci95_delta=0.500,0.500 n=6 {both}",
     ]
     # no dense arm has run: no line rather than a wrong pair
     assert _arm_lines(selfplay_cfg, MlflowClient(), runs, "selfplay_vs_dense",
                       "data.given_tests") == []  # fmt: skip
     # the heldout.json downloads print no progress bar between the LEARN lines
     assert "Downloading artifacts" not in capsys.readouterr().err
+
+
+def _study_run(cfg, tmp_path, arm, reward, final, study="s1", contrasts="D-F", extra=()):
+    """A finished run of arm `arm` of a study whose runs share one experiment, as `make study`
+    sets them (sparring.experiments.study_design.StudyDesign.overrides); every arm has the same
+    six problems and base scores, `final` its held-out score after training."""
+    sets = [
+        f"tracking.experiment={cfg.tracking.experiment}-study-{study}",
+        f"name=study-{arm}-t1",
+        f'tracking.study="{study}"',
+        f'tracking.arm="{arm}"',
+        f'tracking.contrasts="{contrasts}"',
+        *extra,
+    ]
+    per_problem = {f"p{i}": [0.2, final] for i in range(6)}
+    return _learning_run(cfg, reward, per_problem, tmp_path / f"{study}-{arm}", sets)
+
+
+def test_a_study_pairs_two_arms_of_a_planned_contrast_naming_both(cfg, tmp_path):
+    """A study that plans D-F: F's run, ending second, pairs with D's (the treatment: the
+    honest reward) and names both runs, treatment first."""
+    from mlflow import MlflowClient
+
+    from sparring.local_run import _arm_lines
+
+    _, d_run = _study_run(cfg, tmp_path, "D", "honest", 0.6, study="planned")
+    f_cfg, f_run = _study_run(cfg, tmp_path, "F", "format_only", 0.3, study="planned")
+    runs = tracking.child_runs(f_cfg, f_run)
+    lines = _arm_lines(f_cfg, MlflowClient(), runs, "reward_vs_control", "rewards.answerer")
+    assert lines == [
+        "LEARN reward_vs_control delta=0.300 ci95_delta=0.300,0.300 n=6 "
+        f"treatment=study-D-t1:{d_run} control=study-F-t1:{f_run}"
+    ]
+    tags = MlflowClient().get_run(f_run).data.tags
+    assert (tags["sparring.study"], tags["sparring.arm"]) == ("planned", "F")
+
+
+def test_a_study_skips_arms_it_never_contrasted_and_says_why(cfg, tmp_path, capsys):
+    """D (every test given) and B (the all-tests reward) differ in rewards.answerer alone, but
+    a study that plans D-F and no D-B prints no reward_vs_control for them, either way round,
+    and says on stderr, in one line each, which run it skipped and why; a run of no study in
+    the same experiment is no partner of a study's run either."""
+    from mlflow import MlflowClient
+
+    from sparring.local_run import _arm_lines
+
+    d_cfg, d_run = _study_run(cfg, tmp_path, "D", "honest", 0.6, study="unplanned")
+    b_cfg, b_run = _study_run(cfg, tmp_path, "B", "all_tests", 0.3, study="unplanned")
+    outside = [f"tracking.experiment={cfg.tracking.experiment}-study-unplanned"]
+    _, loose = _learning_run(
+        cfg, "format_only", {f"p{i}": [0.2, 0.2] for i in range(6)}, tmp_path / "loose", outside
+    )
+    client = MlflowClient()
+    for run_cfg, run in ((d_cfg, d_run), (b_cfg, b_run)):
+        runs = tracking.child_runs(run_cfg, run)
+        assert _arm_lines(run_cfg, client, runs, "reward_vs_control", "rewards.answerer") == []
+    err = capsys.readouterr().err.splitlines()
+    assert (
+        f"reward_vs_control: run {b_run} (arm B) is not a planned contrast of arm D in study "
+        "unplanned; skipped"
+    ) in err
+    assert (
+        f"reward_vs_control: run {d_run} (arm D) is not a planned contrast of arm B in study "
+        "unplanned; skipped"
+    ) in err
+    assert any(x.startswith(f"reward_vs_control: run {loose} is a run of no study") for x in err)
 
 
 def test_learn_seeds_pool_over_the_training_seeds_of_one_config(cfg, tmp_path):

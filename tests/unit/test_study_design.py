@@ -187,3 +187,26 @@ def test_make_study_takes_the_study_file_by_name(tmp_path):
     done, calls = _make(tmp_path, "study", "STUDY=2026-12-02", "STUDY_FLAGS=--report")
     assert done.returncode == 0, done.stderr
     assert calls == [["study", "--study", "configs/study/2026-12-02.yaml", "--report"]]
+
+
+def test_every_run_records_its_study_arm_and_the_planned_contrasts():
+    """What the LEARN pairing lines read to pair a study's runs only by a planned contrast
+    (sparring.evaluation.study_pairs): the runner sets them on every run, quoted so that a study
+    named by its date stays text, and neither an arm nor --set may move them."""
+    import doctest
+
+    from sparring.config import checks, load_config
+    from sparring.evaluation import study_pairs
+
+    design = load_design(STUDY)
+    cfg = load_config(design.base, list(design.overrides("D", 2)))
+    assert (cfg.tracking.study, cfg.tracking.arm) == ("2026-12-02", "D")
+    assert cfg.tracking.contrasts == "D-F,S-G,G-F,D-S,D-B"
+    with pytest.raises(ConfigError, match=r"the study sets tracking\.arm"):
+        design.overrides("D", 1, ["tracking.arm=B"])
+    with pytest.raises(ConfigError, match=r"tracking\.arm: 'D' without tracking\.study"):
+        load_config(design.base, ["tracking.arm=D"])
+    with pytest.raises(ConfigError, match=r"tracking\.contrasts: 'D_F' is not treatment-control"):
+        load_config(design.base, ["tracking.study=s", "tracking.arm=D", "tracking.contrasts=D_F"])
+    assert doctest.testmod(study_pairs).failed == 0
+    assert doctest.testmod(checks).failed == 0

@@ -1,9 +1,11 @@
 """Checks across the fields of a validated Config: what each field allows given the others
 (topology and tuning mode, batch size and group size, reasoning stages and their order, pass@k
 and samples, known family names and levels, what each backend supports, TrainJob timeouts, vLLM
-modes), each refused with a one-line ConfigError naming the field and the fix.
+modes, a study's tracking fields), each refused with a one-line ConfigError naming the field and
+the fix.
 
-Covers: `check_cross_fields` (every check; run by `from_dict`) and `processes_per_node`.
+Covers: `check_cross_fields` (every check; run by `from_dict`), `processes_per_node` and
+`parse_contrasts` (tracking.contrasts read: sparring.evaluation.study_pairs pairs by it).
 
 Does not cover: a field's own type and bounds (sparring.config.validate), or what the fields do.
 """
@@ -15,6 +17,8 @@ import re
 from sparring.config.fields import ConfigError
 from sparring.config.problems import REASONING_STAGES
 from sparring.config.schema import Config
+
+ARM = re.compile(r"[A-Za-z]\w*")  # sparring.experiments.study_design.ARM_NAME: no '-' or ','
 
 
 def check_cross_fields(cfg: Config) -> None:
@@ -106,6 +110,7 @@ def check_cross_fields(cfg: Config) -> None:
             f"coach.success_threshold ({coach.success_threshold})"
         )
     _check_families(cfg)
+    _check_study(cfg.tracking.study, cfg.tracking.arm, cfg.tracking.contrasts)
     _check_distributed(cfg)
     _check_resources(cfg)
 
@@ -199,3 +204,48 @@ def _check_resources(cfg: Config) -> None:
                 f"kubernetes.{key}: {value!r} is not a {kind} quantity above 0; write e.g. "
                 f"{example}"
             )
+
+
+def parse_contrasts(text: str) -> list[tuple[str, str]]:
+    """tracking.contrasts as (treatment, control) arm pairs (the inverse of
+    sparring.evaluation.study_pairs.contrasts_text); ConfigError naming tracking.contrasts when
+    a part is not two arm names joined by '-'.
+
+    >>> parse_contrasts("D-F, S-G")
+    [('D', 'F'), ('S', 'G')]
+    >>> parse_contrasts("")
+    []
+    """
+    out = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        treatment, _, control = part.partition("-")
+        if not (ARM.fullmatch(treatment) and ARM.fullmatch(control)):
+            raise ConfigError(
+                f"tracking.contrasts: {part!r} is not treatment-control (two arm names "
+                "joined by '-', comma-separated, e.g. D-F,S-G)"
+            )
+        out.append((treatment, control))
+    return out
+
+
+def _check_study(study: str, arm: str, contrasts: str) -> None:
+    """tracking.study, tracking.arm and tracking.contrasts go together: all empty (no study),
+    or a study, its arm and its contrasts; ConfigError naming the field otherwise."""
+    planned = parse_contrasts(contrasts)
+    if not study:
+        for field, value in (("arm", arm), ("contrasts", contrasts)):
+            if value:
+                raise ConfigError(
+                    f"tracking.{field}: {value!r} without tracking.study; name the study or "
+                    "leave it empty"
+                )
+        return
+    if not ARM.fullmatch(arm):
+        raise ConfigError(
+            f"tracking.arm: {arm!r} is not an arm name (a letter, then letters, digits or '_'); "
+            f"give this run's arm in study {study}"
+        )
+    if not planned:
+        raise ConfigError(
+            f"tracking.contrasts: study {study} names no contrast; give them, e.g. D-F,S-G"
+        )

@@ -24,6 +24,18 @@ from sparring.config.fields import _f
 class TrackingConfig:
     mlflow_uri: str = _f("sqlite:///mlflow.db", "MLflow tracking URI (MLFLOW_TRACKING_URI wins)")
     experiment: str = _f("sparring", "MLflow experiment name")
+    study: str = _f(
+        "",
+        "the study this run is an arm of (configs/study/<name>.yaml; `make study` sets it, and "
+        "tracking.arm and tracking.contrasts): its LEARN pairing lines pair it only with runs of "
+        "the same study whose arm forms a planned contrast with its own; empty = no study",
+    )
+    arm: str = _f("", "this run's arm in tracking.study; empty outside a study")
+    contrasts: str = _f(
+        "",
+        "tracking.study's planned contrasts as treatment-control, comma-separated (e.g. "
+        "D-F,S-G), recorded with the run; empty outside a study",
+    )
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,13 @@ from sparring.config.fields import ConfigError
 from sparring.config.load import read_yaml
 from sparring.evaluation.heldout import OWN_MEASURE, STORED_MEASURES
 from sparring.evaluation.learning import HELDOUT_LINES
+from sparring.evaluation.study_pairs import contrasts_text
 
 # what the runner sets on every run itself: neither an arm nor --set may move them
-RUNNER_FIELDS = ("name", "training_seed", "storage.start_fresh", "tracking.experiment")
+RUNNER_FIELDS = (
+    "name", "training_seed", "storage.start_fresh", "tracking.experiment", "tracking.study",
+    "tracking.arm", "tracking.contrasts",
+)  # fmt: skip
 RANKS = ("primary", "secondary")
 MEASURE_NAMES = (OWN_MEASURE, *STORED_MEASURES)
 FIELDS = (
@@ -93,18 +97,25 @@ class StudyDesign:
         self, arm: str, seed: int, extra: tuple[str, ...] | list[str] = ()
     ) -> tuple[str, ...]:
         """The `--set` overrides of one run: its name and training seed, a fresh start from the
-        base model (whatever the config says), the study's MLflow experiment, what every arm
-        shares (`common`), the arm's own, then `extra` (a ConfigError when one moves what the
-        runner sets)."""
+        base model (whatever the config says), the study's MLflow experiment, the study, the
+        run's arm and the planned contrasts (tracking.study, .arm, .contrasts: its LEARN lines
+        pair it only with a planned contrast's runs, sparring.evaluation.study_pairs), what
+        every arm shares (`common`), the arm's own, then `extra` (a ConfigError when one moves
+        what the runner sets)."""
         for text in extra:
             key = text.partition("=")[0].strip()
             if key in RUNNER_FIELDS:
                 raise ConfigError(f"--set {text}: the study sets {key} of every run itself")
+        planned = contrasts_text((c.treatment, c.control) for c in self.contrasts)
         return (
             f"name={self.run_name(arm, seed)}",
             f"training_seed={seed}",
             "storage.start_fresh=true",
             f"tracking.experiment={self.experiment}",
+            # quoted: YAML would read a study named 2026-12-02 as a date, an arm `on` as true
+            f'tracking.study="{self.name}"',
+            f'tracking.arm="{arm}"',
+            f'tracking.contrasts="{planned}"',
             *self.common,
             *self.arms[arm].overrides,
             *extra,

@@ -114,6 +114,12 @@ def start_parent_run(cfg, kfp_run_id: str) -> str:
                 PARENT_TAG: kfp_run_id,
                 "sparring.name": cfg.name,
                 "sparring.digest": cfg.digest(),
+                # a study's run (tracking.study): findable by study and arm in the runs table
+                **(
+                    {"sparring.study": cfg.tracking.study, "sparring.arm": cfg.tracking.arm}
+                    if cfg.tracking.study
+                    else {}
+                ),
             },
         ),
     )
