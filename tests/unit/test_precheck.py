@@ -178,7 +178,8 @@ def test_the_command_end_to_end_on_tiny_random(tmp_path, capsys, monkeypatch):
     assert "PRECHECK plan: 1 families x 1 instances x 2 samples = 2 answers a level" in printed
     for level in (2, 3):
         assert f"PRECHECK level={level} answers=2 tasks=1 room=" in printed
-    assert "PRECHECK pool=" in printed and "s/answer" in printed
+    assert "PRECHECK pool=" in printed and "CPU s/answer" in printed
+    assert "PRECHECK writers: on " in printed
     record = json.loads((out / "precheck.json").read_text())
     assert record["settings"]["levels"] == [2, 3] and record["settings"]["per_family"] == 1
     assert set(record["summary"]["levels"]) == {"2", "3"}

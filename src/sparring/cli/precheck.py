@@ -130,9 +130,17 @@ def _precheck(args: argparse.Namespace) -> int:
         print(
             f"PRECHECK timing: model loaded in {timing['load_s']:.1f}s, {timing['answers']} "
             f"answers sampled in {timing['sample_s']:.1f}s ({timing['seconds_per_answer']:.2f} "
-            f"s/answer), judged in {timing['judge_s']:.1f}s; "
-            f"generator {timing['generator_s']:.1f}s, catch {timing['catch_s']:.1f}s"
+            f"s/answer, {timing['cpu_seconds_per_answer']:.2f} CPU s/answer), judged in "
+            f"{timing['judge_s']:.1f}s; generator {timing['generator_completions']} completions "
+            f"in {timing['generator_s']:.1f}s, catch {timing['catch_s']:.1f}s"
         )
+    kept = result["kept"]
+    print(
+        f"PRECHECK writers: on {len(kept['fuzz'])} pool problems the fuzzer kept "
+        f"{sum(map(len, kept['fuzz'].values()))} tests; the base generator wrote "
+        f"{sum(map(len, kept.get('base_written', {}).values()))} and kept "
+        f"{sum(map(len, kept['base'].values()))}"
+    )
     if out is not None:
         settings = {
             "config": args.config, "seed": args.seed, "levels": levels, "families": families,

@@ -218,7 +218,8 @@ def measure_catch(
     """({writer: {problem id: kept tests}}, {writer: caught per pool entry}) for the fuzzer
     (k drawn tests a problem, `fuzz_tests` under `seed`) and the base generator (its
     completions `generator_texts[problem id]`, tests parsed in order, the first k valid kept
-    as validation keeps them under `rewards.reference_expected`)."""
+    as validation keeps them under `rewards.reference_expected`); the first also holds
+    `base_written`, every test the generator wrote (what it was judged on)."""
     from sparring.phases.fuzz import fuzz_tests
     from sparring.problems.prompts import extract_tests
     from sparring.rewards.bank import BankMerge
@@ -237,6 +238,7 @@ def measure_catch(
         kept["base"][p.id] = kept_tests(
             p, written, k, sandbox, cfg.rewards.reference_expected, similarity
         )
+        kept.setdefault("base_written", {})[p.id] = written
     caught = {name: catch_on_pool(pool, kept[name], sandbox) for name in GENERATORS}
     return kept, caught
 
@@ -424,8 +426,9 @@ def run_precheck(
     began = time.perf_counter()
     answerer = answerer_for(cfg, model)
     loaded_s, began = time.perf_counter() - began, time.perf_counter()
+    cpu = time.process_time()  # CPU seconds too: wall time on a shared machine says little
     texts = sample_model(cfg, answerer, problems, samples, seed, label="precheck")
-    sampled_s = time.perf_counter() - began
+    sampled_s, sampled_cpu = time.perf_counter() - began, time.process_time() - cpu
     del answerer  # the generator loads next: one model in memory at a time
     answers = sum(len(t) for t in texts)
     progress.say(f"precheck: {answers} answers in {sampled_s:.0f}s; judging them")
@@ -449,13 +452,17 @@ def run_precheck(
             cfg, pool, {p.id: t for p, t in zip(targets, written, strict=False)}, k, seed, sb
         )
     add_catch(rows, pool, caught)
+    completions = sum(len(t) for t in written)
     timing = {
         "answers": answers,
         "load_s": loaded_s,
         "sample_s": sampled_s,
         "seconds_per_answer": sampled_s / answers if answers else None,
+        "cpu_seconds_per_answer": sampled_cpu / answers if answers else None,
         "judge_s": judged_s,
+        "generator_completions": completions,
         "generator_s": generator_s,
+        "seconds_per_generator_completion": generator_s / completions if completions else None,
         "catch_s": time.perf_counter() - began,
     }
     return {
