@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "sparring.cli.config",
     "sparring.cli.problems",
     "sparring.cli.calibrate",
+    "sparring.cli.precheck",
     "sparring.cli.reward",
     "sparring.cli.sandbox",
     "sparring.cli.train",

@@ -8,7 +8,9 @@ level: mean reward, whole-problem pass rate, share of instances whose samples di
 i.e. where GRPO has an advantage to follow, and the false-positive rate: the answers on which
 tests a generator adds could change a sparse reward), `zone_levels` (the levels whose mean
 reward lies in a band, 0.2-0.8 by default) and `format_table`. A learning config trains on
-the levels calibration puts in the zone.
+the levels calibration puts in the zone. Its two steps are public for the study's pre-check
+(sparring.experiments.precheck): `calibration_problems` (the instances, trivial passes computed),
+`answerer_for` (the model loaded) and `sample_model` (its answers through the one sampler).
 
 Does not cover: generating instances (sparring.problems.families) or training.
 """
@@ -140,6 +142,61 @@ def format_table(
     return "\n".join(lines)
 
 
+def calibration_problems(
+    cfg: Any,
+    seed: int,
+    per_family: int,
+    families: Sequence[str] | None = None,
+    levels: Sequence[int] = (1, 2, 3),
+) -> list[Any]:
+    """`per_family` instances of each family and level under `seed`, with the trivial
+    solutions' passes computed (the honest credit and the given view read them)."""
+    from sparring.problems import compute_trivial_passes
+    from sparring.problems.families import generate
+    from sparring.sandbox import Sandbox
+    from sparring.sandbox.limits import trusted_limits
+
+    problems = generate(seed, per_family, families, levels)
+    with Sandbox(trusted_limits(cfg)) as sb:
+        return compute_trivial_passes(problems, sb)
+
+
+def answerer_for(cfg: Any, model: str = "") -> Any:
+    """`model` (default: the config's answerer) loaded to sample, decoding as many rows at
+    once as the training rollout."""
+    from sparring.backends.sampler import load_answerer
+
+    name = model or cfg.model_for("answerer").name
+    return load_answerer(
+        name, device=cfg.model_for("answerer").device, rows=cfg.grpo.rollout_batch_size
+    )
+
+
+def sample_model(
+    cfg: Any,
+    answerer: Any,
+    problems: Sequence[Any],
+    samples: int,
+    seed: int,
+    label: str = "calibrate",
+) -> list[list[str]]:
+    """`samples` answers per problem (`[i]`: problems[i]'s) of `answerer` (`answerer_for`)
+    through the one answerer sampler, at the training temperature and completion budget;
+    `label` heads the progress lines."""
+    from sparring.backends.sampler import sample_answers
+
+    return sample_answers(
+        answerer,
+        problems,
+        max_new_tokens=cfg.grpo.max_completion_length or 256,
+        temperature=cfg.grpo.temperature,
+        top_p=cfg.grpo.top_p,
+        num_samples=samples,
+        seed=seed,
+        label=label,
+    ).texts
+
+
 def calibrate(
     cfg: Any,
     seed: int,
@@ -157,31 +214,13 @@ def calibrate(
     sparse
     reward would see and the tests it would withhold (`false_positive`: 1 when it passes the
     first and fails the second)."""
-    from sparring.backends.sampler import load_answerer, sample_answers
-    from sparring.problems import compute_trivial_passes
-    from sparring.problems.families import generate
     from sparring.problems.given_tests import given_view
     from sparring.rewards import code_duel
     from sparring.sandbox import Sandbox
-    from sparring.sandbox.limits import trusted_limits, untrusted_limits
+    from sparring.sandbox.limits import untrusted_limits
 
-    problems = generate(seed, per_family, families, levels)
-    with Sandbox(trusted_limits(cfg)) as sb:
-        problems = compute_trivial_passes(problems, sb)
-    name = model or cfg.model_for("answerer").name
-    loaded = load_answerer(
-        name, device=cfg.model_for("answerer").device, rows=cfg.grpo.rollout_batch_size
-    )
-    texts = sample_answers(
-        loaded,
-        problems,
-        max_new_tokens=cfg.grpo.max_completion_length or 256,
-        temperature=cfg.grpo.temperature,
-        top_p=cfg.grpo.top_p,
-        num_samples=samples,
-        seed=seed,
-        label="calibrate",
-    ).texts
+    problems = calibration_problems(cfg, seed, per_family, families, levels)
+    texts = sample_model(cfg, answerer_for(cfg, model), problems, samples, seed)
     flat = [(p, t) for p, outs in zip(problems, texts, strict=True) for t in outs]
     with Sandbox(untrusted_limits(cfg)) as sb:
         credits = code_duel.score_answers([p for p, _ in flat], [t for _, t in flat], sb)

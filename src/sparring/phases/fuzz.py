@@ -21,13 +21,17 @@ Outputs as the generator phase's: the tests (one row per training problem), froz
 `steps.screen_pool`, the answerer phase screens the pool itself, as the given-tests arm does),
 and the model: the init generator passed through, untrained.
 
-Covers: `fuzz_generator` (the phase) and `pick_tests` (one problem's k). Does not cover: the
-draws (sparring.problems.fuzz), validation and banking (sparring.phases.validate).
+Covers: `fuzz_generator` (the phase), `fuzz_tests` (every problem's k: the draws and the
+picks, also what the study's pre-check measures, sparring.experiments.precheck) and `pick_tests`
+(one problem's k; with `reference_expected` off, the rule validation banks a learned generator's
+tests by when `rewards.reference_expected` is off). Does not cover: the draws
+(sparring.problems.fuzz), validation and banking (sparring.phases.validate).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from sparring.config import Config
@@ -41,11 +45,17 @@ CANDIDATES_PER_TEST = (8, 32)
 
 
 def pick_tests(
-    problem: Problem, candidates: list[str], k: int, bank: BankMerge, sandbox: Any
+    problem: Problem,
+    candidates: list[str],
+    k: int,
+    bank: BankMerge,
+    sandbox: Any,
+    reference_expected: bool = True,
 ) -> tuple[list[str], dict[str, int]]:
     """The first `k` of `candidates` (in order) that validation would bank, each with the
-    reference's expected value, added to `bank` as picked; and why the others were passed
-    over: {"invalid", "trivial", "duplicate"} (counted up to the k-th pick)."""
+    reference's expected value (as written without `reference_expected`), added to `bank` as
+    picked; and why the others were passed over: {"invalid", "trivial", "duplicate"} (counted
+    up to the k-th pick)."""
     from sparring.phases.validate import trivially_passed_in
     from sparring.sandbox.oracle import with_reference_expected
     from sparring.sandbox.validation import judge_tests
@@ -53,7 +63,7 @@ def pick_tests(
     if not candidates:
         return [], {}
     ref = problem.reference_solution
-    tests = with_reference_expected(ref, candidates, sandbox)
+    tests = with_reference_expected(ref, candidates, sandbox) if reference_expected else candidates
     report = judge_tests(
         ref, tests, [], problem.function_name, problem.function_signature, sandbox, False
     )
@@ -74,6 +84,45 @@ def pick_tests(
             picked.append(v.test)
             bank.add(problem.id, v.test, 0, 0)  # only the dedup of later picks reads it
     return picked, skipped
+
+
+@dataclass
+class FuzzDraw:
+    """`fuzz_tests`' result: per problem the tests picked and the candidates judged, why the
+    others were passed over, and the seconds spent drawing."""
+
+    picked: dict[str, list[str]]
+    judged: dict[str, set[str]]
+    skipped: dict[str, int]
+    draw_s: float
+
+
+def fuzz_tests(
+    problems: list[Problem], k: int, seed: int, bank: BankMerge, sandbox: Any
+) -> FuzzDraw:
+    """Up to `k` tests for each of `problems` (`pick_tests`), from 8k inputs drawn under
+    `seed`, and 32k for the problems that fell short."""
+    drawn_s = 0.0
+    picked: dict[str, list[str]] = {p.id: [] for p in problems}
+    judged: dict[str, set[str]] = {p.id: set() for p in problems}
+    skipped = {"invalid": 0, "trivial": 0, "duplicate": 0}
+    for per_test in CANDIDATES_PER_TEST:
+        short = [p for p in problems if len(picked[p.id]) < k]
+        if not short:
+            break
+        began = time.perf_counter()
+        # a larger draw from the same seed shares most of the smaller one's inputs (not
+        # all: hypothesis paces its draws by the number asked); those are not judged again
+        candidates = fuzz.candidate_tests(short, per_test * k, seed)
+        drawn_s += time.perf_counter() - began
+        for p in short:
+            fresh = [c for c in candidates[p.id] if c not in judged[p.id]]
+            judged[p.id].update(fresh)
+            got, why = pick_tests(p, fresh, k - len(picked[p.id]), bank, sandbox)
+            picked[p.id] += got
+            for reason, n in why.items():
+                skipped[reason] += n
+    return FuzzDraw(picked, judged, skipped, drawn_s)
 
 
 def fuzz_generator(
@@ -102,27 +151,9 @@ def fuzz_generator(
         cfg.rewards.duplicate_similarity,
     )
     start = time.perf_counter()
-    drawn_s = 0.0
-    picked: dict[str, list[str]] = {p.id: [] for p in problems}
-    judged: dict[str, set[str]] = {p.id: set() for p in problems}
-    skipped = {"invalid": 0, "trivial": 0, "duplicate": 0}
     with Sandbox(untrusted_limits(cfg)) as sb:
-        for per_test in CANDIDATES_PER_TEST:
-            short = [p for p in problems if len(picked[p.id]) < k]
-            if not short:
-                break
-            began = time.perf_counter()
-            # a larger draw from the same seed shares most of the smaller one's inputs (not
-            # all: hypothesis paces its draws by the number asked); those are not judged again
-            candidates = fuzz.candidate_tests(short, per_test * k, seed)
-            drawn_s += time.perf_counter() - began
-            for p in short:
-                fresh = [c for c in candidates[p.id] if c not in judged[p.id]]
-                judged[p.id].update(fresh)
-                got, why = pick_tests(p, fresh, k - len(picked[p.id]), bank, sb)
-                picked[p.id] += got
-                for reason, n in why.items():
-                    skipped[reason] += n
+        drawn = fuzz_tests(problems, k, seed, bank, sb)
+    picked, judged, skipped, drawn_s = drawn.picked, drawn.judged, drawn.skipped, drawn.draw_s
     rows = [{"problem_id": p.id, "tests": picked[p.id], "round": round_index} for p in problems]
     write_lines(out_tests, rows)
     write_lines(out_frozen_solutions, [])  # no answerer sampled: validation's zone stays empty

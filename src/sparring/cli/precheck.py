@@ -1,0 +1,162 @@
+"""`sparring precheck`: before a study, does a level leave the base model room for adversarial
+tests, and do the test writers reach it (issue 73, item 1)?
+
+Covers: the command's arguments, the sizing line it prints before sampling, the table and the
+PRECHECK lines, and its files (`--out DIR`: precheck.json, pool.jsonl). Does not cover: the
+sampling, judging and statistics (sparring.experiments.precheck).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from sparring.cli.calibrate import _int_list
+from sparring.cli.common import add_config_args, config_from_args, output_dir, write_output
+from sparring.errors import SparringError
+
+DEFAULT_CONFIG = "configs/learn.yaml"
+POOL_NEEDED = 100  # wrong-but-passing answers the study's generator comparison needs
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser(
+        "precheck",
+        help="the study's pre-check: the base model's room for adversarial tests per level",
+        description=(
+            "Samples the base answerer (the config's, or --model) on family instances of a "
+            "development seed at --levels and prints per family and level, and per level: "
+            "room (the share of answers that pass the --given-tests K typical tests and fail a "
+            "withheld credited test, with a 95% interval resampling tasks), the share of "
+            "answers passing the stated-case test and whether any does, the pool of those "
+            "wrong-but-passing answers, and how many of them the non-learning fuzzer's tests "
+            "and the base generator's tests catch (k valid tests a problem each). Prints how "
+            "many answers it will sample before starting."
+        ),
+    )
+    add_config_args(p, without=f"{DEFAULT_CONFIG} is used")
+    p.add_argument("--seed", type=int, default=2, help="instance seed (default 2: development)")
+    p.add_argument("--levels", default="2,3", help="comma-separated levels (default 2,3)")
+    p.add_argument(
+        "--families",
+        default="",
+        help="comma-separated families (default: the config's trained families)",
+    )
+    p.add_argument(
+        "--per-family",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instances per family and level (default 0: the fewest giving 800 answers a level)",
+    )
+    p.add_argument(
+        "--samples-per-instance",
+        dest="samples",
+        type=int,
+        default=8,
+        metavar="N",
+        help="answers sampled per instance (default 8)",
+    )
+    p.add_argument("--given-tests", type=int, default=3, metavar="K", help="given tests (3)")
+    p.add_argument(
+        "--tests-per-problem",
+        type=int,
+        default=0,
+        metavar="k",
+        help="valid tests each writer keeps per pool problem (default: steps.fuzz_tests)",
+    )
+    p.add_argument(
+        "--generator-samples",
+        type=int,
+        default=4,
+        metavar="N",
+        help="base generator completions per pool problem (default 4)",
+    )
+    p.add_argument("--model", default="", help="answerer to sample (default: the config's)")
+    p.add_argument(
+        "--generator-model", default="", help="generator to sample (default: the config's)"
+    )
+    p.add_argument("--out", default="", metavar="DIR", help="write precheck.json and pool.jsonl")
+    p.set_defaults(func=_precheck)
+
+
+def _precheck(args: argparse.Namespace) -> int:
+    from sparring.experiments import precheck
+    from sparring.problems.families import DEFINED_LEVELS, FAMILIES
+    from sparring.problems.families.sets import trained_families
+
+    if args.seed < 0:
+        raise SparringError(f"--seed {args.seed}: use a seed >= 0")
+    if args.per_family < 0 or args.samples < 1 or args.generator_samples < 0:
+        raise SparringError(
+            "--per-family (0: sized), --samples-per-instance (>= 1), --generator-samples (>= 0)"
+        )
+    if args.given_tests < 1 or args.tests_per_problem < 0:
+        raise SparringError(
+            "--given-tests: use K >= 1; --tests-per-problem: use k >= 1 (0: steps.fuzz_tests)"
+        )
+    levels = _int_list(args.levels, "--levels")
+    if not levels or any(level not in DEFINED_LEVELS for level in levels):
+        raise SparringError(f"--levels {args.levels!r}: use levels among {list(DEFINED_LEVELS)}")
+    out = output_dir(args.out, "--out") if args.out else None  # before an hour of sampling
+    if not args.config:
+        args.config = DEFAULT_CONFIG
+    cfg = config_from_args(args)
+    families = [f for f in args.families.split(",") if f.strip()] or trained_families(
+        cfg.data.families
+    )
+    for name in families:
+        if name not in FAMILIES:
+            known = ", ".join(FAMILIES)
+            raise SparringError(f"--families: unknown family {name!r}; known: {known}")
+    per_family = args.per_family or precheck.per_family_for(len(families), args.samples)
+    k = args.tests_per_problem or cfg.steps.fuzz_tests
+    a_level = len(families) * per_family * args.samples
+    short = "" if a_level >= precheck.MIN_ANSWERS else f" (under {precheck.MIN_ANSWERS}: a trial)"
+    print(
+        f"PRECHECK plan: {len(families)} families x {per_family} instances x {args.samples} "
+        f"samples = {a_level} answers a level{short}, {a_level * len(levels)} in all (levels "
+        f"{','.join(map(str, levels))}, seed {args.seed}, K={args.given_tests} given tests, "
+        f"k={k} tests a writer, {args.generator_samples} generator samples a pool problem)",
+        flush=True,
+    )
+    result = precheck.run_precheck(
+        cfg, args.seed, per_family, args.samples, families, levels, args.given_tests, k,
+        args.generator_samples, args.model, args.generator_model,
+    )  # fmt: skip
+    print(precheck.format_report(result["summary"], POOL_NEEDED))
+    timing = result["timing"]
+    if timing["answers"]:
+        print(
+            f"PRECHECK timing: model loaded in {timing['load_s']:.1f}s, {timing['answers']} "
+            f"answers sampled in {timing['sample_s']:.1f}s ({timing['seconds_per_answer']:.2f} "
+            f"s/answer, {timing['cpu_seconds_per_answer']:.2f} CPU s/answer), judged in "
+            f"{timing['judge_s']:.1f}s; generator {timing['generator_completions']} completions "
+            f"in {timing['generator_s']:.1f}s, catch {timing['catch_s']:.1f}s"
+        )
+    kept = result["kept"]
+    print(
+        f"PRECHECK writers: on {len(kept['fuzz'])} pool problems the fuzzer kept "
+        f"{sum(map(len, kept['fuzz'].values()))} tests; the base generator wrote "
+        f"{sum(map(len, kept.get('base_written', {}).values()))} and kept "
+        f"{sum(map(len, kept['base'].values()))}"
+    )
+    if out is not None:
+        settings = {
+            "config": args.config, "seed": args.seed, "levels": levels, "families": families,
+            "per_family": per_family, "samples": args.samples, "given_tests": args.given_tests,
+            "tests_per_problem": k, "generator_samples": args.generator_samples,
+            "model": args.model or cfg.model_for("answerer").name,
+            "generator_model": args.generator_model or cfg.model_for("generator").name,
+        }  # fmt: skip
+        record = {
+            "settings": settings,
+            "summary": result["summary"],
+            "timing": timing,
+            "kept_tests": result["kept"],
+            "rows": result["rows"],
+        }
+        write_output(out / "precheck.json", json.dumps(record, indent=1), "--out")
+        lines = "".join(json.dumps(e.to_row()) + "\n" for e in result["pool"])
+        write_output(out / "pool.jsonl", lines, "--out")
+    return 0
