@@ -277,17 +277,7 @@ def task_share(
     >>> s["value"], s["tasks"], s["answers"], s["lo"], s["hi"]
     (0.5, 2, 4, 0.0, 1.0)
     """
-    units = [(h, n) for h, n in units if n]
-    out: dict[str, Any] = {"tasks": len(units), "answers": sum(n for _, n in units)}
-    if not units:
-        return {**out, "value": None, "lo": None, "hi": None}
-    rng = random.Random(seed)
-    draws = []
-    for _ in range(n_boot):
-        pick = rng.choices(units, k=len(units))
-        draws.append(sum(h for h, _ in pick) / sum(n for _, n in pick))
-    lo, hi = _interval(draws)
-    return {**out, "value": sum(h for h, _ in units) / out["answers"], "lo": lo, "hi": hi}
+    return paired_task_difference([(h, 0.0, n) for h, n in units], n_boot, seed)
 
 
 def paired_task_difference(
