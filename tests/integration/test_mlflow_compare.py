@@ -110,8 +110,8 @@ def _check_both_started_from_the_base(client, cfg, states) -> None:
     starts = []
     for state in states:
         heldout = local_run._heldout_of(client, tracking.child_runs(cfg, state["parent_run_id"]))
-        starts.append(lineage.check_fresh(state["parent_run_id"], heldout))
-        assert heldout["code"] == lineage.code_digest()
+        starts.append(lineage.check_start(state["parent_run_id"], heldout.start))
+        assert heldout.code == lineage.code_digest()
     _, weights, _ = lineage.model_digests("tiny-random")
     for start in starts:
         assert (start["model"], start["champion"], start["weights"]) == (
@@ -119,8 +119,8 @@ def _check_both_started_from_the_base(client, cfg, states) -> None:
             None,
             weights,
         ), start
-    lineage.check_same_start(
-        [(s["parent_run_id"], {"start": x}) for s, x in zip(states, starts, strict=True)]
+    lineage.check_same_starts(
+        [(s["parent_run_id"], x) for s, x in zip(states, starts, strict=True)]
     )
 
 

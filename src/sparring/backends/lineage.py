@@ -11,8 +11,7 @@ Covers: `weights_digest` (sha256 over a folder's weight files, names and content
 `model_digests` (a name or folder: its own weights and the base weights under it, through
 pointers and an adapter's recorded base), `start_record`, `start_of` (the record a model folder
 carries), `code_digest` (the library's source, hashed: the code version a result names),
-`check_start`, `check_fresh`, `check_same_start` and `check_same_starts` (the refusals, one line
-naming the run).
+`check_start` and `check_same_starts` (the refusals, one line naming the run).
 Does not cover: the registry (sparring.tracking) or loading weights (sparring.backends).
 """
 
@@ -146,12 +145,6 @@ def start_of(model_dir: str | None) -> dict[str, Any] | None:
     return dict(start) if isinstance(start, Mapping) else None
 
 
-def check_fresh(name: str, data: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The start record of a parsed heldout.json, checked to be its configured base model
-    (`check_start`)."""
-    return check_start(name, data.get("start"))
-
-
 def check_start(name: str, start: Any) -> Mapping[str, Any]:
     """A run's start record (a heldout.json's `start`), checked to be its configured base
     model: a ValueError naming the run when there is none (older code: its start is unknown),
@@ -177,15 +170,9 @@ def check_start(name: str, start: Any) -> Mapping[str, Any]:
     return start
 
 
-def check_same_start(runs: list[tuple[str, Mapping[str, Any]]]) -> None:
-    """ValueError naming the runs unless every parsed heldout.json started fresh
-    (`check_fresh`) from one and the same model and weights."""
-    check_same_starts([(name, data.get("start")) for name, data in runs])
-
-
 def check_same_starts(runs: Sequence[tuple[str, Any]]) -> None:
-    """`check_same_start` of (run name, its start record) pairs (a typed heldout record's
-    `start`)."""
+    """ValueError naming the runs unless every (run name, start record) pair (a typed heldout
+    record's `start`) started fresh (`check_start`) from one and the same model and weights."""
     starts = [(name, check_start(name, start)) for name, start in runs]
     for name, start in starts[1:]:
         first_name, first = starts[0]
