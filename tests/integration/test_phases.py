@@ -67,6 +67,7 @@ def test_materialize_is_idempotent(data_dir, tmp_path):
 
 
 def test_frozen_snapshot_stays_frozen(data_dir, tmp_path):
+    from sparring.backends.base import read_meta
     from sparring.backends.torch.generation import generate
     from sparring.problems import read_jsonl
     from sparring.problems.prompts import answerer_messages
@@ -75,6 +76,10 @@ def test_frozen_snapshot_stays_frozen(data_dir, tmp_path):
     frozen = tmp_path / "answerer"
     m = train_answerer(cfg, 1, str(data_dir), str(data_dir / "bank.jsonl"), None, str(frozen))
     assert m["steps"] == 1 and 0.0 <= m["reward"] <= 1.0 and math.isfinite(m["trl/loss"])
+    # what the reward saw on the problems the trainer sampled: an empty bank covers none
+    sampled = read_meta(frozen)["problems_sampled"]
+    assert 0 < len(sampled) == m["sampled_problems"] <= m["problems"]
+    assert m["sampled_bank_coverage"] == 0.0 and m["sampled_reward_tests"] > 0
     before = tree_hash(frozen)
     model, tok = models.load_model(str(frozen), merge=True)
     problems = read_jsonl(data_dir / "train.jsonl")[:2]

@@ -209,6 +209,77 @@ def train_catch(phases: Sequence[Mapping[str, float]]) -> dict[str, float] | Non
     return sides_change(side(measured[0], "first"), side(measured[-1], "last"), same=one_step)
 
 
+BANK_COVER = "bank_cover"
+# the last validation's bank over the training problems (sparring.rewards.bank.coverage and
+# sparring.phases.validate.room_metrics), as the LEARN bank_cover line names them
+BANK_COVER_VALIDATION = {
+    "training": "bank_coverage",
+    "per_covered_max": "bank_tests_per_covered_max",
+    "per_covered_mean": "bank_tests_per_covered_mean",
+    "room_problems": "bank_room_problems",
+    "room_caught": "bank_room_caught",
+}
+# the answerer phases' sampled problems (sparring.rewards.bank.sampled_cover), weighted by them
+BANK_COVER_SAMPLED = {
+    "sampled": "sampled_bank_coverage",
+    "banked_per_sampled": "sampled_banked_tests",
+    "reward_tests_per_sampled": "sampled_reward_tests",
+}
+
+
+def bank_cover(
+    answerer_phases: Sequence[Mapping[str, float]], validation: Mapping[str, float]
+) -> dict[str, float]:
+    """What the bank covered: the last validation's metrics (`BANK_COVER_VALIDATION`) and the
+    answerer phases' sampled problems (`sampled_problems`, summed) with their coverage and tests
+    (`BANK_COVER_SAMPLED`, weighted by each phase's sampled problems); a value no phase logged is
+    left out ({} for a run of neither).
+
+    >>> bank_cover([{"sampled_problems": 3, "sampled_bank_coverage": 1.0},
+    ...             {"sampled_problems": 1, "sampled_bank_coverage": 0.0}],
+    ...            {"bank_coverage": 0.9})
+    {'training': 0.9, 'sampled_problems': 4.0, 'sampled': 0.75}
+    """
+    out = {k: float(validation[m]) for k, m in BANK_COVER_VALIDATION.items() if m in validation}
+    weights = [float(p["sampled_problems"]) for p in answerer_phases]
+    if sum(weights):
+        out["sampled_problems"] = sum(weights)
+        for key, metric in BANK_COVER_SAMPLED.items():
+            if all(metric in p for p in answerer_phases):
+                total = sum(
+                    w * float(p[metric]) for w, p in zip(weights, answerer_phases, strict=True)
+                )
+                out[key] = total / sum(weights)
+    return out
+
+
+def bank_cover_line(d: Mapping[str, float]) -> str:
+    """`LEARN bank_cover training=X sampled=Y sampled_problems=N ...`: what the bank covered of
+    the training problems and of those the answerer sampled, and the reward's tests a sampled
+    problem (`bank_cover`); n/a for what the run did not measure.
+
+    >>> bank_cover_line({"training": 0.9, "sampled_problems": 4.0, "sampled": 0.75})
+    'LEARN bank_cover training=0.900 sampled=0.750 sampled_problems=4 banked_per_sampled=n/a \
+reward_tests_per_sampled=n/a per_covered_max=n/a room_problems=n/a room_caught=n/a'
+    """
+    parts = []
+    for key in (
+        "training",
+        "sampled",
+        "sampled_problems",
+        "banked_per_sampled",
+        "reward_tests_per_sampled",
+        "per_covered_max",
+        "room_problems",
+        "room_caught",
+    ):
+        value = d.get(key)
+        counted = key in ("sampled_problems", "per_covered_max", "room_problems")
+        text = "n/a" if value is None else f"{value:.0f}" if counted else f"{value:.3f}"
+        parts.append(f"{key}={text}")
+    return f"LEARN {BANK_COVER} " + " ".join(parts)  # fmt: skip
+
+
 def train_catch_line(d: Mapping[str, float]) -> str:
     """`LEARN generator_catch_train first=X last=Y ci95_delta=LO,HI n=PROBLEMS`: the mean catch
     over the problems of the generator's first and last training step (n: the smaller step's
@@ -293,6 +364,8 @@ def learn_lines(
     lines.append(f"LEARN generator_break_rate first={_f(first)} last={_f(last)}")
     if summary.get(TRAIN_CATCH):  # rewards.generator: catch only
         lines.append(train_catch_line(summary[TRAIN_CATCH]))
+    if summary.get(BANK_COVER):
+        lines.append(bank_cover_line(summary[BANK_COVER]))
     lines += _generator_lines(summary)
     bank = summary.get("bank_pass_rate") or {}
     lines.append(
@@ -667,6 +740,8 @@ def from_phase_runs(
     false_positive: list[float] = []
     zones: list[tuple[int, float]] = []
     catches: list[tuple[int, Mapping[str, float]]] = []
+    covers: list[Mapping[str, float]] = []
+    banks: list[tuple[int, Mapping[str, float]]] = []
     flat: dict[str, float] = {}
     overlap: float | None = None
     for name, metrics in runs:
@@ -678,6 +753,10 @@ def from_phase_runs(
             breaks.append((round_index, float(metrics["break_rate"])))
         if phase.startswith("train-generator") and "generator_catch_first" in metrics:
             catches.append((round_index, metrics))
+        if phase == "validate-tests" and "bank_coverage" in metrics:
+            banks.append((round_index, metrics))
+        if phase.startswith("train-answerer") and metrics.get("sampled_problems"):
+            covers.append(metrics)
         if phase == "validate-tests" and metrics.get("zone_estimated"):
             zones.append((round_index, metrics["zone_problems"] / metrics["zone_estimated"]))
         elif phase.startswith("train-answerer") and "useful_group_share" in metrics:
@@ -702,6 +781,7 @@ def from_phase_runs(
     summary["task_overlap"] = overlap
     if catches:  # rewards.generator: catch
         summary[TRAIN_CATCH] = train_catch([m for _, m in sorted(catches, key=lambda c: c[0])])
+    summary[BANK_COVER] = bank_cover(covers, max(banks, key=lambda b: b[0])[1] if banks else {})
     summary["completions_sampled"] = sum(sampled) if sampled else None
     summary["false_positive_rate"] = (
         sum(false_positive) / len(false_positive) if false_positive else None

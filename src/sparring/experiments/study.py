@@ -33,9 +33,16 @@ import numpy as np
 from sparring.backends.lineage import check_same_starts
 from sparring.evaluation.heldout import Heldout, merged_tasks
 from sparring.evaluation.intervals import check_comparable, task_table
+from sparring.evaluation.learning import (
+    BANK_COVER,
+    BANK_COVER_SAMPLED,
+    BANK_COVER_VALIDATION,
+    TRAIN_CATCH,
+)
 from sparring.experiments import seed_intervals
 from sparring.experiments.sizing import seed_spread, smallest_contrast
 from sparring.experiments.study_design import StudyDesign
+from sparring.problems.families import level_of_id
 
 # measures whose problems differ between runs by design: the share among answers that define the
 # asked-for function leaves out a problem with no such answer, before or after training
@@ -47,7 +54,10 @@ REPS = 10_000  # bootstrap resamples of each interval
 # seeds, with no interval)
 VALUES = (
     "false_positive_rate", "generator_catch_heldout_base", "generator_catch_heldout_final",
-    "humaneval_pass_at_1_base", "humaneval_pass_at_1_final",
+    "humaneval_pass_at_1_base", "humaneval_pass_at_1_final", "completions_trained",
+    "completions_sampled", "generator_catch_train_first", "generator_catch_train_last",
+    *(f"bank_cover_{key}" for key in (*BANK_COVER_VALIDATION, "sampled_problems",
+                                      *BANK_COVER_SAMPLED)),
 )  # fmt: skip
 
 
@@ -120,14 +130,19 @@ class MeasureMissing(ValueError):
 
 
 def measure_matrix(
-    runs: Sequence[StudyRun], set_name: str, measure: str, arms: Sequence[str] = ()
+    runs: Sequence[StudyRun],
+    set_name: str,
+    measure: str,
+    arms: Sequence[str] = (),
+    level: int | None = None,
 ) -> dict[str, Any]:
     """{"tasks": task keys, "base": the base model's score per task, "arms": {arm: {"seeds":
     [...], "final": [[score per task] per seed]}}} of one held-out set in one measure, a task's
     instances averaged first (sparring.evaluation.intervals.task_table), arms in the order of
     `arms` (then any other by name). MeasureMissing when no run holds it; ValueError (naming
     the run) when some do and some do not, or when the runs did not measure the same problems
-    with the same base scores."""
+    with the same base scores. With a `level`, only the family instances of that level
+    (sparring.problems.families.level_of_id); MeasureMissing when the set holds none."""
     records = [(run.name, run.record) for run in runs]
     lacking = [name for name, record in records if not record.holds(set_name, measure)]
     if len(lacking) == len(runs):
@@ -138,6 +153,13 @@ def measure_matrix(
             "the study hold: were they run by one code version?"
         )
     pairs = [(name, record.set_pairs(name, set_name, measure)) for name, record in records]
+    if level is not None:
+        pairs = [
+            (name, {pid: v for pid, v in p.items() if level_of_id(pid) == level})
+            for name, p in pairs
+        ]
+        if not pairs[0][1]:
+            raise MeasureMissing(f"{set_name} {measure}: no problem of level {level}")
     if measure in PARTIAL_MEASURES:  # only the problems every run holds
         common = set.intersection(*(set(p) for _, p in pairs))
         pairs = [(name, {pid: p[pid] for pid in common}) for name, p in pairs]
@@ -243,7 +265,7 @@ def analyse(
                            "spread": {}}  # fmt: skip
     for m in design.measures:
         try:
-            matrix = measure_matrix(runs, m.set_name, m.measure, list(design.arms))
+            matrix = measure_matrix(runs, m.set_name, m.measure, list(design.arms), m.level)
         except MeasureMissing as exc:
             out["missing"].append({"measure": m.label, "why": str(exc)})
             continue
@@ -277,9 +299,13 @@ def analyse(
     return out
 
 
-def run_values(summary: Mapping[str, Any]) -> dict[str, float]:
-    """`VALUES` of a run's learning summary (sparring.evaluation.learning.from_phase_runs), as
-    its LEARN lines print them: the catch rate only when measured on some task; n/a left out.
+def run_values(
+    summary: Mapping[str, Any], completions_trained: float | None = None
+) -> dict[str, float]:
+    """`VALUES` of a run's learning summary (sparring.evaluation.learning.from_phase_runs, which
+    returns `completions_trained` beside it), as its LEARN lines print them: the held-out catch
+    rate only when measured on some task, the training catch (rewards.generator: catch) and what
+    the bank covered (`bank_cover_*`) when the run had them; n/a left out.
 
     >>> run_values({"false_positive_rate": 0.012, "humaneval_pass_at_1": {"base": 0.05,
     ...             "final": None}, "generator_catch_heldout": {"before": 0.5, "after": 0.4,
@@ -298,6 +324,16 @@ def run_values(summary: Mapping[str, Any]) -> dict[str, float]:
     for key in ("base", "final"):
         if he.get(key) is not None:
             out[f"humaneval_pass_at_1_{key}"] = float(he[key])
+    if completions_trained is not None:
+        out["completions_trained"] = float(completions_trained)
+    if summary.get("completions_sampled") is not None:
+        out["completions_sampled"] = float(summary["completions_sampled"])
+    for side in ("first", "last"):
+        value = (summary.get(TRAIN_CATCH) or {}).get(side)
+        if value is not None:
+            out[f"{TRAIN_CATCH}_{side}"] = float(value)
+    for key, value in (summary.get(BANK_COVER) or {}).items():
+        out[f"{BANK_COVER}_{key}"] = float(value)
     return out
 
 

@@ -65,11 +65,13 @@ class Contrast:
 
 @dataclass(frozen=True)
 class Measure:
-    """What the report measures: a held-out `set_name` of heldout.json in `measure`."""
+    """What the report measures: a held-out `set_name` of heldout.json in `measure`, over the
+    family instances of one `level` only when it names one (None: every problem of the set)."""
 
     label: str
     set_name: str
     measure: str
+    level: int | None = None
 
 
 @dataclass(frozen=True)
@@ -271,9 +273,17 @@ def _measures(value: Any, fail: Any) -> tuple[Measure, ...]:
     out: list[Measure] = []
     for i, body in enumerate(value):
         where = f"measures[{i}]"
-        if not isinstance(body, dict) or set(body) != {"label", "set", "measure"}:
-            raise fail(where, "give {label: ..., set: <held-out set>, measure: <measure>}")
+        keys = set(body) if isinstance(body, dict) else set()
+        if not {"label", "set", "measure"} <= keys <= {"label", "set", "measure", "level"}:
+            raise fail(
+                where,
+                "give {label: ..., set: <held-out set>, measure: <measure>} and, to measure one "
+                "family level only, level: <0-3>",
+            )
         label, set_name, measure = body["label"], body["set"], body["measure"]
+        level = body.get("level")
+        if level is not None and (not isinstance(level, int) or isinstance(level, bool)):
+            raise fail(f"{where}.level", f"{level!r}: give a family level, e.g. level: 2")
         if not isinstance(label, str) or not NAME.fullmatch(label):
             raise fail(f"{where}.label", f"{label!r}: use letters, digits, '.', '-' and '_'")
         if any(m.label == label for m in out):
@@ -284,5 +294,5 @@ def _measures(value: Any, fail: Any) -> tuple[Measure, ...]:
             )
         if measure not in MEASURE_NAMES:
             raise fail(f"{where}.measure", f"{measure!r} is not one of {', '.join(MEASURE_NAMES)}")
-        out.append(Measure(label, set_name, measure))
+        out.append(Measure(label, set_name, measure, level))
     return tuple(out)

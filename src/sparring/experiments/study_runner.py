@@ -8,13 +8,16 @@ match today's, else it is run again, and the plan says why), `run_one` (one run 
 `sparring run --config <base> --set ...`, the entry point `make learn` uses, with
 `storage.start_fresh=true` set explicitly; then its heldout.json, fetched from the MLflow run of
 its evaluate phase where every pairing line finds it, checked to have started fresh, its LEARN
-lines (the run's stdout) and record.json, which keeps the scalars the study reads
-(sparring.experiments.study.run_values), written to local_outputs/study/<run name>/),
+lines (the run's stdout), its final bank with the answers each test alone caught
+(sparring.experiments.run_outputs) and record.json, which keeps the scalars the study reads
+(sparring.experiments.study.run_values) and where its outputs are, written to
+local_outputs/study/<run name>/),
 `finished_runs` (each run read back from its JSON files; for runs filed before record.json kept
 those scalars, the 2026-12-02 study's, from their learn.txt: `old_learn_values`),
 `write_report` (the design's report file and figure), and the filed copies (`file_run`,
-`restore`): every finished run's three files kept in a folder under git (docs/results, as
-<run>-<date>-<file>), so a fresh clone goes on from them, and a report is rebuilt from them.
+`restore`): every finished run's files (heldout.json, learn.txt, its bank when it had one,
+record.json) kept in a folder under git (docs/results, as <run>-<date>-<file>), so a fresh
+clone goes on from them, and a report is rebuilt from them.
 Does not cover: the design's file (sparring.experiments.study_design), the statistics
 (sparring.experiments.study), the pipeline (sparring.local_run, sparring.cli.pipeline), the
 command line (sparring.cli.study).
@@ -41,6 +44,7 @@ from sparring.atomic import write_file
 from sparring.backends import lineage
 from sparring.errors import SparringError
 from sparring.evaluation.heldout import Heldout
+from sparring.experiments.run_outputs import bank_with_catches, run_outputs
 from sparring.experiments.study import StudyRun, code_changed, run_values
 from sparring.experiments.study_design import StudyDesign
 
@@ -48,8 +52,10 @@ OUT = Path("local_outputs") / "study"
 RECORD = "record.json"  # written last: a run folder with it is a finished run
 HELDOUT = "heldout.json"
 LEARN = "learn.txt"
-# a run's files in the order they are copied: record.json last, so a torn copy is unfinished
-FILED = (HELDOUT, LEARN, RECORD)
+BANK = "bank.jsonl"  # the run's final bank, each test with the answers only it caught
+# a run's files in the order they are copied: record.json last, so a torn copy is unfinished;
+# a run without a generator phase has no bank
+FILED = (HELDOUT, LEARN, BANK, RECORD)
 
 
 @dataclass(frozen=True)
@@ -182,7 +188,7 @@ def fetch_run(config: str, sets: Sequence[str]) -> tuple[Heldout, str, dict[str,
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     runs = tracking.child_runs(cfg, parent)  # connects to the config's tracking store first
     client = mlflow.MlflowClient()
-    summary, *_ = from_phase_runs([(r.info.run_name, r.data.metrics) for r in runs])
+    summary, _, _, trained = from_phase_runs([(r.info.run_name, r.data.metrics) for r in runs])
     for run in reversed(runs):
         if not run.info.run_name.endswith("-evaluate"):
             continue
@@ -192,7 +198,7 @@ def fetch_run(config: str, sets: Sequence[str]) -> tuple[Heldout, str, dict[str,
                 heldout = Heldout.load(path)
             except ValueError as exc:
                 raise SparringError(f"{cfg.name}: {exc}") from None
-            return heldout, parent, run_values(summary)
+            return heldout, parent, run_values(summary, trained)
     raise SparringError(f"{cfg.name}: its MLflow run {parent} has no evaluate phase with {HELDOUT}")
 
 
@@ -242,6 +248,15 @@ def run_one(item: Planned, config: str, out: Path) -> dict[str, Any] | None:
     folder = out / item.name
     heldout.save(folder / HELDOUT, indent=1)
     write_file(folder / LEARN, ("\n".join(learn) + "\n").encode())
+    from sparring.config import load_config
+
+    cfg = load_config(config, list(item.overrides))
+    outputs = run_outputs(Path(cfg.storage.pipeline_root).resolve(), cfg.name)
+    bank = bank_with_catches(outputs) if outputs else None
+    (folder / BANK).unlink(missing_ok=True)
+    if bank is not None:
+        text = "".join(json.dumps(row, sort_keys=True) + "\n" for row in bank)
+        write_file(folder / BANK, text.encode())
     record = {
         "name": item.name,
         "arm": item.arm,
@@ -254,6 +269,9 @@ def run_one(item: Planned, config: str, out: Path) -> dict[str, Any] | None:
         "minutes": round(minutes, 2),
         "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "values": values,
+        # where its models are (not filed: the trained generator's catch on a fixed pool is
+        # measured from there after the run)
+        "outputs": str(outputs) if outputs else None,
     }
     _write_json(folder / RECORD, record)
     return record

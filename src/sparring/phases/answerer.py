@@ -40,7 +40,7 @@ from sparring.phases.common import (
 from sparring.phases.zone import draw_in_zone, in_zone, read_zone, screened_flat
 from sparring.problems import Problem, prompts
 from sparring.problems.coach import Coach, Reserve
-from sparring.rewards.bank import bank_tests
+from sparring.rewards.bank import bank_tests, sampled_cover
 from sparring.sandbox.limits import untrusted_limits
 
 
@@ -216,6 +216,12 @@ def train_answerer(
         )  # fmt: skip
     metrics.update(trl_metrics)
     metrics.update(reward_metrics(reward_fn.rewards, reward_fn.history, cfg))
+    # which problems the trainer sampled and how many tests their reward held: a banked test
+    # changes the answerer's reward only on a problem it samples
+    credited = {p.id: sum(rewards.credit_view(len(p.baseline_tests), p.trivial_passes)[0])
+                for p in problems}  # fmt: skip
+    metrics.update(sampled_cover(reward_fn.by_problem, credited, bank))
+    meta["problems_sampled"] = sorted(reward_fn.by_problem)
     if coach is not None:
         metrics.update(coach_metrics(coach, moves_before, reserve))
         meta["coach"] = coach.to_dict()

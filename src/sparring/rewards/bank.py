@@ -30,7 +30,9 @@ and it is no duplicate, exact or near, of the problem's baseline tests, banked t
 joined before it; with a cap, `per_problem`, a problem's tests beyond it are refused in the
 order offered: `full`). Banked tests are therefore discriminating by construction: the answerer's
 credit counts every one (`rewards.credit_view`, its `n_extra`). What a bank covers
-(`coverage`: the share of training problems with a banked test, tests per covered problem).
+(`coverage`: the share of training problems with a banked test, tests per covered problem;
+`sampled_cover`: the same over the problems the answerer's trainer sampled, and the tests in
+their reward).
 
 Across runs (recurring training): `carry` decides what of a persisted bank a new run inherits.
 A bank of another task space is refused (`BankRefused`, naming both); a test whose problem's
@@ -225,6 +227,33 @@ def coverage(rows: Sequence[Any], problem_ids: Iterable[str]) -> dict[str, float
         "bank_coverage": len(held) / len(ids) if ids else 0.0,
         "bank_tests_per_covered_max": float(max(held, default=0)),
         "bank_tests_per_covered_mean": sum(held) / len(held) if held else 0.0,
+    }
+
+
+def sampled_cover(
+    sampled: Iterable[str], given: Mapping[str, int], bank: Mapping[str, Sequence[str]]
+) -> dict[str, float]:
+    """What the answerer's reward saw on the problems its trainer sampled (`sampled`, ids):
+    `sampled_problems`, `sampled_bank_coverage` (the share with a banked test in `bank`, the
+    answerer phase's {problem: tests}), `sampled_banked_tests` (banked tests a sampled problem)
+    and `sampled_reward_tests` (tests its reward credits a sampled problem: its `given` count,
+    the given tests the reward credits, plus its banked ones, all credited by construction). A
+    sampled id without a `given` count is left out. {} when nothing was sampled.
+
+    >>> sampled_cover(["a", "b"], {"a": 3, "b": 3}, {"a": ["t1", "t2"]})
+    {'sampled_problems': 2.0, 'sampled_bank_coverage': 0.5, 'sampled_banked_tests': 1.0, \
+'sampled_reward_tests': 4.0}
+    """
+    ids = sorted({pid for pid in sampled if pid in given})
+    if not ids:
+        return {}
+    banked = [len(bank.get(pid, ())) for pid in ids]
+    return {
+        "sampled_problems": float(len(ids)),
+        "sampled_bank_coverage": sum(1 for b in banked if b) / len(ids),
+        "sampled_banked_tests": sum(banked) / len(ids),
+        "sampled_reward_tests": sum(given[pid] + b for pid, b in zip(ids, banked, strict=True))
+        / len(ids),
     }
 
 

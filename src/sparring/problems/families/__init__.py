@@ -231,6 +231,25 @@ def _problem(
     return replace(problem, tags=tags)
 
 
+def instance_id(family: str, level: int, seed: int, index: int) -> str:
+    """A family instance's problem id; `level_of_id` reads its level back.
+
+    >>> instance_id("int_arith", 2, 1, 4)
+    'fam-int_arith-L2-s1-4'
+    """
+    return f"fam-{family}-L{level}-s{seed}-{index}"
+
+
+def level_of_id(problem_id: str) -> int | None:
+    """The level of a family instance's id (`instance_id`), None for any other problem.
+
+    >>> level_of_id("fam-int_arith-L3-s1-4"), level_of_id("he-12")
+    (3, None)
+    """
+    match = re.fullmatch(r"fam-.+-L(\d+)-s\d+-\d+", problem_id)
+    return int(match.group(1)) if match else None
+
+
 def _instance(
     family: Family, level: int, seed: int, index: int, seen: set[str], tasks: set[str]
 ) -> Problem:
@@ -240,7 +259,7 @@ def _instance(
     for attempt in range(ATTEMPTS):
         key = _sub_seed(seed, family.name, level, index, attempt)
         draft, rng = _draft(family, level, key)
-        problem = _problem(draft, rng, family, level, f"fam-{family.name}-L{level}-s{seed}-{index}")
+        problem = _problem(draft, rng, family, level, instance_id(family.name, level, seed, index))
         issues = check_instance(problem)
         bugs = [issue for issue in issues if not issue.startswith(REDRAWABLE)]
         if bugs:
