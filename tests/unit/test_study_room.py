@@ -146,3 +146,22 @@ def test_a_run_files_its_newest_bank_with_the_answers_only_its_tests_caught(tmp_
     assert "caught_answers" not in filed[1] and len(filed) == 2
     assert run_outputs.run_outputs(tmp_path, "study-G-t1") is None
     assert study_runner.BANK in study_runner.FILED
+
+
+def test_an_arm_runs_only_its_own_seeds_and_they_must_be_the_studys(tmp_path):
+    path = tmp_path / "s.yaml"
+    body = (
+        "name: s\nbase: configs/learn.yaml\nseeds: [1, 2, 3]\n"
+        "arms:\n  G: {what: given, set: [phase_schedule=answerer]}\n"
+        "  D: {what: dense, set: [phase_schedule=answerer, data.given_tests=0], seeds: SEEDS}\n"
+        "contrasts:\n  - {treatment: D, control: G, rank: primary, question: q}\n"
+        "measures:\n  - {label: t, set: new_tasks, measure: strict}\n"
+    )
+    path.write_text(body.replace("SEEDS", "[1, 2]"))
+    design = load_design(path)
+    items = study_runner.plan(tmp_path / "out", design, ["G", "D"], [1, 2, 3], "c", lambda s: "x")
+    names = [design.run_name(a, s) for a, s in [("G", 1), ("D", 1), ("G", 2), ("D", 2), ("G", 3)]]
+    assert [i.name for i in items] == names
+    path.write_text(body.replace("SEEDS", "[1, 4]"))
+    with pytest.raises(ConfigError, match=r"arms\.D\.seeds.*\[4\] not among the study's seeds"):
+        load_design(path)

@@ -42,11 +42,13 @@ ARM_NAME = re.compile(r"[A-Za-z]\w*")
 
 @dataclass(frozen=True)
 class Arm:
-    """One arm: its `--set` overrides of the base config and what it is, in words."""
+    """One arm: its `--set` overrides of the base config, what it is, in words, and its
+    training seeds when it runs fewer than the study's (empty: all of them)."""
 
     name: str
     overrides: tuple[str, ...]
     what: str = ""
+    seeds: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,10 @@ class StudyDesign:
 
     def run_name(self, arm: str, seed: int) -> str:
         return f"{self.run_prefix}-{arm}-t{seed}"
+
+    def runs_seed(self, arm: str, seed: int) -> bool:
+        """Whether `arm` runs training seed `seed` (an arm's own `seeds`, else the study's)."""
+        return seed in (self.arms[arm].seeds or self.seeds)
 
     def overrides(
         self, arm: str, seed: int, extra: tuple[str, ...] | list[str] = ()
@@ -145,14 +151,15 @@ def design_from_dict(data: dict[str, Any], path: str = "study") -> StudyDesign:
     base = _text(data, "base", fail)
     if not Path(base).is_file():
         raise fail("base", f"{base}: no such config file (a path from the repository root)")
-    arms = _arms(data.get("arms"), fail)
+    seeds = _seeds(data.get("seeds"), fail)
+    arms = _arms(data.get("arms"), seeds, fail)
     return StudyDesign(
         name=name,
         path=path,
         base=base,
         arms=arms,
         contrasts=_contrasts(data.get("contrasts"), arms, fail),
-        seeds=_seeds(data.get("seeds"), fail),
+        seeds=seeds,
         measures=_measures(data.get("measures"), fail),
         common=_overrides(data.get("common", []), "common", fail),
         issue=_issue(data.get("issue"), fail),
@@ -199,7 +206,7 @@ def _overrides(value: Any, where: str, fail: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _arms(value: Any, fail: Any) -> dict[str, Arm]:
+def _arms(value: Any, seeds: tuple[int, ...], fail: Any) -> dict[str, Arm]:
     if not isinstance(value, dict) or not value:
         raise fail("arms", "no arm: give at least one, e.g. G: {set: [phase_schedule=answerer]}")
     arms = {}
@@ -209,13 +216,21 @@ def _arms(value: Any, fail: Any) -> dict[str, Arm]:
             raise fail(where, "an arm's name is a letter, then letters, digits or '_'")
         if not isinstance(body, dict):
             raise fail(where, "give {set: [key.path=value, ...], what: ...}")
-        extra = [k for k in body if k not in ("set", "what")]
+        extra = [k for k in body if k not in ("set", "what", "seeds")]
         if extra:
-            raise fail(f"{where}.{extra[0]}", "not an arm field (an arm has: set, what)")
+            raise fail(f"{where}.{extra[0]}", "not an arm field (an arm has: set, what, seeds)")
         what = body.get("what", "")
         if not isinstance(what, str):
             raise fail(f"{where}.what", f"{what!r} is not text")
-        arms[name] = Arm(name, _overrides(body.get("set", []), f"{where}.set", fail), what)
+        own = _seeds(body["seeds"], fail, f"{where}.seeds") if "seeds" in body else ()
+        if set(own) - set(seeds):
+            raise fail(
+                f"{where}.seeds",
+                f"{sorted(set(own) - set(seeds))} not among the study's seeds {list(seeds)}: "
+                "an arm runs some of them",
+            )
+        overrides = _overrides(body.get("set", []), f"{where}.set", fail)
+        arms[name] = Arm(name, overrides, what, own)
     return arms
 
 
@@ -253,14 +268,14 @@ def _contrasts(value: Any, arms: dict[str, Arm], fail: Any) -> tuple[Contrast, .
     return tuple(out)
 
 
-def _seeds(value: Any, fail: Any) -> tuple[int, ...]:
+def _seeds(value: Any, fail: Any, where: str = "seeds") -> tuple[int, ...]:
     if not isinstance(value, list) or not value:
-        raise fail("seeds", "no training seed: give a list, e.g. [1, 2, 3]")
+        raise fail(where, "no training seed: give a list, e.g. [1, 2, 3]")
     for i, seed in enumerate(value):
         if not isinstance(seed, int) or isinstance(seed, bool) or seed < 1:
-            raise fail(f"seeds[{i}]", f"{seed!r} is not a training seed of 1 or more")
+            raise fail(f"{where}[{i}]", f"{seed!r} is not a training seed of 1 or more")
     if len(set(value)) < len(value):
-        raise fail("seeds", f"{value}: a seed twice; each seed once")
+        raise fail(where, f"{value}: a seed twice; each seed once")
     return tuple(value)
 
 

@@ -116,7 +116,7 @@ def plan(
     ordered = chosen_arms(design, arms)
     out_plan = []
     for seed in sorted(set(seeds)):
-        for arm in ordered:
+        for arm in (a for a in ordered if design.runs_seed(a, seed)):
             name = design.run_name(arm, seed)
             sets = design.overrides(arm, seed, list(extra))
             try:
@@ -376,7 +376,7 @@ def finished_runs(
     """(run, its record) of every finished run of the chosen arms and seeds under `out`."""
     found = []
     for seed in sorted(set(seeds)):
-        for arm in chosen_arms(design, arms):
+        for arm in (a for a in chosen_arms(design, arms) if design.runs_seed(a, seed)):
             run = read_run(out / design.run_name(arm, seed), arm, seed)
             if run is not None:
                 found.append(run)
