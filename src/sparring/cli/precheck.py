@@ -2,8 +2,10 @@
 tests, and do the test writers reach it (issue 73, item 1)?
 
 Covers: the command's arguments, the sizing line it prints before sampling, the table and the
-PRECHECK lines, and its files (`--out DIR`: precheck.json, pool.jsonl). Does not cover: the
-sampling, judging and statistics (sparring.experiments.precheck).
+PRECHECK lines, and its files (`--out DIR`: precheck.json, pool.jsonl); and `sparring
+pool-catch`, the test writers' catch on that pool afterwards (a study's trained generators
+against the base one and the fuzzer). Does not cover: the sampling, judging and statistics
+(sparring.experiments.precheck, sparring.experiments.pool_catch).
 """
 
 from __future__ import annotations
@@ -78,6 +80,99 @@ def add_commands(sub) -> None:
     )
     p.add_argument("--out", default="", metavar="DIR", help="write precheck.json and pool.jsonl")
     p.set_defaults(func=_precheck)
+
+    p = sub.add_parser(
+        "pool-catch",
+        help="the test writers' catch on a pre-check's pool of wrong answers",
+        description=(
+            "Reads a pre-check's pool.jsonl (answers that pass the given tests and fail a "
+            "withheld one), has the fuzzer and each --writer NAME=MODEL (a generator model name "
+            "or folder, e.g. a study run's train-generator/model; 'base' is the config's "
+            "generator unless given) keep at most k valid tests a pool problem, and prints per "
+            "level and pooled each writer's catch (the share of the pool its tests fail, a 95% "
+            "interval resampling tasks) and each writer minus the base generator and minus the "
+            "fuzzer, paired over the same answers. With the pre-check's --seed, --generator-"
+            "samples and k, the base and fuzz numbers repeat the pre-check's."
+        ),
+    )
+    add_config_args(p, without=f"{DEFAULT_CONFIG} is used")
+    p.add_argument("--pool", required=True, metavar="FILE", help="a pre-check's pool.jsonl")
+    p.add_argument(
+        "--writer",
+        action="append",
+        default=[],
+        metavar="NAME=MODEL",
+        help="a generator to measure (repeatable); base=<the config's generator> is always in",
+    )
+    p.add_argument("--seed", type=int, default=2, help="the pre-check's seed (default 2)")
+    p.add_argument(
+        "--tests-per-problem",
+        type=int,
+        default=0,
+        metavar="k",
+        help="valid tests each writer keeps per pool problem (default: steps.fuzz_tests)",
+    )
+    p.add_argument(
+        "--generator-samples",
+        type=int,
+        default=4,
+        metavar="N",
+        help="completions per pool problem and generator (default 4, the pre-check's)",
+    )
+    p.add_argument("--out", default="", metavar="FILE", help="write the result as JSON")
+    p.set_defaults(func=_pool_catch)
+
+
+def _writers(specs: list[str], base: str) -> dict[str, str]:
+    """{name: model} of --writer NAME=MODEL, `base` first unless one is named base."""
+    writers = {"base": base}
+    for spec in specs:
+        name, sep, model = spec.partition("=")
+        if not sep or not name.strip() or not model.strip():
+            raise SparringError(f"--writer {spec!r}: give NAME=MODEL, e.g. S-t1=<run>/model")
+        if name.strip() == "fuzz":
+            raise SparringError("--writer fuzz: the fuzzer is always measured; pick another name")
+        writers[name.strip()] = model.strip()
+    return writers
+
+
+def _pool_catch(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from sparring.experiments import pool_catch
+
+    if args.generator_samples < 1 or args.tests_per_problem < 0:
+        raise SparringError("--generator-samples: use N >= 1; --tests-per-problem: use k >= 1")
+    if not Path(args.pool).is_file():
+        raise SparringError(f"--pool {args.pool}: no such file (a pre-check's pool.jsonl)")
+    try:
+        pool = pool_catch.read_pool(args.pool)
+    except ValueError as exc:
+        raise SparringError(str(exc)) from None
+    if not pool:
+        raise SparringError(f"--pool {args.pool}: holds no answers")
+    if not args.config:
+        args.config = DEFAULT_CONFIG
+    cfg = config_from_args(args)
+    writers = _writers(args.writer, cfg.model_for("generator").name)
+    k = args.tests_per_problem or cfg.steps.fuzz_tests
+    problems = len({e.problem.id for e in pool})
+    print(
+        f"POOLCATCH plan: {len(pool)} answers on {problems} problems; writers fuzz, "
+        f"{', '.join(writers)}; k={k}, {args.generator_samples} completions a problem and "
+        f"generator, seed {args.seed}",
+        flush=True,
+    )
+    measured = pool_catch.run_pool_catch(cfg, pool, writers, k, args.generator_samples, args.seed)
+    print("\n".join(pool_catch.format_lines(measured["result"])))
+    if args.out:
+        record = {
+            "settings": {"pool": args.pool, "config": args.config, "seed": args.seed, "k": k,
+                         "generator_samples": args.generator_samples, "writers": writers},
+            **measured,
+        }  # fmt: skip
+        write_output(Path(args.out), json.dumps(record, indent=1), "--out")
+    return 0
 
 
 def _precheck(args: argparse.Namespace) -> int:

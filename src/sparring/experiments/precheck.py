@@ -207,6 +207,31 @@ def pool_problems(pool: Sequence[PoolEntry]) -> list[Problem]:
     return list({e.problem.id: e.problem for e in pool}.values())
 
 
+def generator_kept(
+    cfg: Any,
+    problems: Sequence[Problem],
+    texts: Mapping[str, Sequence[str]],
+    k: int,
+    sandbox: Any,
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """({problem id: its first k valid tests}, {problem id: every test written}) of a
+    generator's completions `texts[problem id]`, tests parsed in order as the generator phase
+    does and kept as validation keeps them (`kept_tests`)."""
+    from sparring.problems.prompts import extract_tests
+
+    kept: dict[str, list[str]] = {}
+    written_by: dict[str, list[str]] = {}
+    for p in problems:
+        written: list[str] = []
+        for text in texts.get(p.id, ()):
+            written += [t for t in extract_tests(text, p.function_name) if t not in written]
+        kept[p.id] = kept_tests(
+            p, written, k, sandbox, cfg.rewards.reference_expected, cfg.rewards.duplicate_similarity
+        )
+        written_by[p.id] = written
+    return kept, written_by
+
+
 def measure_catch(
     cfg: Any,
     pool: Sequence[PoolEntry],
@@ -221,7 +246,6 @@ def measure_catch(
     as validation keeps them under `rewards.reference_expected`); the first also holds
     `base_written`, every test the generator wrote (what it was judged on)."""
     from sparring.phases.fuzz import fuzz_tests
-    from sparring.problems.prompts import extract_tests
     from sparring.rewards.bank import BankMerge
 
     problems = pool_problems(pool)
@@ -230,15 +254,7 @@ def measure_catch(
     kept: dict[str, dict[str, list[str]]] = {
         "fuzz": fuzz_tests(problems, k, seed, bank, sandbox).picked if problems else {}
     }
-    kept["base"] = {}
-    for p in problems:
-        written: list[str] = []
-        for text in generator_texts.get(p.id, ()):
-            written += [t for t in extract_tests(text, p.function_name) if t not in written]
-        kept["base"][p.id] = kept_tests(
-            p, written, k, sandbox, cfg.rewards.reference_expected, similarity
-        )
-        kept.setdefault("base_written", {})[p.id] = written
+    kept["base"], kept["base_written"] = generator_kept(cfg, problems, generator_texts, k, sandbox)
     caught = {name: catch_on_pool(pool, kept[name], sandbox) for name in GENERATORS}
     return kept, caught
 
