@@ -188,6 +188,44 @@ def test_final_tests_all_writes_final_tests_for_every_training_problem(data_dir,
     assert 0.0 <= v["bank_coverage"] <= 1.0 and "bank_tests_per_covered_mean" in v
 
 
+def test_final_samples_writes_every_completions_tests_in_order(data_dir, tmp_path, monkeypatch):
+    """steps.final_samples: the trained generator writes that many final completions a problem,
+    and a problem's tests row holds the tests of each of them, in order, once (break check:
+    with num_samples=1 hard-wired the spy sees 1 and the third completion's test is missing)."""
+    from sparring.backends.base import Sampled
+    from sparring.backends.torch import TorchBackend
+    from sparring.problems import read_jsonl
+
+    pool = read_jsonl(data_dir / "train.jsonl")
+    calls = []
+
+    def planted(prompt, n: int) -> list[str]:
+        """n completions for a problem's prompt: each one test of its own, then a shared one."""
+        f = next(p.function_name for p in pool if p.function_signature in str(prompt))
+        return [f"```python\nassert {f}({i}) == {i}\nassert {f}(99) == 99\n```" for i in range(n)]
+
+    def spy(self, model, tok, prompts, **kwargs):
+        calls.append(kwargs["num_samples"])
+        return Sampled([planted(prompt, kwargs["num_samples"]) for prompt in prompts])
+
+    cfg = cfg_for("steps.final_tests_all=true", "steps.final_samples=3")
+    monkeypatch.setattr(TorchBackend, "sample", spy)
+    train_generator(
+        cfg, 1, str(data_dir), "", None, str(tmp_path / "gen"), str(tmp_path / "tests.jsonl"),
+        str(tmp_path / "frozen.jsonl"),
+    )  # fmt: skip
+    assert calls[-1] == 3
+    rows = {r["problem_id"]: r for r in map(json.loads, (tmp_path / "tests.jsonl").open())}
+    assert sorted(rows) == sorted(p.id for p in pool)
+    for p in pool:
+        f = p.function_name
+        # after any test of its training completions: each final completion's, in order, once
+        assert rows[p.id]["tests"][-4:] == [
+            f"assert {f}(0) == 0", f"assert {f}(99) == 99", f"assert {f}(1) == 1",
+            f"assert {f}(2) == 2",
+        ]  # fmt: skip
+
+
 def test_a_pool_screen_of_the_same_model_and_seed_samples_once(data_dir, tmp_path, monkeypatch):
     """The frozen pool through the completion cache: a second arm from the same model with the
     same seed (the study's arms from the base model) reads the first one's samples and gets

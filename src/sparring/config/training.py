@@ -160,6 +160,13 @@ class StepsConfig:
         "be drawn by the next answerer phase, which draws after validation), not only for its "
         "draw (with steps.screen_pool, only the draw's problems whose frozen answers differed)",
     )
+    final_samples: int = _f(
+        1,
+        "completions the trained generator writes per problem for its final tests, their tests "
+        "in order: with steps.final_tests_all and a bank cap, more of them leave fewer problems "
+        "without a valid test",
+        ge=1, le=16,
+    )  # fmt: skip
     bank_per_problem: int = _f(
         0,
         "the most banked tests a training problem holds (k), for the learned generator's tests "

@@ -323,7 +323,7 @@ def train_generator(
                 max_new_tokens=completion_tokens(cfg, tok, problems, role),
                 temperature=cfg.grpo.temperature,
                 top_p=cfg.grpo.top_p,
-                num_samples=1,
+                num_samples=cfg.steps.final_samples,
                 seed=seed,
                 batch_size=sampling_rows(cfg),
             ).texts
@@ -345,12 +345,13 @@ def train_generator(
         generated = ranks.merge_lists(scorer.generated)  # every process's training completions
         if w.generator == "catch":  # the first and last step's catch, over every process's
             metrics.update(catch_step_metrics(ranks.all_gather(reward_fn.catch_calls)))
-        written = {r["problem_id"]: text for r, (text,) in zip(asked_rows, final, strict=True)}
+        written = {r["problem_id"]: texts for r, texts in zip(asked_rows, final, strict=True)}
         for p in final_problems(cfg, problems, pool):
             tests = list(generated.get(p.id, []))
-            for t in prompts.extract_tests(written.get(p.id, ""), p.function_name):
-                if t not in tests:
-                    tests.append(t)
+            for text in written.get(p.id, ()):
+                for t in prompts.extract_tests(text, p.function_name):
+                    if t not in tests:
+                        tests.append(t)
             out_rows.append({"problem_id": p.id, "tests": tests, "round": round_index})
         metrics["final_tests_problems"] = float(len(asked_rows))
     write_lines(out_tests, out_rows)
