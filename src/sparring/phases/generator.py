@@ -315,6 +315,13 @@ def train_generator(
         backend.use_role(model, "generator")
         # the proposer's output is what it proposed while training: no final sampling
         asked_rows = [] if proposer else final_rows(cfg, rows, zone, problems, pool)
+        if asked_rows:  # minutes on a CPU: say so, then a bar
+            from sparring import progress as lines
+
+            lines.say(
+                f"{lines.LABEL or 'train-generator'} final tests: {len(asked_rows)} problems x "
+                f"{cfg.steps.final_samples} completions"
+            )
         final = (
             backend.sample(
                 model,
@@ -326,6 +333,7 @@ def train_generator(
                 num_samples=cfg.steps.final_samples,
                 seed=seed,
                 batch_size=sampling_rows(cfg),
+                progress=True,
             ).texts
             if asked_rows
             else []
