@@ -226,6 +226,50 @@ def test_final_samples_writes_every_completions_tests_in_order(data_dir, tmp_pat
         ]  # fmt: skip
 
 
+def test_the_catch_reward_trains_only_where_a_frozen_answer_passes_the_given_tests(
+    data_dir, tmp_path, monkeypatch
+):
+    """rewards.generator: catch: the generator phase finds the problems whose frozen answers
+    include one that passes every given test (here: the last problem of the draw, its frozen
+    answers planted as its reference solution) and trains on those only, so every scoring call
+    meets something to catch, while final tests still cover the pool (break check: without
+    the filter the first call scores other problems, which hold none)."""
+    import sparring.phases.generator as generator
+    from sparring.problems import read_jsonl
+    from sparring.rewards.generator_scoring import GeneratorScorer
+
+    pool = read_jsonl(data_dir / "train.jsonl")
+    cfg = cfg_for("rewards.generator=catch", "steps.problems_per_phase=6", "grpo.num_generations=2",
+                  "grpo.per_device_batch_size=2", "grpo.rollout_batch_size=2")  # fmt: skip
+    drawn = generator.draw_in_zone(cfg, pool, {}, 1, "generator")
+    target = drawn[-1]
+    real = generator.sample_frozen_pool
+
+    def planted(*args, **kwargs):
+        rows, frozen, tok, sampling = real(*args, **kwargs)
+        for row in rows:
+            row["solutions"] = [target.reference_solution] if row["problem_id"] == target.id else []
+        return rows, frozen, tok, sampling
+
+    monkeypatch.setattr(generator, "sample_frozen_pool", planted)
+    scored = []
+    real_score = GeneratorScorer.score
+
+    def spy(self, completions, problem_ids):
+        scored.append(list(problem_ids))
+        return real_score(self, completions, problem_ids)
+
+    monkeypatch.setattr(GeneratorScorer, "score", spy)
+    m = train_generator(
+        cfg, 1, str(data_dir), "", None, str(tmp_path / "gen"), str(tmp_path / "tests.jsonl"),
+        str(tmp_path / "frozen.jsonl"),
+    )  # fmt: skip
+    assert m["pool_catchable"] == 1 and m["problems_catchable"] == 1
+    assert scored and all(set(ids) == {target.id} for ids in scored)
+    rows = [json.loads(x) for x in (tmp_path / "tests.jsonl").read_text().splitlines()]
+    assert target.id in {r["problem_id"] for r in rows}
+
+
 def test_a_pool_screen_of_the_same_model_and_seed_samples_once(data_dir, tmp_path, monkeypatch):
     """The frozen pool through the completion cache: a second arm from the same model with the
     same seed (the study's arms from the base model) reads the first one's samples and gets

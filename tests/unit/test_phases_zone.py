@@ -85,3 +85,22 @@ def test_the_generator_phase_samples_outside_training_at_steps_frozen_rows():
     assert sampling_rows(load_config(None, ["grpo.rollout_batch_size=64"])) == 64
     wide = load_config(None, ["grpo.rollout_batch_size=64", "steps.frozen_rows=256"])
     assert sampling_rows(wide) == 256 and wide.grpo.rollout_batch_size == 64
+
+
+def test_catchable_problems_are_those_with_an_answer_passing_every_given_test():
+    """In the real sandbox: an answer passing both given tests makes its problem catchable; one
+    passing one of two, a crash or no answer at all does not."""
+    from sparring.phases.zone import catchable_problems
+    from sparring.sandbox import Sandbox, SandboxLimits
+
+    def problem(pid: str) -> Problem:
+        return Problem(pid, "d", "def f(x):", ["assert f(1) == 2", "assert f(2) == 3"], "")
+
+    problems = [problem(p) for p in ("both", "one", "crash", "none")]
+    solutions = {
+        "both": ["def f(x):\n    return 0", "def f(x):\n    return x + 1"],
+        "one": ["def f(x):\n    return 2"],
+        "crash": ["def f(x):\n    raise ValueError"],
+    }
+    with Sandbox(SandboxLimits(timeout_s=5.0)) as sb:
+        assert catchable_problems(problems, solutions, sb) == {"both"}

@@ -33,7 +33,12 @@ from sparring.phases.common import (
     trained_record,
     write_lines,
 )
-from sparring.phases.zone import draw_in_zone, frozen_zone, in_zone
+from sparring.phases.zone import (
+    catchable_problems,
+    draw_in_zone,
+    frozen_zone,
+    in_zone,
+)
 from sparring.problems import Problem, programs, prompts
 from sparring.sandbox.limits import untrusted_limits
 
@@ -262,6 +267,17 @@ def train_generator(
         metrics["problems_in_zone"] = float(sum(in_zone(zone.get(p.id)) for p in problems))
         metrics["pool_in_zone"] = float(sum(in_zone(z) for z in zone.values()))
     proposer = cfg.generator_mode == "problems"
+    if cfg.rewards.generator == "catch" and not proposer:
+        # the catch reward pays only where a frozen answer passes the given tests: train there
+        # only (at levels 2-3 about 4 problems in 10 hold one of 8 answers; drawn at random, a
+        # step's 4 problems held 0 to 3 of them, 2026-12-03; TRL shuffles the dataset, so an
+        # order would not do). Final tests still cover the rest (steps.final_tests_all).
+        with Sandbox(untrusted_limits(cfg)) as sb:
+            catchable = catchable_problems(pool, solutions, sb)
+        metrics["pool_catchable"] = float(len(catchable))
+        metrics["problems_catchable"] = float(sum(p.id in catchable for p in problems))
+        problems = [p for p in problems if p.id in catchable] or problems
+        meta["problems_drawn"] = drawn_digest(problems)
     if not proposer:
         del frozen  # the cached solutions are all the phase needs (a shared base stays cached)
         gc.collect()

@@ -3,9 +3,10 @@
 Covers: the per-problem rollout statistics that validation writes next to the bank
 (`zone.json`), `frozen_zone` (those statistics from the frozen answerer's samples, run in a
 sandbox it is given), `draw_in_zone`: problems in the zone first, then untried ones (easy
-first), flat ones last, and `screened_flat`: the drawn problems the screen saw flat.
+first), flat ones last, `screened_flat`: the drawn problems the screen saw flat, and for the
+catch reward `catchable_problems` (a frozen answer passes the given tests).
 Does not cover: the batch-level refill and skip (sparring.backends.torch.grpo_sampling). Pure
-but for `frozen_zone`'s sandbox.
+but for `frozen_zone`'s and `catchable_problems`' sandbox.
 """
 
 from __future__ import annotations
@@ -126,3 +127,17 @@ def draw_in_zone(
         return 1 + (_DIFFICULTY_ORDER.get(p.difficulty, 1) if cfg.steps.easy_first else 0)
 
     return sorted(shuffled, key=rank)[:n]
+
+
+def catchable_problems(
+    problems: list[Problem], solutions: dict[str, list[str]], sandbox: Any
+) -> set[str]:
+    """The ids of `problems` with a frozen solution (`solutions[id]`, code) that passes every
+    given test (`baseline_tests`): the only problems where `rewards.generator: catch` can pay
+    for a catch (sparring.rewards.catch_counts). A sandbox failure passes nothing."""
+    from sparring.sandbox.result_cache import run_cached
+
+    jobs = [(p.id, code) for p in problems if p.baseline_tests for code in solutions.get(p.id, [])]
+    by_id = {p.id: p for p in problems}
+    rows = run_cached(sandbox, [(code, by_id[pid].baseline_tests) for pid, code in jobs], None)
+    return {pid for (pid, _), row in zip(jobs, rows, strict=True) if row and all(row)}
