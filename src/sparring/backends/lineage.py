@@ -10,8 +10,8 @@ and the evaluate phase copies it into heldout.json, where the pairing and poolin
 Covers: `weights_digest` (sha256 over a folder's weight files, names and contents),
 `model_digests` (a name or folder: its own weights and the base weights under it, through
 pointers and an adapter's recorded base), `start_record`, `start_of` (the record a model folder
-carries), `code_digest` (the library's source, hashed: the code version a result names),
-`check_start` and `check_same_starts` (the refusals, one line naming the run).
+carries), `code_digest` (the whole library's source, hashed by `source_digest`: the code version
+a result names), `check_start` and `check_same_starts` (the refusals, one line naming the run).
 Does not cover: the registry (sparring.tracking) or loading weights (sparring.backends).
 """
 
@@ -97,11 +97,19 @@ def model_digests(name: str) -> tuple[str, str | None, str | None]:
     return base, own, base_own
 
 
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # src/sparring, not this module's folder
+
+
 @functools.cache
 def code_digest() -> str:
-    """sha256 (16 hex) of the sparring package's own Python source: the code version a result
-    names. Any edit to the library is another version, so runs compared as one study ran one."""
-    root = Path(__file__).resolve().parent
+    """sha256 (16 hex) of the sparring package's own Python source (`source_digest` of the
+    package folder): the code version a result names. Any edit to the library is another
+    version, so runs compared as one study ran one."""
+    return source_digest(PACKAGE_ROOT)
+
+
+def source_digest(root: Path) -> str:
+    """sha256 (16 hex) over every .py file under `root`, names and contents."""
     h = hashlib.sha256()
     for f in sorted(root.rglob("*.py")):
         h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
