@@ -70,7 +70,7 @@ def test_screened_flat_rows_are_marked_for_the_trainer():
 def test_the_trained_generator_writes_final_tests_only_where_the_screen_saw_answers_differ():
     """With a screen the generator's last sampling skips problems seen flat (the answerer
     samples them last, if at all); without one it asks every row."""
-    from sparring.phases.generator import tested_rows
+    from sparring.phases.final_tests import tested_rows
 
     rows = [{"problem_id": p.id, "prompt": []} for p in PROBLEMS[:4]]
     zone = {"p0": zone_stats([0.0, 1.0]), "p1": zone_stats([1.0, 1.0]), "p3": zone_stats([0.5])}

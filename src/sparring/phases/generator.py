@@ -4,8 +4,9 @@ Covers: sampling the frozen answerer snapshot once (`sample_frozen_solutions`; o
 process or behind the server: `sample_frozen_pool`, the answerer phase's screen too),
 `train_generator` (rewarded against those cached solutions; writes the generated tests and
 frozen solutions), the proposer mode's reward, and the dry run's mutated baseline tests
-(`fallback_tests`). Does not cover: the rewards' rules (sparring.rewards.code_duel), validation
-(sparring.phases.validate) or the generator that does not learn (`generator_mode: fuzz`,
+(`fallback_tests`). Does not cover: the rewards' rules (sparring.rewards.code_duel), which
+problems get final tests (sparring.phases.final_tests), validation (sparring.phases.validate)
+or the generator that does not learn (`generator_mode: fuzz`,
 sparring.phases.fuzz, which `train_generator` hands the phase to).
 """
 
@@ -33,6 +34,7 @@ from sparring.phases.common import (
     trained_record,
     write_lines,
 )
+from sparring.phases.final_tests import final_problems, final_rows
 from sparring.phases.zone import (
     catchable_problems,
     draw_in_zone,
@@ -384,55 +386,6 @@ def train_generator(
         cfg, model, tok, out_model, trained_record(cfg, "generator", base, meta, init_model)
     )
     return metrics
-
-
-def final_problems(cfg: Config, problems: list[Problem], pool: list[Problem]) -> list[Problem]:
-    """The problems the phase writes tests for: its draw, then with `steps.final_tests_all` the
-    rest of the training pool in pool order (`final_rows` says why)."""
-    if not cfg.steps.final_tests_all:
-        return problems
-    drawn = {p.id for p in problems}
-    return problems + [p for p in pool if p.id not in drawn]
-
-
-def final_rows(
-    cfg: Config,
-    rows: list[dict[str, Any]],
-    zone: dict[str, dict[str, float]],
-    problems: list[Problem],
-    pool: list[Problem],
-) -> list[dict[str, Any]]:
-    """The prompt rows the trained generator writes its final tests for: `tested_rows` of its
-    draw's `rows`, or with `steps.final_tests_all` a row for every training problem (`rows`,
-    then the rest of `pool`). Every one, because the next answerer phase may sample any: it
-    draws (`draw_in_zone`) by the zone that validation writes after banking these tests (a
-    problem whose frozen answers all pass the given tests joins the zone when a banked test
-    fails one), among the problems at its coach's levels, which only its init model's record
-    holds; a generated test changes the answerer's reward only on a problem it covers."""
-    if not cfg.steps.final_tests_all:
-        return tested_rows(rows, zone)
-    asked = (cfg.steps.generator_tests, cfg.steps.generator_stated_cases)
-    return rows + [
-        {"prompt": prompts.generator_messages(p, *asked), "problem_id": p.id}
-        for p in final_problems(cfg, problems, pool)[len(problems) :]
-    ]
-
-
-def tested_rows(rows: list[dict[str, Any]], zone: dict[str, dict[str, float]]) -> list[dict]:
-    """The rows whose problems the trained generator writes its final tests for: with a screen
-    (`zone` not empty) the problems where the frozen answers differed, since the answerer samples
-    the ones seen flat only when nothing else is left and a test there is seldom used; without
-    one, every row.
-
-    >>> rows = [{"problem_id": i} for i in "abc"]
-    >>> [r["problem_id"] for r in tested_rows(rows, {"a": {"spread": 0.5}, "b": {"spread": 0.0}})]
-    ['a']
-    >>> len(tested_rows(rows, {}))
-    3
-    """
-    if not zone:
-        return rows
-    return [r for r in rows if in_zone(zone.get(r["problem_id"]))]
 
 
 class _ProposerRewardFn:
