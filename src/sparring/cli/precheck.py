@@ -60,20 +60,7 @@ def add_commands(sub) -> None:
         help="answers sampled per instance (default 8)",
     )
     p.add_argument("--given-tests", type=int, default=3, metavar="K", help="given tests (3)")
-    p.add_argument(
-        "--tests-per-problem",
-        type=int,
-        default=0,
-        metavar="k",
-        help="valid tests each writer keeps per pool problem (default: steps.fuzz_tests)",
-    )
-    p.add_argument(
-        "--generator-samples",
-        type=int,
-        default=4,
-        metavar="N",
-        help="base generator completions per pool problem (default 4)",
-    )
+    _add_writer_args(p, "base generator completions per pool problem (default 4)")
     p.add_argument("--model", default="", help="answerer to sample (default: the config's)")
     p.add_argument(
         "--generator-model", default="", help="generator to sample (default: the config's)"
@@ -105,6 +92,13 @@ def add_commands(sub) -> None:
         help="a generator to measure (repeatable); base=<the config's generator> is always in",
     )
     p.add_argument("--seed", type=int, default=2, help="the pre-check's seed (default 2)")
+    _add_writer_args(p, "completions per pool problem and generator (default 4, the pre-check's)")
+    p.add_argument("--out", default="", metavar="FILE", help="write the result as JSON")
+    p.set_defaults(func=_pool_catch)
+
+
+def _add_writer_args(p: argparse.ArgumentParser, samples_help: str) -> None:
+    """The test writers' arguments both commands share: k kept tests and N completions."""
     p.add_argument(
         "--tests-per-problem",
         type=int,
@@ -112,15 +106,7 @@ def add_commands(sub) -> None:
         metavar="k",
         help="valid tests each writer keeps per pool problem (default: steps.fuzz_tests)",
     )
-    p.add_argument(
-        "--generator-samples",
-        type=int,
-        default=4,
-        metavar="N",
-        help="completions per pool problem and generator (default 4, the pre-check's)",
-    )
-    p.add_argument("--out", default="", metavar="FILE", help="write the result as JSON")
-    p.set_defaults(func=_pool_catch)
+    p.add_argument("--generator-samples", type=int, default=4, metavar="N", help=samples_help)
 
 
 def _writers(specs: list[str], base: str) -> dict[str, str]:

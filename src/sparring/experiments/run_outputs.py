@@ -8,7 +8,6 @@ study's files (sparring.experiments.study_runner).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -41,20 +40,19 @@ def bank_with_catches(outputs: Path) -> list[dict[str, Any]] | None:
     with `caught_answers` beside its `caught` indices: the frozen answers of the round's
     generator phase that only this test failed (the given tests passed them); None when the run
     validated no tests."""
+    from sparring.phases.common import read_lines
     from sparring.rewards.bank import read_rows
 
     validations = _numbered(outputs, "validate-tests")
     bank_file = validations[-1] / "bank" / "bank.jsonl" if validations else None
     if bank_file is None or not bank_file.is_file():
         return None
-    answers: dict[tuple[int, str], list[str]] = {}
-    for round_index, phase in enumerate(_numbered(outputs, "train-generator"), start=1):
-        frozen = phase / "frozen_solutions"
-        if frozen.is_file():
-            for line in frozen.read_text().splitlines():
-                row = json.loads(line) if line.strip() else {}
-                if "problem_id" in row:
-                    answers[(round_index, row["problem_id"])] = list(row.get("solutions", []))
+    answers = {
+        (round_index, row["problem_id"]): list(row.get("solutions", []))
+        for round_index, phase in enumerate(_numbered(outputs, "train-generator"), start=1)
+        for row in read_lines(phase / "frozen_solutions")
+        if "problem_id" in row
+    }
     rows = []
     for row in read_rows(str(bank_file)):
         row = dict(row)
