@@ -3,12 +3,14 @@
 A random tiny model never writes passing code, so the real reward is 0 everywhere and GRPO
 would not move the weights; a length reward has variance, so the ranks' gradients differ and
 data-parallel training has something to keep in sync. Run as a script (torchrun or python)
-with the entry point's arguments. Used by tests/integration/test_cluster_distributed.py.
+with the entry point's arguments. It keeps the real reward function's interface (`rewards`,
+`history`, `by_problem`), which the answerer phase reads after training. Used by tests/integration/test_cluster_distributed.py.
 """
 
 from __future__ import annotations
 
 import sys
+from collections import defaultdict
 
 
 class LengthReward:
@@ -17,10 +19,14 @@ class LengthReward:
     def __init__(self, sandbox, rewards_cfg):
         self.rewards: list[float] = []
         self.history: list[dict[str, float]] = []
+        # the answerer phase reads which problems the trainer sampled from the reward function
+        self.by_problem: dict[str, list[float]] = defaultdict(list)
 
-    def __call__(self, prompts, completions, **kwargs):
+    def __call__(self, prompts, completions, problem_id=None, **kwargs):
         out = [float(len(c[-1]["content"] if isinstance(c, list) else c)) for c in completions]
         self.rewards.extend(out)
+        for pid, value in zip(problem_id or [], out, strict=False):
+            self.by_problem[pid].append(value)
         return out
 
 
