@@ -9,10 +9,11 @@ library never imports the KFP shells above it.
 Local runs: `prepare_local_run` creates the MLflow parent run before the DAG starts, and
 `run_local` passes its id and a local run id as pipeline parameters (kfp.local has no server-side
 run id worth tagging, and a fresh id per attempt would defeat caching). State lives in
-`<pipeline_root>/.sparring/<name>/`: `state.json` (parent run id, local run id, config digest)
-and `cache/` (kfp.local's cache). `resume=True` reuses both, so finished tasks are cache hits and
-are not repeated (kfp.local keys the cache on component, image, command and arguments, and treats
-an entry as a miss when an artifact it points to was deleted); without it the cache is cleared
+`<pipeline_root>/.sparring/<name>/`: `state.json` (parent run id, local run id, config digest,
+the package's code digest) and `cache/` (kfp.local's cache). `resume=True` reuses both, so
+finished tasks are cache hits and are not repeated (kfp.local keys the cache on component, image,
+command and arguments, and treats an entry as a miss when an artifact it points to was deleted),
+unless the config or the code changed since (lineage.resume_refusal); otherwise the cache is cleared
 first. A new run (without --resume) ends the earlier run's parent run if it is still open, and a
 failed run ends its own as FAILED (or says it could not: MLflow down), so no parent run is left
 RUNNING once MLflow answers. kfp and mlflow are imported inside the functions that need them.
@@ -35,6 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sparring.backends import lineage
 from sparring.errors import SparringError
 
 if TYPE_CHECKING:
@@ -45,6 +47,12 @@ def _state_dir(root: Path, cfg) -> Path:
     return root / ".sparring" / cfg.name
 
 
+def read_state(root: Path, cfg) -> dict | None:
+    """The state of the last local run of `cfg` under `root`, if there was one."""
+    state_file = _state_dir(root, cfg) / "state.json"
+    return json.loads(state_file.read_text()) if state_file.is_file() else None
+
+
 def prepare_local_run(cfg, root: Path, resume: bool) -> dict:
     """Parent run and local run id for a local run; reused from state.json with --resume."""
     from sparring import storage, tracking
@@ -52,14 +60,12 @@ def prepare_local_run(cfg, root: Path, resume: bool) -> dict:
     state_dir = _state_dir(root, cfg)
     state_file = state_dir / "state.json"
     cache_dir = state_dir / "cache"
-    if resume and state_file.is_file():
-        state = json.loads(state_file.read_text())
-        if state.get("digest") == cfg.digest():
-            state["resumed"] = True
-            return state
-        print("config changed since the last run: starting a new run", file=sys.stderr)
-    elif resume:
-        print("nothing to resume: starting a new run", file=sys.stderr)
+    if resume:
+        state = read_state(root, cfg)
+        why = lineage.resume_refusal(state, cfg.digest())
+        if not why:
+            return {**state, "resumed": True}
+        print(f"{why}: starting a new run", file=sys.stderr)
     if state_file.is_file():  # a run that is not continued must not stay RUNNING
         _close_abandoned(cfg, json.loads(state_file.read_text()))
     shutil.rmtree(cache_dir, ignore_errors=True)
@@ -68,6 +74,7 @@ def prepare_local_run(cfg, root: Path, resume: bool) -> dict:
         "kfp_run_id": kfp_run_id,
         "parent_run_id": tracking.start_parent_run(cfg, kfp_run_id),
         "digest": cfg.digest(),
+        "code": lineage.code_digest(),
         "resumed": False,
     }
     storage.write_text(str(state_file), json.dumps(state, indent=1))

@@ -4,7 +4,8 @@ A random tiny model never writes passing code, so the real reward is 0 everywher
 would not move the weights; a length reward has variance, so the ranks' gradients differ and
 data-parallel training has something to keep in sync. Run as a script (torchrun or python)
 with the entry point's arguments. It keeps the real reward function's interface (`rewards`,
-`history`, `by_problem`), which the answerer phase reads after training. Used by tests/integration/test_cluster_distributed.py.
+`history`, `by_problem`), which the answerer phase reads after training. Used by
+tests/integration/test_cluster_distributed.py.
 """
 
 from __future__ import annotations

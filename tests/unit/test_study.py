@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sparring.cli.main import main
-from sparring.experiments import sizing, study, study_runner
+from sparring.experiments import filed_runs, sizing, study, study_runner
 from sparring.experiments.study import StudyRun
 from sparring.experiments.study_design import load_design
 
@@ -258,10 +258,10 @@ def test_a_filed_run_comes_back_to_a_fresh_out_and_is_kept(tmp_path):
     """A fresh clone: local_outputs is empty, the runs filed in docs/results are kept."""
     here, filed, fresh = tmp_path / "here", tmp_path / "filed", tmp_path / "fresh"
     file_run(here, "D", 1, "today", "cfg-study-D-t1")
-    copies = study_runner.file_run(here, "study-D-t1", filed)  # this run has no learn.txt
+    copies = filed_runs.file_run(here, "study-D-t1", filed)  # this run has no learn.txt
     names = ["study-D-t1-2026-12-02-heldout.json", "study-D-t1-2026-12-02-record.json"]
     assert [c.name for c in copies] == names
-    lines = study_runner.restore(filed, fresh, ["study-D-t1", "study-F-t1"])
+    lines = filed_runs.restore(filed, fresh, ["study-D-t1", "study-F-t1"])
     assert lines == [f"study: study-D-t1 restored from {filed}/study-D-t1-2026-12-02-*"]
     for part in ("heldout.json", "record.json"):
         copy, original = fresh / "study-D-t1" / part, here / "study-D-t1" / part
@@ -281,16 +281,16 @@ def test_restore_takes_the_latest_copy_and_never_replaces_a_run_here(tmp_path):
             (filed / f"study-G-t1-{day}-{part}").write_text(text)
     # a torn copy (no heldout.json) is no run
     (filed / "study-S-t1-2026-12-04-record.json").write_text(json.dumps({"name": "study-S-t1"}))
-    study_runner.restore(filed, out, ["study-G-t1", "study-S-t1"])
-    assert study_runner.read_record(out / "study-G-t1")["code"] == "new"
+    filed_runs.restore(filed, out, ["study-G-t1", "study-S-t1"])
+    assert filed_runs.read_record(out / "study-G-t1")["code"] == "new"
     assert not (out / "study-S-t1").exists()
     file_run(out, "F", 1, "mine", "cfg")
     (filed / "study-F-t1-2026-12-09-heldout.json").write_text("{}")
     (filed / "study-F-t1-2026-12-09-record.json").write_text(
         json.dumps({"name": "study-F-t1", "code": "filed"})
     )
-    assert study_runner.restore(filed, out, ["study-F-t1"]) == []
-    assert study_runner.read_record(out / "study-F-t1")["code"] == "mine"
+    assert filed_runs.restore(filed, out, ["study-F-t1"]) == []
+    assert filed_runs.read_record(out / "study-F-t1")["code"] == "mine"
 
 
 def test_dry_list_plans_from_the_real_config_and_runs_nothing(tmp_path, monkeypatch, capsys):
@@ -306,7 +306,7 @@ def test_dry_list_plans_from_the_real_config_and_runs_nothing(tmp_path, monkeypa
         elsewhere, "D", 1, lineage.code_digest(),
         study_runner.config_digest("configs/learn.yaml", sets),
     )  # fmt: skip
-    study_runner.file_run(elsewhere, "study-D-t1", filed)
+    filed_runs.file_run(elsewhere, "study-D-t1", filed)
     file_run(  # the right config, other code
         here, "F", 1, "0123456789abcdef",
         study_runner.config_digest("configs/learn.yaml", DESIGN.overrides("F", 1)),
@@ -324,7 +324,7 @@ def test_dry_list_plans_from_the_real_config_and_runs_nothing(tmp_path, monkeypa
 def test_every_run_the_study_finishes_is_filed(tmp_path, monkeypatch, capsys):
     def finish(item, config, out):
         file_run(out, item.arm, item.seed, "today", item.config_digest)
-        return study_runner.read_record(out / item.name)
+        return filed_runs.read_record(out / item.name)
 
     monkeypatch.setattr(study_runner, "run_one", finish)
     filed = tmp_path / "filed"

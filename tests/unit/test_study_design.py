@@ -17,7 +17,7 @@ from stand_in import stand_in_venv
 
 from sparring.cli.main import main
 from sparring.config.fields import ConfigError
-from sparring.experiments import study, study_runner
+from sparring.experiments import filed_runs, study, study_runner
 from sparring.experiments.study_design import design_from_dict, load_design
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,7 +59,7 @@ def rebuilt(tmp_path_factory) -> tuple[dict, list]:
     design = load_design(STUDY)
     out = tmp_path_factory.mktemp("out")
     names = [design.run_name(a, s) for s in design.seeds for a in design.arms]
-    assert len(study_runner.restore(RESULTS, out, names)) == 15
+    assert len(filed_runs.restore(RESULTS, out, names)) == 15
     runs = study_runner.finished_runs(out, design, list(design.arms), design.seeds)
     return study.analyse([run for run, _ in runs], design, reps=200), runs
 

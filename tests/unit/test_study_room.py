@@ -11,7 +11,7 @@ import pytest
 
 from sparring.config.fields import ConfigError
 from sparring.evaluation import learning
-from sparring.experiments import run_outputs, study, study_runner
+from sparring.experiments import filed_runs, run_outputs, study, study_runner
 from sparring.experiments.study import StudyRun
 from sparring.experiments.study_design import load_design
 from sparring.problems.families import instance_id, level_of_id
@@ -145,7 +145,7 @@ def test_a_run_files_its_newest_bank_with_the_answers_only_its_tests_caught(tmp_
     assert filed[0]["caught_answers"] == ["def f(): return 0"]
     assert "caught_answers" not in filed[1] and len(filed) == 2
     assert run_outputs.run_outputs(tmp_path, "study-G-t1") is None
-    assert study_runner.BANK in study_runner.FILED
+    assert filed_runs.BANK in filed_runs.FILED
 
 
 def test_an_arm_runs_only_its_own_seeds_and_they_must_be_the_studys(tmp_path):

@@ -108,6 +108,20 @@ def code_digest() -> str:
     return source_digest(PACKAGE_ROOT)
 
 
+def resume_refusal(state: Mapping[str, Any] | None, config_digest: str) -> str:
+    """Why a local run's state (sparring.local_run: its config digest and code) cannot be
+    continued by this config and this code ('' when it can). kfp.local's cache keys a task on
+    its command and arguments, not on the package's code, so a phase finished by other code
+    would come back as a hit."""
+    if state is None:
+        return "nothing to resume"
+    if state.get("digest") != config_digest:
+        return "config changed since the last run"
+    if state.get("code") != code_digest():
+        return f"code changed since the last run ({state.get('code')} -> {code_digest()})"
+    return ""
+
+
 def source_digest(root: Path) -> str:
     """sha256 (16 hex) over every .py file under `root`, names and contents."""
     h = hashlib.sha256()

@@ -67,7 +67,11 @@ def add_commands(sub) -> None:
         "lines. A killed run goes on with --resume: finished tasks are reused.",
     )
     add_config_args(p, required=True)
-    p.add_argument("--resume", action="store_true", help="reuse finished tasks of the last run")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="reuse finished tasks of the last run (same config and code; else a new run)",
+    )
     p.add_argument("--pipeline-root", metavar="DIR", help="local outputs (default: config's)")
     p.set_defaults(func=_run)
 

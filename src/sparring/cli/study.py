@@ -77,7 +77,7 @@ def _seeds(text: str) -> list[int]:
 
 def _study(args: argparse.Namespace) -> int:
     from sparring.backends import lineage
-    from sparring.experiments import study, study_runner
+    from sparring.experiments import filed_runs, study, study_runner
     from sparring.experiments.study_design import load_design
 
     design = load_design(args.study)
@@ -90,7 +90,7 @@ def _study(args: argparse.Namespace) -> int:
     filed = Path(args.filed) if args.filed else None
     if filed is not None:
         names = [design.run_name(a, s) for s in seeds for a in arms]
-        for line in study_runner.restore(filed, out, names):
+        for line in filed_runs.restore(filed, out, names):
             print(line)
     if not args.report:
         items = study_runner.plan(
@@ -103,7 +103,7 @@ def _study(args: argparse.Namespace) -> int:
         for item in (i for i in items if i.action == "run"):
             record = study_runner.run_one(item, design.base, out)
             if record is not None and filed is not None:
-                copies = study_runner.file_run(out, item.name, filed)
+                copies = filed_runs.file_run(out, item.name, filed)
                 print(f"study: {item.name} filed as {', '.join(str(c) for c in copies)}")
     runs = study_runner.finished_runs(out, design, arms, seeds)
     if not runs:

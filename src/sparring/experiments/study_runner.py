@@ -5,32 +5,26 @@ figure.
 Covers: `plan` (the runs in study order, seed 1 of every arm first, so an interrupted study has
 something of every arm; a finished run is kept only when its record's code and config digest
 match today's, else it is run again, and the plan says why), `run_one` (one run through
-`sparring run --config <base> --set ...`, the entry point `make learn` uses, with
-`storage.start_fresh=true` set explicitly; then its heldout.json, fetched from the MLflow run of
-its evaluate phase where every pairing line finds it, checked to have started fresh, its LEARN
-lines (the run's stdout), its final bank with the answers each test alone caught
+`sparring run --resume --config <base> --set ...`, the entry point `make learn` uses, with
+`storage.start_fresh=true` set explicitly: a run killed part-way goes on from its last finished
+phase when its config and code are unchanged; then its heldout.json, fetched from the MLflow run
+of its evaluate phase where every pairing line finds it, checked to have started fresh, its
+LEARN lines (the run's stdout), its final bank with the answers each test alone caught
 (sparring.experiments.run_outputs) and record.json, which keeps the scalars the study reads
 (sparring.experiments.study.run_values) and where its outputs are, written to
-local_outputs/study/<run name>/),
-`finished_runs` (each run read back from its JSON files; for runs filed before record.json kept
-those scalars, the 2026-12-02 study's, from their learn.txt: `old_learn_values`),
-`write_report` (the design's report file and figure), and the filed copies (`file_run`,
-`restore`): every finished run's files (heldout.json, learn.txt, its bank when it had one,
-record.json) kept in a folder under git (docs/results, as <run>-<date>-<file>), so a fresh
-clone goes on from them, and a report is rebuilt from them.
-Does not cover: the design's file (sparring.experiments.study_design), the statistics
+local_outputs/study/<run name>/), `finished_runs` (each run read back from its files) and
+`write_report` (the design's report file and figure).
+Does not cover: a run folder's files and their filed copies (sparring.experiments.filed_runs),
+the design's file (sparring.experiments.study_design), the statistics
 (sparring.experiments.study), the pipeline (sparring.local_run, sparring.cli.pipeline), the
 command line (sparring.cli.study).
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import json
 import os
-import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -44,18 +38,19 @@ from sparring.atomic import write_file
 from sparring.backends import lineage
 from sparring.errors import SparringError
 from sparring.evaluation.heldout import Heldout
+from sparring.experiments.filed_runs import (
+    BANK,
+    HELDOUT,
+    LEARN,
+    RECORD,
+    read_record,
+    read_run,
+)
 from sparring.experiments.run_outputs import bank_with_catches, run_outputs
 from sparring.experiments.study import StudyRun, code_changed, run_values
 from sparring.experiments.study_design import StudyDesign
 
 OUT = Path("local_outputs") / "study"
-RECORD = "record.json"  # written last: a run folder with it is a finished run
-HELDOUT = "heldout.json"
-LEARN = "learn.txt"
-BANK = "bank.jsonl"  # the run's final bank, each test with the answers only it caught
-# a run's files in the order they are copied: record.json last, so a torn copy is unfinished;
-# a run without a generator phase has no bank
-FILED = (HELDOUT, LEARN, BANK, RECORD)
 
 
 @dataclass(frozen=True)
@@ -76,18 +71,6 @@ def config_digest(config: str, sets: Sequence[str]) -> str:
     from sparring.config import load_config
 
     return load_config(config, list(sets)).digest()
-
-
-def read_record(folder: Path) -> dict[str, Any] | None:
-    return read_record_file(folder / RECORD)
-
-
-def read_record_file(path: Path) -> dict[str, Any] | None:
-    try:
-        record = json.loads(path.read_text()) if path.is_file() else None
-    except (OSError, json.JSONDecodeError):
-        return None  # a torn or foreign file: the run counts as not finished
-    return record if isinstance(record, dict) else None
 
 
 def chosen_arms(design: StudyDesign, arms: Sequence[str]) -> list[str]:
@@ -151,8 +134,19 @@ def plan_lines(items: Sequence[Planned]) -> list[str]:
 
 
 def _command(config: str, sets: Sequence[str]) -> list[str]:
+    # --resume: a run killed part-way (a machine that stops, a closed laptop) goes on from its
+    # last finished phase when its config and code are unchanged, instead of from the start
     flags = [part for text in sets for part in ("--set", text)]
-    return [sys.executable, "-m", "sparring.cli.main", "run", "--config", config, *flags]
+    return [
+        sys.executable,
+        "-m",
+        "sparring.cli.main",
+        "run",
+        "--resume",
+        "--config",
+        config,
+        *flags,
+    ]
 
 
 def _stream(cmd: list[str]) -> tuple[int, list[str]]:
@@ -169,6 +163,11 @@ def _stream(cmd: list[str]) -> tuple[int, list[str]]:
     return proc.returncode, learn
 
 
+def _state_file(cfg: Any) -> Path:
+    """The state file of the last local run of `cfg` (sparring.local_run)."""
+    return Path(cfg.storage.pipeline_root).resolve() / ".sparring" / cfg.name / "state.json"
+
+
 def fetch_run(config: str, sets: Sequence[str]) -> tuple[Heldout, str, dict[str, float]]:
     """(the run's heldout.json, its MLflow parent run id, its `run_values`): the parent run of
     the last local run of this config (`<pipeline_root>/.sparring/<name>/state.json`,
@@ -181,7 +180,7 @@ def fetch_run(config: str, sets: Sequence[str]) -> tuple[Heldout, str, dict[str,
     from sparring.evaluation.learning import from_phase_runs
 
     cfg = load_config(config, list(sets))
-    state_file = Path(cfg.storage.pipeline_root).resolve() / ".sparring" / cfg.name / "state.json"
+    state_file = _state_file(cfg)
     if not state_file.is_file():
         raise SparringError(f"{cfg.name}: no {state_file}: did the run start?")
     parent = json.loads(state_file.read_text())["parent_run_id"]
@@ -212,8 +211,14 @@ def run_one(item: Planned, config: str, out: Path) -> dict[str, Any] | None:
     and `values`: sparring.experiments.study.run_values).
     SparringError (naming the run) when it fails or did not start fresh; None, and nothing
     filed, when the code changed during the run (the next `make study` runs it again)."""
+    from sparring.config import load_config
+
     cmd = _command(config, item.overrides)
     (out / item.name / RECORD).unlink(missing_ok=True)  # an earlier run's: no longer finished
+    cfg = load_config(config, list(item.overrides))
+    state_file = _state_file(cfg)
+    state = json.loads(state_file.read_text()) if state_file.is_file() else None
+    resumed = not lineage.resume_refusal(state, cfg.digest())
     print(f"\n== study: {item.name} ({item.why}): sparring run --config {config} "
           + " ".join(f"--set {s}" for s in item.overrides), flush=True)  # fmt: skip
     start = time.perf_counter()
@@ -248,9 +253,6 @@ def run_one(item: Planned, config: str, out: Path) -> dict[str, Any] | None:
     folder = out / item.name
     heldout.save(folder / HELDOUT, indent=1)
     write_file(folder / LEARN, ("\n".join(learn) + "\n").encode())
-    from sparring.config import load_config
-
-    cfg = load_config(config, list(item.overrides))
     outputs = run_outputs(Path(cfg.storage.pipeline_root).resolve(), cfg.name)
     bank = bank_with_catches(outputs) if outputs else None
     (folder / BANK).unlink(missing_ok=True)
@@ -266,7 +268,8 @@ def run_one(item: Planned, config: str, out: Path) -> dict[str, Any] | None:
         "code": start_record.get("code"),
         "config_digest": item.config_digest,
         "mlflow_parent_run": parent,
-        "minutes": round(minutes, 2),
+        "minutes": round(minutes, 2),  # this attempt's: a resumed run's earlier phases not in it
+        "resumed": resumed,
         "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "values": values,
         # where its models are (not filed: the trained generator's catch on a fixed pool is
@@ -275,99 +278,6 @@ def run_one(item: Planned, config: str, out: Path) -> dict[str, Any] | None:
     }
     _write_json(folder / RECORD, record)
     return record
-
-
-def _copy_run(source: Path, source_prefix: str, target: Path, target_prefix: str) -> list[Path]:
-    """Copy a run's files (`FILED`, record.json last) from `source` to `target`, each name
-    prefixed; the copies' paths."""
-    target.mkdir(parents=True, exist_ok=True)
-    return [
-        Path(shutil.copyfile(source / f"{source_prefix}{part}", target / f"{target_prefix}{part}"))
-        for part in FILED
-        if (source / f"{source_prefix}{part}").is_file()
-    ]
-
-
-def file_run(out: Path, name: str, filed: Path) -> list[Path]:
-    """Copy the finished run `out`/`name` to `filed` as `<name>-<day it finished>-<file>`;
-    the copies' paths (none when the run has not finished)."""
-    record = read_record(out / name)
-    if record is None or not (out / name / HELDOUT).is_file():
-        return []
-    day = str(record.get("finished", ""))[:10] or datetime.date.today().isoformat()
-    return _copy_run(out / name, "", filed, f"{name}-{day}-")
-
-
-def restore(filed: Path, out: Path, names: Sequence[str]) -> list[str]:
-    """Copy back to `out`/<name>/ the latest filed run of each of `names` that has no finished
-    run under `out` (a fresh clone, a lost local_outputs); one line per run restored. Whatever
-    its code: the plan reruns a run of other code, as it does one that ran here."""
-    lines = []
-    for name in names:
-        if read_record(out / name) is not None:
-            continue  # a run here is never replaced by a copy
-        for record_path in sorted(filed.glob(f"{name}-????-??-??-{RECORD}"), reverse=True):
-            prefix = record_path.name[: -len(RECORD)]
-            record = read_record_file(record_path)
-            if record and record.get("name") == name and (filed / f"{prefix}{HELDOUT}").is_file():
-                _copy_run(filed, prefix, out / name, "")
-                lines.append(f"study: {name} restored from {filed / prefix}*")
-                break
-    return lines
-
-
-# The LEARN lines of the values `run_values` keeps, for runs filed before record.json kept them
-OLD_LEARN_VALUES = {
-    "false_positive_rate": re.compile(r"^LEARN false_positive_rate (\S+)"),
-    "generator_catch_heldout": re.compile(r"^LEARN generator_catch_heldout base=(\S+) final=(\S+)"),
-    "humaneval_pass_at_1": re.compile(r"^LEARN humaneval_pass_at_1 base=(\S+) final=(\S+)"),
-}
-
-
-def old_learn_values(lines: Sequence[str]) -> dict[str, float]:
-    """For OLD FILES ONLY: the values `run_values` keeps in record.json, read back from a run's
-    LEARN lines, for runs whose record.json has no `values` (every run filed before it did, the
-    2026-12-02 study's 15 among them: the false-positive rate, the generators' catch rate and
-    HumanEval pass@1 are in their learn.txt and nowhere else); n/a left out.
-
-    >>> old_learn_values(["LEARN false_positive_rate 0.120",
-    ...                   "LEARN generator_catch_heldout base=0.300 final=n/a ci95_delta=n/a",
-    ...                   "LEARN humaneval_pass_at_1 base=0.050 final=0.100"])
-    {'false_positive_rate': 0.12, 'generator_catch_heldout_base': 0.3, \
-'humaneval_pass_at_1_base': 0.05, 'humaneval_pass_at_1_final': 0.1}
-    """
-    out: dict[str, float] = {}
-    for line in lines:
-        for name, pattern in OLD_LEARN_VALUES.items():
-            match = pattern.match(line.strip())
-            if not match:
-                continue
-            values = match.groups()
-            keys = [name] if len(values) == 1 else [f"{name}_base", f"{name}_final"]
-            for key, value in zip(keys, values, strict=True):
-                with contextlib.suppress(ValueError):
-                    out[key] = float(value)
-    return out
-
-
-def read_run(folder: Path, arm: str, seed: int) -> tuple[StudyRun, dict[str, Any]] | None:
-    """(the run, its record) of a finished run's folder, None when it has not finished: its
-    heldout.json through the typed record, the values from its record.json (or, for an old
-    file without them, `old_learn_values` of its learn.txt). A heldout.json that is not one is
-    a SparringError naming it."""
-    record = read_record(folder)
-    if record is None or not (folder / HELDOUT).is_file():
-        return None
-    try:
-        heldout = Heldout.load(folder / HELDOUT)
-    except ValueError as exc:
-        raise SparringError(str(exc)) from None
-    learn_file = folder / LEARN
-    learn = tuple(learn_file.read_text().splitlines()) if learn_file.is_file() else ()
-    values = record.get("values")
-    if not isinstance(values, dict):  # an old file: before record.json kept them
-        values = old_learn_values(learn)
-    return StudyRun(folder.name, arm, seed, heldout, values, learn), record
 
 
 def finished_runs(
