@@ -199,3 +199,13 @@ def test_an_unquoted_time_is_found():
         assert unquoted_times(text), text
     for text in ("under 15 minutes", "n=45", "3 seeds", "8.25x", "40,414 tokens/s", "lr 4e-4"):
         assert unquoted_times(text) == [], text
+
+
+README_LIMIT = 12_000  # characters: a newcomer reads the front page whole; detail lives in docs/
+
+
+def test_the_readme_stays_short():
+    size = len(README.read_text())
+    assert size <= README_LIMIT, (
+        f"README.md has {size} characters, over {README_LIMIT}: move detail to docs/"
+    )
