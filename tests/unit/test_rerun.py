@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import doctest
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -68,3 +69,20 @@ def test_a_record_that_cannot_drive_a_rerun_is_one_line(tmp_path):
         done = _rerun(str(path))
         assert done.returncode != 0 and "Traceback" not in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1 and words in done.stderr, done.stderr
+
+
+def test_a_rerun_computes_with_the_filed_runs_torch_threads():
+    """Completions depend on torch's thread count: the environment a rerun's processes get sets
+    the filed run's, and torch started with it computes with that many; a record without the
+    field leaves the environment as it is."""
+    from sparring.backends import lineage
+
+    env = lineage.threads_env({"PATH": "/bin"}, 1)
+    assert env == {"PATH": "/bin", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    assert lineage.threads_env({"PATH": "/bin"}, None) == {"PATH": "/bin"}
+    probe = "from sparring.backends import lineage; print(lineage.torch_threads())"
+    for threads in (1, 2):
+        child = lineage.threads_env(dict(os.environ), threads)
+        done = subprocess.run([sys.executable, "-c", probe], env=child, capture_output=True,
+                              text=True, timeout=120, check=True)  # fmt: skip
+        assert done.stdout.strip() == str(threads)

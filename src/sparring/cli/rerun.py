@@ -2,7 +2,8 @@
 
 Covers: reading a filed run (its record.json: the `--set` overrides it ran with; its learn.txt
 beside it, as the study files them: <prefix>-record.json and <prefix>-learn.txt), running
-`sparring run` with those overrides (its output passed through), and the comparison
+`sparring run` with those overrides and the filed run's torch thread count (`torch_threads`;
+completions depend on it), its output passed through, and the comparison
 (sparring.experiments.learn_diff). Exit 0 when every line repeats, 1 when one differs.
 Does not cover: checking out the commit the run was filed at: rerun from a worktree at the
 record's code (its `code` field is the sparring source digest, `lineage.code_digest`).
@@ -63,6 +64,7 @@ def filed_learn_path(record: Path) -> Path:
 
 
 def _rerun(args: argparse.Namespace) -> int:
+    from sparring.backends import lineage
     from sparring.experiments import learn_diff
 
     record_path = Path(args.record)
@@ -85,10 +87,13 @@ def _rerun(args: argparse.Namespace) -> int:
     sets = [*map(str, overrides), *args.overrides]
     cmd = [sys.executable, "-m", "sparring.cli.main", "run", "--config", args.config]
     cmd += [part for s in sets for part in ("--set", s)]
-    print(f"rerun {record.get('name', record_path.name)} (filed at code {record.get('code')}): "
+    threads = record.get("torch_threads")
+    name, code = record.get("name", record_path.name), record.get("code")
+    print(f"rerun {name} (filed at code {code}, {threads or 'unrecorded'} torch threads): "
           + " ".join(cmd[3:]), flush=True)  # fmt: skip
     lines: list[str] = []
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # completions depend on torch's thread count: the rerun computes with the filed run's
+    env = lineage.threads_env({**os.environ, "PYTHONUNBUFFERED": "1"}, threads)
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env) as proc:
         assert proc.stdout is not None
         for line in proc.stdout:

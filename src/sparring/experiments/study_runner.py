@@ -270,6 +270,9 @@ def run_one(item: Planned, config: str, out: Path) -> dict[str, Any] | None:
         "mlflow_parent_run": parent,
         "minutes": round(minutes, 2),  # this attempt's: a resumed run's earlier phases not in it
         "resumed": resumed,
+        # the CPU threads its processes computed with (they inherit this environment): sampled
+        # completions depend on it, and `sparring rerun` runs with the same count
+        "torch_threads": lineage.torch_threads(),
         "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "values": values,
         # where its models are (not filed: the trained generator's catch on a fixed pool is
