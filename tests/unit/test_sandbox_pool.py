@@ -164,10 +164,13 @@ def _loop_for(cpu_s: float) -> int:
     """Iterations of `for _ in range(n): pass` that take about `cpu_s` of CPU here."""
     import time
 
-    n, t0 = 2_000_000, time.process_time()
+    # this thread's time, not the process's: a thread an earlier test left running in the
+    # pytest process (a server, a tokenizer pool) would count as the loop's and make n too small
+    # (CI, 2026-12-03: 4n iterations then ran under a 1 s limit)
+    n, t0 = 2_000_000, time.thread_time()
     for _ in range(n):
         pass
-    per = max(time.process_time() - t0, 1e-3) / n
+    per = max(time.thread_time() - t0, 1e-3) / n
     return int(cpu_s / per)
 
 
