@@ -1,10 +1,11 @@
 """Storage: S3 (boto3) and local paths behind one small API that survives outages, kills and
 full disks.
 
-Covers: `read_text`/`write_text`, `read_bytes`/`write_bytes`, `exists`, `list_uris`, `upload_dir`,
-`download_dir`, `is_complete_upload`, for `s3://bucket/key` URIs and plain local paths (or
-`file://`); local paths are written through sparring.atomic (`atomic_dir` is re-exported). The
-S3 endpoint comes from `cfg.storage.s3_endpoint` (via `configure(cfg)`) or the
+Covers: `read_text`/`write_text`, `read_bytes`/`write_bytes`, `read_records` (a JSON or JSON
+Lines file's records, sparring.records, local or S3: one reader), `exists`, `list_uris`,
+`upload_dir`, `download_dir`, `is_complete_upload`, for `s3://bucket/key` URIs and plain local
+paths (or `file://`); local paths are written through sparring.atomic (`atomic_dir` is
+re-exported). The S3 endpoint comes from `cfg.storage.s3_endpoint` (via `configure(cfg)`) or the
 `AWS_ENDPOINT_URL` environment variable (MinIO, moto). Missing objects raise SparringError
 naming the URI.
 
@@ -40,6 +41,8 @@ from typing import Any, TypeVar
 from sparring import retrying
 from sparring.atomic import atomic_dir, sweep_temps, write_file
 from sparring.errors import SparringError
+from sparring.records import parse_records
+from sparring.records import read_records as read_local_records
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -172,6 +175,22 @@ def read_bytes(uri: str) -> bytes:
 
 def read_text(uri: str) -> str:
     return read_bytes(uri).decode("utf-8")
+
+
+def read_records(
+    uri: str, key: str = "", error: type[SparringError] = SparringError
+) -> list[tuple[str, Any]]:
+    """(label, record) pairs of the JSON or JSON Lines file at a local path or an s3:// URI
+    (sparring.records.parse_records, told apart by the text); a missing, unreadable or non-UTF-8
+    file is `error` naming it."""
+    if not is_s3(uri):
+        return read_local_records(_local(uri), key, error)
+    data = read_bytes(uri)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{uri}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+    return parse_records(text, uri, key, error)
 
 
 def write_bytes(uri: str, data: bytes) -> None:

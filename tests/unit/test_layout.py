@@ -86,8 +86,8 @@ FLOORS = (
     ("config",),
     ("rewards",),
     ("problems",),
-    ("sandbox", "storage", "records"),
-    ("atomic", "retrying", "progress"),
+    ("sandbox", "storage"),
+    ("atomic", "retrying", "progress", "records"),
     ("errors",),
 )
 # What only the command line may import: experiments on Sparring, not Sparring.

@@ -43,19 +43,14 @@ def require_isolation(cfg: Any) -> Isolation:
     if os.environ.get(SAID_ENV) != line:
         os.environ[SAID_ENV] = line
         progress.say(f"{progress.LABEL}: {line}" if progress.LABEL else line)
-    _record(info)
-    return info
-
-
-def _record(info: Isolation) -> None:
-    """Params, tag and metric on the phase's MLflow run, if a phase run is active."""
-    # Only when sparring.tracking is already loaded: a phase run can be active only then, and
-    # the sandbox image (validate) must not import MLflow.
+    # the phase run's params, tag and metric, only when sparring.tracking is already loaded: a
+    # phase run can be active only then, and the sandbox image (validate) must not import MLflow
     tracking = sys.modules.get("sparring.tracking")
     if tracking is None or not tracking.active():
-        return
+        return info
     tracking.log_metrics({"sandbox_isolated": 1.0 if info.mode == "bwrap" else 0.0})
     try:
         tracking.log_params(info.params(), tags={TAG: info.mode})
     except Exception as exc:  # a param is not worth stopping a phase for (MLflow's active run)
         log.warning("could not record the sandbox's isolation on the MLflow run: %s", exc)
+    return info

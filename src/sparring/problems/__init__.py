@@ -216,24 +216,32 @@ def _load_source(source: str) -> list[Problem]:
         return load_bundled()
     if source == "humaneval":
         return load_humaneval()
+    from sparring import storage
+
+    return [
+        problem_from_dict(r, label)
+        for uri in _source_files(source)
+        for label, r in storage.read_records(uri, "problems", ProblemError)
+    ]
+
+
+def _source_files(source: str) -> list[str]:
+    """The problem files of a file, folder or s3:// source (.json and .jsonl in a folder)."""
+    suffixes = (".json", ".jsonl")
     if source.startswith("s3://"):
         from sparring import storage
 
-        if source.endswith((".json", ".jsonl")):
-            return parse_problems(storage.read_text(source), source)
-        problems = []
-        for uri in storage.list_uris(source):
-            if uri.endswith((".json", ".jsonl")):
-                problems.extend(parse_problems(storage.read_text(uri), uri))
-        return problems
+        if source.endswith(suffixes):
+            return [source]
+        return [uri for uri in storage.list_uris(source) if uri.endswith(suffixes)]
     path = Path(source)
     if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.suffix in (".json", ".jsonl"))
+        files = sorted(str(p) for p in path.iterdir() if p.suffix in suffixes)
         if not files:
             raise ProblemError(f"{source}: folder holds no .json or .jsonl files")
-        return [p for f in files for p in parse_problems(_read(f), str(f))]
+        return files
     if path.is_file():
-        return parse_problems(_read(path), str(path))
+        return [source]
     raise ProblemError(
         f"{source}: not found; use bundled, humaneval, a .json/.jsonl file, a folder or s3://"
     )
