@@ -165,3 +165,14 @@ def test_problems_load_from_s3(bucket):
     storage.write_text(f"{bucket}/problems/p.json", json.dumps([problem.to_dict()]))
     loaded = load_source(f"{bucket}/problems/")
     assert [p.id for p in loaded] == [problem.id]
+
+
+def test_a_problems_file_on_s3_that_is_not_utf8_is_one_error_naming_it(bucket):
+    from sparring.problems import ProblemError, load_source
+
+    uri = f"{bucket}/latin1/p.jsonl"
+    storage.write_bytes(uri, '{"id": "caf\xe9"}\n'.encode("latin-1"))
+    with pytest.raises(
+        ProblemError, match=r"s3://unit/latin1/p\.jsonl: not UTF-8 text \(byte 11\)"
+    ):
+        load_source(uri)
