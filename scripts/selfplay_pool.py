@@ -1,6 +1,6 @@
 """Issue 45's arms pooled over training seeds run from more than one starting model: each
 start's self-play and given runs, paired over the held-out new tasks, the starts weighed
-equally (`learning.pooled_by_start_line`: the interval resamples tasks, and runs within each
+equally (`arms.pooled_by_start_line`: the interval resamples tasks, and runs within each
 start and arm), beside every run's own numbers.
 
 A manifest (docs/results/selfplay-seeds-*.json) names each start's runs by the prefix of their
@@ -33,9 +33,9 @@ import re
 import sys
 from pathlib import Path
 
+from sparring.evaluation.arms import ARM_MEASURES, pooled_by_start_line
 from sparring.evaluation.heldout import Heldout
 from sparring.evaluation.intervals import interval_text, task_gain
-from sparring.evaluation.learning import ARM_MEASURES, pooled_by_start_line
 
 
 def load(prefix: str) -> tuple[str, Heldout]:

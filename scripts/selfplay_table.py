@@ -27,9 +27,9 @@ import re
 import sys
 from pathlib import Path
 
+from sparring.evaluation.arms import heldout_pair
 from sparring.evaluation.heldout import Heldout
 from sparring.evaluation.intervals import control_gain
-from sparring.evaluation.learning import heldout_pair
 
 # the value a level-2 problem states for its empty input
 # (sparring.problems.families.spec.EMPTY_VALUES):

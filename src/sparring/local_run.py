@@ -211,7 +211,7 @@ def learn_lines(cfg, parent_run_id: str) -> list[str]:
     import mlflow
 
     from sparring import recurring, tracking
-    from sparring.evaluation import intervals, learning
+    from sparring.evaluation import arms, intervals, learning
 
     runs = tracking.child_runs(cfg, parent_run_id)
     summary, breaks, useful, trained = learning.from_phase_runs(
@@ -231,7 +231,7 @@ def learn_lines(cfg, parent_run_id: str) -> list[str]:
         recurring.champion_line(named, cfg.selection.registered_model, reason),
     ]
     client = mlflow.MlflowClient()
-    for name, field in learning.ARMS:
+    for name, field in arms.ARMS:
         lines += _arm_lines(cfg, client, runs, name, field)
     lines += _pooled_lines(cfg, client, runs, parent_run_id)
     client.log_text(parent_run_id, "\n".join(lines) + "\n", "learn.txt")
@@ -260,13 +260,13 @@ def _pooled_lines(cfg, client, runs, parent_run_id: str) -> list[str]:
     `training_seed`, the latest finished run in the same MLflow experiment whose config differs
     from this one's in training_seed alone (and name, tracking, storage); [] for them until a
     second seed exists (`make learn SEEDS=3` runs three). Beside them each arm's line
-    (learning.ARMS: reward_vs_control, selfplay_vs_given, selfplay_vs_dense, bank_vs_screening)
+    (arms.ARMS: reward_vs_control, selfplay_vs_given, selfplay_vs_dense, bank_vs_screening)
     pooled over both arms' seeds, the other arm being the runs that differ in the arm's field
     (one value of it, the latest run's) and training_seed alone, once more than one pair of runs
     is there."""
     from sparring import tracking
     from sparring.config import to_dict
-    from sparring.evaluation.learning import (
+    from sparring.evaluation.arms import (
         ARM_FIELDS,
         ARM_MEASURES,
         ARMS,
@@ -349,13 +349,13 @@ def _default_params() -> dict[str, str]:
 
 
 def _arm_lines(cfg, client, runs, name: str, field: str) -> list[str]:
-    """`LEARN <name>` (sparring.evaluation.learning.ARMS): the treatment's gain on the held-out
+    """`LEARN <name>` (sparring.evaluation.arms.ARMS): the treatment's gain on the held-out
     new tasks against the other arm's, where the other arm is the latest finished run in the
     same MLflow experiment whose config differs from this one's in `field` alone (honest against
     format_only: `make learn` and `make learn-control` find each other there; self-play against
     given tests alone: `make learn-given`; sparse against dense tests: `make learn-dense`),
-    paired over tasks (`learning.heldout_pair`), in each measure both files hold
-    (learning.ARM_MEASURES: `LEARN <name>` on the per-test share, `LEARN <name>_strict` on
+    paired over tasks (`arms.heldout_pair`), in each measure both files hold
+    (arms.ARM_MEASURES: `LEARN <name>` on the per-test share, `LEARN <name>_strict` on
     every test passed), each line ending `treatment=<name>:<run id> control=<name>:<run id>`
     (the two MLflow parent runs). [] until both exist; a run that differs in
     `field` and elsewhere too (say lora.top_layers), or whose heldout.json cannot be paired with
@@ -365,7 +365,7 @@ def _arm_lines(cfg, client, runs, name: str, field: str) -> list[str]:
     said so."""
     from sparring import tracking
     from sparring.config import to_dict
-    from sparring.evaluation.learning import (
+    from sparring.evaluation.arms import (
         ARM_MEASURES,
         control_differences,
         heldout_pair,

@@ -269,8 +269,8 @@ def _learning_run(cfg, reward, per_problem, tmp_path, extra=(), strict=None, sta
     from mlflow import MlflowClient
 
     from sparring.config import load_config, to_dict
+    from sparring.evaluation.arms import ARM_FIELDS
     from sparring.evaluation.heldout import HELDOUT_FILE
-    from sparring.evaluation.learning import ARM_FIELDS
 
     run_cfg = load_config(None, [*_overrides(cfg), f"rewards.answerer={reward}", *extra])
     parent = tracking.start_parent_run(run_cfg, f"kfp-{reward}")

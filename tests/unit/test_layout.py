@@ -100,6 +100,7 @@ BACKEND_BRANCH_ALLOWED = {
     "pipelines.selfplay": "the compile-time error: the warm start runs on torch only",
 }
 MAX_LINES = 500
+HARD_MAX_LINES = 750  # not even with a 'Why one module'
 TOP_LINES = 10  # "at its top": where a reader opening the file sees it
 
 
@@ -263,6 +264,16 @@ def test_long_modules_say_why_they_are_one():
         f"over {MAX_LINES} lines without 'Why one module: ...' in the first {TOP_LINES} lines: "
         f"{long}"
     )
+
+
+def test_no_module_is_over_the_hard_cap():
+    """Even a module that says why it is one stops at HARD_MAX_LINES: past it, it holds two."""
+    over = {
+        name: path.read_text().count("\n")
+        for name, path in module_files().items()
+        if path.read_text().count("\n") > HARD_MAX_LINES
+    }
+    assert not over, f"modules over {HARD_MAX_LINES} lines (split them by concern): {over}"
 
 
 def test_layers_import_downward():

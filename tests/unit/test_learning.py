@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sparring.evaluation import intervals, learning
+from sparring.evaluation import arms, intervals, learning
 from sparring.evaluation.heldout import heldout_record
 
 # a run that started from its configured base model (sparring.backends.lineage.start_record's
@@ -301,15 +301,15 @@ def test_reward_vs_control_pairs_gains_over_tasks():
     ids = [f"p{i}" for i in range(8)]
     treatment = {i: [0.2, 0.6] for i in ids}
     control = {i: [0.2, 0.3] for i in ids}
-    line = learning.reward_vs_control(treatment, control)
+    line = arms.reward_vs_control(treatment, control)
     assert line == "LEARN reward_vs_control delta=0.300 ci95_delta=0.300,0.300 n=8"
-    worse = learning.reward_vs_control(control, treatment)
+    worse = arms.reward_vs_control(control, treatment)
     assert worse.startswith("LEARN reward_vs_control delta=-0.300")
-    one_task = learning.reward_vs_control(treatment, control, {i: "k" for i in ids})
+    one_task = arms.reward_vs_control(treatment, control, {i: "k" for i in ids})
     assert one_task == "LEARN reward_vs_control delta=0.300 ci95_delta=n/a (n=1)"
-    assert learning.reward_vs_control({}, {}).endswith("ci95_delta=n/a (n=0)")
+    assert arms.reward_vs_control({}, {}).endswith("ci95_delta=n/a (n=0)")
     with pytest.raises(ValueError, match="measured different problems"):
-        learning.reward_vs_control(treatment | {"only_t": [0.0, 1.0]}, control)
+        arms.reward_vs_control(treatment | {"only_t": [0.0, 1.0]}, control)
 
 
 def test_base_zone_share_is_the_first_validations_zone():
@@ -360,42 +360,42 @@ def test_heldout_pair_pairs_the_every_test_measure_the_file_holds():
 
     t = record("honest", {"a": [0.5, 0.75]}, {"a": [0.0, 1.0]})
     c = record("format_only", {"a": [0.5, 0.75]}, {"a": [0.0, 0.0]})
-    assert learning.heldout_pair(t, c)[:2] == ({"a": [0.5, 0.75]}, {"a": [0.5, 0.75]})
-    assert learning.heldout_pair(t, c, measure="strict")[:2] == (
+    assert arms.heldout_pair(t, c)[:2] == ({"a": [0.5, 0.75]}, {"a": [0.5, 0.75]})
+    assert arms.heldout_pair(t, c, measure="strict")[:2] == (
         {"a": [0.0, 1.0]},
         {"a": [0.0, 0.0]},
     )
     older = _heldout("format_only", {"a": [0.5, 0.75]})
     with pytest.raises(ValueError, match="control: no strict measure in it"):
-        learning.heldout_pair(t, older, measure="strict")
+        arms.heldout_pair(t, older, measure="strict")
 
 
 def test_heldout_pair_refuses_what_is_no_fair_pair():
     t = _heldout("honest", {"a": [0.1, 0.5], "b": [0.2, 0.2]}, {"a": "k", "b": "k"})
     c = _heldout("format_only", {"a": [0.1, 0.2], "b": [0.2, 0.1]}, {"a": "k", "b": "k"})
-    assert learning.heldout_pair(t, c) == (
+    assert arms.heldout_pair(t, c) == (
         {"a": [0.1, 0.5], "b": [0.2, 0.2]}, {"a": [0.1, 0.2], "b": [0.2, 0.1]},
         {"a": "k", "b": "k"},
     )  # fmt: skip
     with pytest.raises(ValueError, match="answerer reward 'honest'"):
-        learning.heldout_pair(t, t)
+        arms.heldout_pair(t, t)
     with pytest.raises(ValueError, match="no held-out set 'bundled'"):
-        learning.heldout_pair(t, c, "bundled")
+        arms.heldout_pair(t, c, "bundled")
     with pytest.raises(ValueError, match="control: no 'sets'"):
-        learning.heldout_pair(t, {"reward": "format_only"})
+        arms.heldout_pair(t, {"reward": "format_only"})
     with pytest.raises(ValueError, match="not \\[base, final\\]"):
-        learning.heldout_pair(t, {"reward": "format_only", "sets": {"new_tasks": {"a": [0.1]}}})
+        arms.heldout_pair(t, {"reward": "format_only", "sets": {"new_tasks": {"a": [0.1]}}})
     with pytest.raises(ValueError, match="control: no 'reward' field"):
-        learning.heldout_pair(t, {"sets": c["sets"]})
+        arms.heldout_pair(t, {"sets": c["sets"]})
     fewer = _heldout("format_only", {"a": [0.1, 0.2]})
     with pytest.raises(ValueError, match="control and treatment measured different problems"):
-        learning.heldout_pair(t, fewer)
+        arms.heldout_pair(t, fewer)
     other_base = _heldout("format_only", {"a": [0.1, 0.2], "b": [0.7, 0.1]})
     with pytest.raises(ValueError, match="base model's score on problem 'b'"):
-        learning.heldout_pair(t, other_base)
+        arms.heldout_pair(t, other_base)
     other_task = _heldout("format_only", c["sets"]["new_tasks"], {"a": "k", "b": "z"})
     with pytest.raises(ValueError, match="give problem 'b' different tasks"):
-        learning.heldout_pair(t, other_task)
+        arms.heldout_pair(t, other_task)
 
 
 def test_an_arm_pair_differs_in_its_field_and_nowhere_else():
@@ -412,17 +412,17 @@ def test_an_arm_pair_differs_in_its_field_and_nowhere_else():
         )  # fmt: skip
 
     selfplay, given = record("generator_answerer", sets), record("answerer", given_sets)
-    t, c, tasks = learning.heldout_pair(selfplay, given, "new_tasks", "phase_schedule")
-    line = learning.reward_vs_control(t, c, tasks, name="selfplay_vs_given")
+    t, c, tasks = arms.heldout_pair(selfplay, given, "new_tasks", "phase_schedule")
+    line = arms.reward_vs_control(t, c, tasks, name="selfplay_vs_given")
     assert line == "LEARN selfplay_vs_given delta=0.200 ci95_delta=0.200,0.200 n=6"
     with pytest.raises(ValueError, match="both runs have phase_schedule=answerer"):
-        learning.heldout_pair(given, given, "new_tasks", "phase_schedule")
+        arms.heldout_pair(given, given, "new_tasks", "phase_schedule")
     old = {k: v for k, v in given.items() if k != "arm"}
     with pytest.raises(ValueError, match="without phase_schedule in its 'arm'"):
-        learning.heldout_pair(selfplay, old, "new_tasks", "phase_schedule")
+        arms.heldout_pair(selfplay, old, "new_tasks", "phase_schedule")
     # the same reward is no refusal for an arm other than the control
     assert (
-        learning.control_differences(
+        arms.control_differences(
             {"phase_schedule": "answerer", "lora.r": "16"},
             {"phase_schedule": "generator_answerer", "lora.r": "16"},
             arm_field="phase_schedule",
@@ -517,7 +517,7 @@ def _loaded(paths):
 
 def test_pool_lines_pool_seeds_and_tasks(tmp_path):
     runs = _loaded(_pool_files(tmp_path, [0.2, 0.6]))
-    assert learning.pool_lines(runs) == [
+    assert arms.pool_lines(runs) == [
         "LEARN heldout_new_tasks base=0.200 final=0.600 ci95_delta=0.200,0.600 n=6 seeds=2",
         "LEARN heldout_new_ops base=n/a final=n/a ci95_delta=n/a (n=0)",
         "LEARN heldout_new_families base=n/a final=n/a ci95_delta=n/a (n=0)",
@@ -526,30 +526,30 @@ def test_pool_lines_pool_seeds_and_tasks(tmp_path):
     ]
     controls = _loaded(_pool_files(tmp_path, [0.1, 0.1, 0.1], "format_only", "control"))
     line = "LEARN reward_vs_control delta=0.300 ci95_delta=0.100,0.500 n=6 seeds=2 control_seeds=3"
-    assert learning.pool_lines(runs, controls)[-1] == line
+    assert arms.pool_lines(runs, controls)[-1] == line
     # asked by a control run (its own runs first), the line is still honest minus control
-    assert learning.pool_lines(controls, runs)[-1] == line
+    assert arms.pool_lines(controls, runs)[-1] == line
 
 
 def test_pool_lines_refuse_runs_of_another_config(tmp_path):
     runs = _loaded(_pool_files(tmp_path, [0.2, 0.6]))
     other_base = _loaded(_pool_files(tmp_path, [0.2], name="x", base=0.3))
     with pytest.raises(ValueError, match=r"x0\.json and .*run0\.json differ in the base model"):
-        learning.pool_lines([*runs, *other_base])
+        arms.pool_lines([*runs, *other_base])
     with pytest.raises(ValueError, match=r"run1\.json is .*run0\.json again"):
-        learning.pool_lines([runs[0], (runs[1][0], runs[0][1])])
+        arms.pool_lines([runs[0], (runs[1][0], runs[0][1])])
     no_bundled = json.loads(json.dumps(runs[1][1]))
     del no_bundled["sets"]["bundled"]
     with pytest.raises(ValueError, match=r"nb\.json holds the held-out sets \['new_tasks'\]"):
-        learning.pool_lines([runs[0], ("nb.json", no_bundled)])
+        arms.pool_lines([runs[0], ("nb.json", no_bundled)])
     mixed = json.loads(json.dumps(runs[1][1]))
     mixed["reward"] = "format_only"
     with pytest.raises(ValueError, match="the runs trained with different answerer rewards"):
-        learning.pool_lines([runs[0], ("m.json", mixed)])
+        arms.pool_lines([runs[0], ("m.json", mixed)])
     with pytest.raises(ValueError, match="a control trains with another"):
-        learning.pool_lines(runs[:1], runs[1:])
+        arms.pool_lines(runs[:1], runs[1:])
     with pytest.raises(ValueError, match="no run to pool"):
-        learning.pool_lines([])
+        arms.pool_lines([])
 
 
 def test_eval_pool_prints_pooled_lines_and_refuses_in_one_line(tmp_path, capsys):
@@ -590,33 +590,39 @@ def test_pooling_and_pairing_refuse_a_run_that_did_not_start_from_its_base(tmp_p
     with pytest.raises(
         ValueError, match=r"chained\.json: started from the champion sparring-learn"
     ):
-        learning.pool_lines(_loaded([runs[0], planted]))
+        arms.pool_lines(_loaded([runs[0], planted]))
     assert main(["eval", "pool", runs[0], planted]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "chained.json: started from the champion" in err
     unknown = {k: v for k, v in chained.items() if k != "start"}
     with pytest.raises(ValueError, match=r"old\.json: records no start"):
-        learning.pool_lines([*_loaded(runs[:1]), ("old.json", unknown)])
+        arms.pool_lines([*_loaded(runs[:1]), ("old.json", unknown)])
     other = {**chained, "start": {**FRESH, "weights": "w1"}}  # another model at the same name
     with pytest.raises(ValueError, match=r"started from different models \(weights w1 against w0"):
-        learning.pool_lines([*_loaded(runs[:1]), ("other.json", other)])
+        arms.pool_lines([*_loaded(runs[:1]), ("other.json", other)])
 
     control = json.loads(Path(runs[0]).read_text())
     control["reward"] = "format_only"
     for bad, why in ((chained, "control: started from the champion"), (other, "different models")):
         with pytest.raises(ValueError, match=why):
-            learning.heldout_pair(
+            arms.heldout_pair(
                 json.loads(Path(runs[0]).read_text()), {**bad, "reward": "format_only"}
             )
-    assert learning.heldout_pair(json.loads(Path(runs[1]).read_text()), control)[2]
+    assert arms.heldout_pair(json.loads(Path(runs[1]).read_text()), control)[2]
 
     fresh = _loaded(runs)
     with pytest.raises(ValueError, match=r"chained\.json: started from the champion"):
-        learning.pooled_arm_line(
+        arms.pooled_arm_line(
             "reward_vs_control", "rewards.answerer", fresh, "honest",
             [("chained.json", {**chained, "reward": "format_only"})], "format_only",
         )  # fmt: skip
     with pytest.raises(ValueError, match=r"chained\.json: started from the champion"):
-        learning.pooled_by_start_line(
-            "selfplay_vs_given", [(fresh[:1], [("chained.json", chained)])]
-        )
+        arms.pooled_by_start_line("selfplay_vs_given", [(fresh[:1], [("chained.json", chained)])])
+
+
+def test_doctests_of_the_arms_module():
+    """is_treatment, control_differences, heldout_pair, reward_vs_control, pooled_arm_line."""
+    import doctest
+
+    result = doctest.testmod(arms)
+    assert result.attempted >= 10 and result.failed == 0

@@ -25,8 +25,8 @@ from sparring.cli.common import (
     write_output,
 )
 from sparring.errors import SparringError, read_user_text
+from sparring.evaluation.arms import ARM_MEASURES, ARMS
 from sparring.evaluation.heldout import Heldout
-from sparring.evaluation.learning import ARM_MEASURES, ARMS
 
 SET_HELP = (
     "held-out set measured: new_tasks (tasks never trained, of trained "
@@ -270,7 +270,7 @@ def _read_heldout(path: str) -> Heldout:
 
 
 def _eval_control(args: argparse.Namespace) -> int:
-    from sparring.evaluation.learning import heldout_pair, reward_vs_control
+    from sparring.evaluation.arms import heldout_pair, reward_vs_control
 
     runs = [_read_heldout(path) for path in (args.treatment, args.control)]
     field = dict(ARMS)[args.arm]
@@ -286,7 +286,7 @@ def _eval_control(args: argparse.Namespace) -> int:
 
 
 def _eval_pool(args: argparse.Namespace) -> int:
-    from sparring.evaluation.learning import pool_lines
+    from sparring.evaluation.arms import pool_lines
 
     runs = [(path, _read_heldout(path)) for path in args.runs]
     controls = [(path, _read_heldout(path)) for path in args.controls]

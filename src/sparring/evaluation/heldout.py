@@ -71,7 +71,7 @@ class Heldout:
     """One run's heldout.json. `sets`: {set: {problem id: [base, final]}} in `measure` (None in
     a file of format 1: the discriminating share); `measures`: the same for STORED_MEASURES;
     `tasks`: {problem id: task key}; `arm`: {config field: value} of the arm fields
-    (sparring.evaluation.learning.ARM_FIELDS); `start`: where its answerer started
+    (sparring.evaluation.arms.ARM_FIELDS); `start`: where its answerer started
     (sparring.backends.lineage.start_record); `code`: the code version that evaluated it. A field an
     older format lacks is None."""
 

@@ -27,7 +27,7 @@ from typing import Any
 from sparring import tracking
 from sparring.backends import lineage
 from sparring.config import Config
-from sparring.evaluation import generator_heldout, intervals, learning
+from sparring.evaluation import arms, generator_heldout, intervals, learning
 from sparring.evaluation import report as report_mod
 from sparring.evaluation.hacking import hacking_signals
 from sparring.evaluation.heldout import HELDOUT_FILE, STORED_MEASURES, new_heldout
@@ -98,7 +98,7 @@ def evaluate(
         params = tracking.flatten(to_dict(cfg))
         record = new_heldout(
             per_problem, tasks, reward=cfg.rewards.answerer, seed=cfg.seed,
-            config_digest=cfg.digest(), arm={f: params[f] for f in learning.ARM_FIELDS},
+            config_digest=cfg.digest(), arm={f: params[f] for f in arms.ARM_FIELDS},
             start=start,
             code=lineage.code_digest(),
             measures={
