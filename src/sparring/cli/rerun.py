@@ -89,7 +89,7 @@ def _rerun(args: argparse.Namespace) -> int:
     cmd += [part for s in sets for part in ("--set", s)]
     threads = record.get("torch_threads")
     name, code = record.get("name", record_path.name), record.get("code")
-    print(f"rerun {name} (filed at code {code}, {threads or 'unrecorded'} torch threads): "
+    print(f"rerun {name} (filed at code {code}, torch_threads={threads or 'unrecorded'}): "
           + " ".join(cmd[3:]), flush=True)  # fmt: skip
     lines: list[str] = []
     # completions depend on torch's thread count: the rerun computes with the filed run's
