@@ -86,3 +86,15 @@ def test_a_rerun_computes_with_the_filed_runs_torch_threads():
         done = subprocess.run([sys.executable, "-c", probe], env=child, capture_output=True,
                               text=True, timeout=120, check=True)  # fmt: skip
         assert done.stdout.strip() == str(threads)
+
+
+def test_a_rerun_on_another_cpu_kind_is_warned_of():
+    """The vector instruction set torch computes with can change samples as the thread count
+    does: a record names it, and a rerun on another kind says so."""
+    from sparring.backends import lineage
+
+    assert doctest.testmod(lineage).failed == 0
+    here = lineage.cpu_capability()
+    assert here and here.isupper()
+    assert lineage.cpu_warning(here, here) == ""
+    assert "sampled completions may differ" in lineage.cpu_warning("SOME_OTHER_ISA", here)

@@ -122,6 +122,28 @@ def torch_threads() -> int:
     return int(torch.get_num_threads())
 
 
+def cpu_capability() -> str:
+    """The vector instruction set torch's CPU kernels use here ("AVX512", "AVX2", "DEFAULT"...):
+    like the thread count, it can change sampled completions, so a run's record names it."""
+    import torch
+
+    return str(torch.backends.cpu.get_cpu_capability())
+
+
+def cpu_warning(filed: Any, here: str) -> str:
+    """Why a rerun on a CPU of `here`'s kind may not repeat a run filed on `filed`'s ('' when
+    they match or the record predates the field).
+
+    >>> cpu_warning("AVX512", "AVX2")
+    'filed on an AVX512 CPU, rerun on an AVX2 one: sampled completions may differ'
+    >>> cpu_warning("AVX512", "AVX512"), cpu_warning(None, "AVX2")
+    ('', '')
+    """
+    if not isinstance(filed, str) or not filed or filed == here:
+        return ""
+    return f"filed on an {filed} CPU, rerun on an {here} one: sampled completions may differ"
+
+
 def threads_env(environ: Mapping[str, str], threads: Any) -> dict[str, str]:
     """`environ` with torch's thread count set to `threads` (a filed run's `torch_threads`);
     unchanged when the record predates the field."""

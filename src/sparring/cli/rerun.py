@@ -3,7 +3,8 @@
 Covers: reading a filed run (its record.json: the `--set` overrides it ran with; its learn.txt
 beside it, as the study files them: <prefix>-record.json and <prefix>-learn.txt), running
 `sparring run` with those overrides and the filed run's torch thread count (`torch_threads`;
-completions depend on it), its output passed through, and the comparison
+completions depend on it), a warning when the record names another CPU kind
+(`cpu_capability`), its output passed through, and the comparison
 (sparring.experiments.learn_diff). Exit 0 when every line repeats, 1 when one differs.
 Does not cover: checking out the commit the run was filed at: rerun from a worktree at the
 record's code (its `code` field is the sparring source digest, `lineage.code_digest`).
@@ -91,6 +92,9 @@ def _rerun(args: argparse.Namespace) -> int:
     name, code = record.get("name", record_path.name), record.get("code")
     print(f"rerun {name} (filed at code {code}, torch_threads={threads or 'unrecorded'}): "
           + " ".join(cmd[3:]), flush=True)  # fmt: skip
+    warning = lineage.cpu_warning(record.get("cpu_capability"), lineage.cpu_capability())
+    if warning:
+        print(f"rerun {name}: {warning}", file=sys.stderr, flush=True)
     lines: list[str] = []
     # completions depend on torch's thread count: the rerun computes with the filed run's
     env = lineage.threads_env({**os.environ, "PYTHONUNBUFFERED": "1"}, threads)

@@ -273,6 +273,8 @@ def run_one(item: Planned, config: str, out: Path) -> dict[str, Any] | None:
         # the CPU threads its processes computed with (they inherit this environment): sampled
         # completions depend on it, and `sparring rerun` runs with the same count
         "torch_threads": lineage.torch_threads(),
+        # the CPU's vector instruction set torch computed with: it can change samples too
+        "cpu_capability": lineage.cpu_capability(),
         "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "values": values,
         # where its models are (not filed: the trained generator's catch on a fixed pool is
