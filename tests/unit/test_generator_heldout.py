@@ -153,7 +153,7 @@ EVEN_ONLY = "```python\nassert half(6) == 4\nassert half(4) == 2\n```"  # first:
 
 
 @pytest.mark.parametrize("oracle", [False, True])
-def test_heldout_generators_compares_base_and_final_on_one_pool(monkeypatch, oracle):
+def test_heldout_generators_compares_base_and_final_on_one_pool(monkeypatch, oracle, capsys):
     written = {"base-gen": [EVEN_ONLY, ""], "final-gen": [CATCHING, EVEN_ONLY]}
     calls = []
 
@@ -177,6 +177,11 @@ def test_heldout_generators_compares_base_and_final_on_one_pool(monkeypatch, ora
     assert out["generator_validity"] == validity
     assert out["generator_heldout"]["final"]["half"]["catch_rate"] == 1.0
     assert out["generator_heldout"]["models"] == models
+    said = [line for line in capsys.readouterr().out.splitlines() if "generators held out" in line]
+    assert [line.split(" ", 2)[2] for line in said] == [  # minutes of sampling each: a line each
+        "generators held out: the base generator writes tests for 1 problems x 2",
+        "generators held out: the final generator writes tests for 1 problems x 2",
+    ]
 
 
 def test_labelled_pool_keeps_parsed_judged_answers_with_their_label():

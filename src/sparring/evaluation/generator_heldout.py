@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple
 
+from sparring import progress
 from sparring.evaluation.intervals import task_gain
 from sparring.rewards import code_duel
 
@@ -253,9 +254,14 @@ def heldout_generators(
     seed = cfg.seed + SEED_OFFSET
     samples = cfg.data.generator_samples
     # both models sample before the sandbox starts: one model in memory at a time
-    texts = {
-        side: sample_tests(cfg, name, problems, samples, seed) for side, name in models.items()
-    }
+    texts = {}
+    for side, name in models.items():
+        # a line per side: each is minutes of sampling that says nothing else
+        progress.say(
+            f"generators held out: the {side} generator writes tests for {len(problems)} "
+            f"problems x {samples}"
+        )
+        texts[side] = sample_tests(cfg, name, problems, samples, seed)
     infos = {  # no frozen or trivial solutions: only the reference judges a test here
         p.id: code_duel.ProblemInfo(
             p.id,
