@@ -15,7 +15,7 @@ import pytest
 from sparring.config import load_config
 from sparring.experiments import precheck
 from sparring.problems import compute_trivial_passes
-from sparring.problems.families import draft_of, generate
+from sparring.problems.families import draft_of, generate, stated_case_tests
 from sparring.problems.given_tests import given_view
 from sparring.sandbox import Sandbox, SandboxLimits
 
@@ -56,7 +56,7 @@ def _wrong_at(problem, test: str) -> str:
 
 def test_the_stated_case_test_is_the_special_input_at_level_3_and_the_empty_one_at_level_2():
     for p in generate(2, 2, ["list_stat", "int_arith", "word_list"], [2, 3]):
-        found = [p.baseline_tests[i] for i in precheck.stated_case_tests(p)]
+        found = [p.baseline_tests[i] for i in stated_case_tests(p)]
         assert found, p.id
         draft = draft_of(p)
         if "level:3" in p.tags:
@@ -64,14 +64,14 @@ def test_the_stated_case_test_is_the_special_input_at_level_3_and_the_empty_one_
             assert found == [t for t in p.baseline_tests if t.startswith(f"assert {call} ==")]
         else:  # the empty input (0 for an integer)
             assert all(_args(t)[0] in ([], 0) for t in found), found
-    assert precheck.stated_case_tests(generate(2, 1, ["list_stat"], [0])[0]) == []
+    assert stated_case_tests(generate(2, 1, ["list_stat"], [0])[0]) == []
 
 
 def test_room_and_pool_on_planted_answers(problems, sandbox):
     texts = []
     for p in problems:
         view = given_view(p, 3)
-        stated = p.baseline_tests[precheck.stated_case_tests(p)[0]]
+        stated = p.baseline_tests[stated_case_tests(p)[0]]
         assert stated in view.withheld_tests  # an edge test: never among the typical K
         texts.append(
             [
@@ -89,7 +89,7 @@ def test_room_and_pool_on_planted_answers(problems, sandbox):
         (problems[1].id, 1, 3),
     ]
     for entry, p in zip(pool, problems, strict=True):
-        assert entry.fails == [p.baseline_tests[precheck.stated_case_tests(p)[0]]]
+        assert entry.fails == [p.baseline_tests[stated_case_tests(p)[0]]]
         assert entry.problem.baseline_tests == given_view(p, 3).baseline_tests
         assert f"return {WRONG}" in entry.code
         assert json.loads(json.dumps(entry.to_row()))["fails"] == entry.fails
@@ -119,7 +119,7 @@ def test_the_room_interval_resamples_tasks_not_answers():
 
 
 def _planted_pool(problems, sandbox):
-    texts = [[_wrong_at(p, p.baseline_tests[precheck.stated_case_tests(p)[0]])] for p in problems]
+    texts = [[_wrong_at(p, p.baseline_tests[stated_case_tests(p)[0]])] for p in problems]
     return precheck.judge_answers(problems, texts, 3, sandbox)
 
 

@@ -55,6 +55,16 @@ class RewardsConfig:
         "or all_tests (1 when the answer defines the asked-for function and passes every test "
         "the reward sees, given and banked, else 0: the binary baseline)",
     )
+    stated_case_share: float = _f(
+        0.0,
+        "answerer honest reward: the share of it that hangs on the stated-case test(s) of a "
+        "family problem at levels 2 and 3 (the special value its statement names): the share "
+        "of its other tests passed times (1 - share) + share x the stated ones passed, so an "
+        "answer that returns the stated value and nothing else earns 0 (0: the stated case is "
+        "one test like the others; 0.5: it weighs as much as the others together)",
+        ge=0.0,
+        le=1.0,
+    )
     answerer_bank: bool = _f(
         True,
         "answerer reward: add the banked adversarial tests to each problem's given ones (false: "

@@ -22,8 +22,9 @@ family and level and pooled per level:
 Everything is seeded by the development seed: answers by it, the generator by it + 1, the
 fuzzer's draws and the bootstrap by it. A rerun repeats (sampling on the same machine).
 
-Covers: the judging (`judge_answers`, planted completions welcome), `stated_case_tests`, the
-catch (`kept_tests`, `catch_on_pool`, `measure_catch`), the statistics (`task_share`,
+Covers: the judging (`judge_answers`, planted completions welcome; which tests are the stated
+case's: sparring.problems.families.stated_case_tests), the catch (`kept_tests`,
+`catch_on_pool`, `measure_catch`), the statistics (`task_share`,
 `paired_task_difference`, `summarize`), the printout (`format_report`) and `run_precheck`.
 Does not cover: the command's arguments (sparring.cli.precheck), the families. It lives here
 and not in sparring.evaluation because it judges by the fuzz and validate phases' rules, which
@@ -35,17 +36,17 @@ from __future__ import annotations
 import random
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sparring.evaluation.calibration import family_and_level
 from sparring.problems import Problem
+from sparring.problems.families import stated_case_tests
 
 MIN_ANSWERS = 800  # answers a level the pre-check wants (issue 73): per_family is sized to it
 BOOTSTRAP = 2000  # task resamples per interval
 GENERATORS = ("fuzz", "base")  # the test writers measured on the pool
-STATED_LEVELS = (2, 3)  # the levels that state a special value (empty input, special input)
 
 
 @dataclass(frozen=True)
@@ -82,37 +83,6 @@ def per_family_for(families: int, samples: int, answers: int = MIN_ANSWERS) -> i
 
 
 # --------------------------------------------------------------------------- judging
-
-
-def _passes(test: str, name: str, fn: Callable[..., Any]) -> bool:
-    try:
-        exec(test, {name: fn})  # our own families' tests and op: trusted code
-    except Exception:
-        return False
-    return True
-
-
-def stated_case_tests(problem: Problem) -> list[int]:
-    """Indices of `problem.baseline_tests` at its stated case. No tag records them (the edge tag
-    names every edge test), so each test is run in-process on the instance's op without its
-    stated case (`draft_of(problem).plain`: the reference with its "or 99 if xs is empty" or
-    "except return V if ..." clause left out): a test that function fails expects the stated
-    value, the reference passing every test (the instance is checked). At level 3 that is the
-    special input's test (a draw makes sure the stated case shows there:
-    sparring.problems.families.spec.stated_case_shows); at level 2 the empty input's. [] at
-    other levels and for a problem no family made."""
-    from sparring.problems.families import FamilyError, draft_of
-
-    if family_and_level(problem.tags)[1] not in STATED_LEVELS:
-        return []
-    try:
-        plain = draft_of(problem).plain
-    except FamilyError:
-        return []
-    if plain is None:
-        return []
-    name = problem.function_name
-    return [i for i, t in enumerate(problem.baseline_tests) if not _passes(t, name, plain)]
 
 
 def judge_answers(

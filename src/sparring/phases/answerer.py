@@ -40,6 +40,7 @@ from sparring.phases.common import (
 from sparring.phases.zone import draw_in_zone, in_zone, read_zone, screened_flat
 from sparring.problems import Problem, prompts
 from sparring.problems.coach import Coach, Reserve
+from sparring.problems.families import stated_case_tests
 from sparring.rewards.bank import bank_tests, sampled_cover
 from sparring.sandbox.limits import untrusted_limits
 
@@ -51,7 +52,8 @@ def answerer_rows(
     flat_ids: Mapping[str, float] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per problem: the prompt and what the answerer's reward needs (tests = baseline
-    + banked, which tests discriminate, and the trivial solutions' results on them), and
+    + banked, which of them are at the stated case, which tests discriminate, and the trivial
+    solutions' results on them), and
     whether the frozen answerer's screen saw the problem flat, with the reward it saw (the
     trainer's skip starts from those: `flat_ids`, id -> that reward)."""
     flat = flat_ids or {}
@@ -65,6 +67,7 @@ def answerer_rows(
                 "prompt": prompts.answerer_messages(p, stages),
                 "problem_id": p.id,
                 "tests": list(p.baseline_tests) + banked,
+                "stated_tests": stated_case_tests(p),
                 "discriminating": mask,
                 "trivial_results": trivial,
                 "difficulty": p.difficulty,

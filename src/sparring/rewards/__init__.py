@@ -5,7 +5,8 @@ turned into rewards through the sandbox), `generator_scoring` (the test writer's
 against the frozen answerer) and `bank` (the validated adversarial tests every later phase
 attacks with). The verdict cache they share is the sandbox's (sparring.sandbox.result_cache).
 
-This module covers: the answerer's difficulty-aware pass-rate reward, its honest credit and the
+This module covers: the answerer's difficulty-aware pass-rate reward, its honest credit (the
+stated case optionally weighed on its own, `rewards.stated_case_share`) and the
 binary all-tests baseline read off the same results, the generator's weighted adversarial reward
 (hardness against a frozen answerer, validity, diversity, consistency) and its catch reward
 (`rewards.generator: catch`: only answers the given tests let through count), the proposer's
@@ -289,12 +290,18 @@ def answerer_credit(
     trivial_results: Sequence[Sequence[bool]] = (),
     difficulty: str = "medium",
     difficulty_weights: Mapping[str, float] | None = None,
+    stated: Sequence[int] = (),
+    stated_share: float = 0.0,
 ) -> AnswererCredit:
     """The answerer's honest reward: the difficulty-weighted share of *discriminating* tests
     passed (tests that no trivial solution passes). `passed` is None for code that did not
     parse (reward 0); a None inside it is a sandbox failure (reward None: no signal). Results
     equal to one of `trivial_results` (a trivial solution's pass vector) earn 0, and so does a
-    problem without discriminating tests.
+    problem without discriminating tests. With `stated_share` s > 0 and `stated` (the indices
+    of the tests at the problem's stated case, sparring.problems.families.stated_case_tests),
+    the stated case is weighed on its own: the share of the other discriminating tests passed
+    times (1 - s) + s x the share of the stated ones passed. An answer that gets the stated
+    case and nothing else (a constant returning the stated value) earns 0, not s.
 
     >>> answerer_credit([True, True, False], [False, True, True]).reward  # 1 of 2 disc. tests
     0.5
@@ -305,6 +312,9 @@ def answerer_credit(
     1.2
     >>> answerer_credit(None, [True]).reward, answerer_credit([None], [True]).reward
     (0.0, None)
+    >>> [answerer_credit(p, [True] * 3, stated=[2], stated_share=0.5).reward
+    ...  for p in ([True, True, False], [True, True, True], [False, False, True])]
+    [0.5, 1.0, 0.0]
     """
     n = len(discriminating)
     n_disc = sum(bool(d) for d in discriminating)
@@ -320,8 +330,33 @@ def answerer_credit(
     trivial = n_passed > 0 and any(list(t) == results for t in trivial_results)
     weights = DEFAULT_DIFFICULTY_WEIGHTS if difficulty_weights is None else difficulty_weights
     share = disc_passed / n_disc if n_disc and not trivial else 0.0
+    if stated_share > 0 and not trivial:
+        share = _stated_weighed(results, discriminating, stated, stated_share, share)
     reward = round(weights.get(difficulty, 1.0) * share, 6)
     return AnswererCredit(reward, n_passed, n, disc_passed, n_disc, trivial, n_passed == n > 0)
+
+
+def _stated_weighed(
+    results: Sequence[bool],
+    discriminating: Sequence[bool],
+    stated: Sequence[int],
+    stated_share: float,
+    share: float,
+) -> float:
+    """`share` with the discriminating tests at `stated` weighed as `answerer_credit` says
+    (`share` unchanged when either the stated or the other discriminating tests are none)."""
+    marked = set(stated)
+    at = [
+        r for i, (r, d) in enumerate(zip(results, discriminating, strict=True)) if d and i in marked
+    ]
+    rest = [
+        r
+        for i, (r, d) in enumerate(zip(results, discriminating, strict=True))
+        if d and i not in marked
+    ]
+    if not at or not rest:
+        return share
+    return (sum(rest) / len(rest)) * (1 - stated_share + stated_share * sum(at) / len(at))
 
 
 def all_tests_reward(credit: AnswererCredit) -> float | None:

@@ -82,11 +82,15 @@ def answerer_credits(
     cache: ResultCache | None = None,
     discriminating: Sequence[Sequence[bool]] | None = None,
     trivial_results: Sequence[Sequence[Sequence[bool]]] | None = None,
+    stated: Sequence[Sequence[int]] | None = None,
+    stated_share: float = 0.0,
 ) -> list[rewards.AnswererCredit]:
     """Per completion, what it earned and why (`rewards.answerer_credit`): its code parsed
     (programs.extract_code), run on its problem's tests in the sandbox (each (solution, test)
     pair once, through `cache`). `discriminating[i]` / `trivial_results[i]` come from the
-    problem's trivial baselines (`rewards.credit_view`); without them every test counts."""
+    problem's trivial baselines (`rewards.credit_view`); without them every test counts.
+    `stated[i]` are the indices of the tests at problem i's stated case, weighed by
+    `stated_share` (0: a test like the others)."""
     codes = [
         programs.extract_code(text, name)
         for text, name in zip(completions, function_names, strict=True)
@@ -98,7 +102,12 @@ def answerer_credits(
         mask = list(discriminating[i]) if discriminating is not None else [True] * len(tests[i])
         trivial = list(trivial_results[i]) if trivial_results is not None else []
         passed = next(results) if code is not None else None
-        out.append(rewards.answerer_credit(passed, mask, trivial, difficulties[i], weights))
+        at = list(stated[i]) if stated is not None else []
+        out.append(
+            rewards.answerer_credit(
+                passed, mask, trivial, difficulties[i], weights, at, stated_share
+            )
+        )
     return out
 
 
@@ -213,6 +222,8 @@ def answerer_rewards(
     trivial_results: Sequence[Sequence[Sequence[bool]]] | None = None,
     mode: str = "honest",
     signatures: Sequence[str] | None = None,
+    stated: Sequence[Sequence[int]] | None = None,
+    stated_share: float = 0.0,
 ) -> tuple[list[float | None], dict[str, float]]:
     """Rewards of answerer completions and batch metrics (`credit_metrics`, plus the
     definition rate when `signatures` are given). `mode` honest: the honest credit, plus
@@ -221,14 +232,15 @@ def answerer_rewards(
     say (they still run, so the metrics show what the control did to correctness); all_tests
     (the baseline): 1 when the code defining the asked-for function passes every test in
     `tests[i]`, else 0 (`rewards.all_tests_reward`, from the same results as the honest credit;
-    no difficulty weight, no format bonus, no trivial-code check)."""
+    no difficulty weight, no format bonus, no trivial-code check). `stated` and
+    `stated_share`: the honest credit's stated-case weight (`answerer_credits`)."""
     if mode not in ANSWERER_REWARDS:
         raise ValueError(f"answerer reward mode {mode!r}: use one of {', '.join(ANSWERER_REWARDS)}")
     if mode == "format_only" and signatures is None:
         raise ValueError("the format_only answerer reward needs each problem's signature")
     credits = answerer_credits(
         completions, tests, difficulties, function_names, sandbox, weights, cache,
-        discriminating, trivial_results,
+        discriminating, trivial_results, stated, stated_share,
     )  # fmt: skip
     metrics = credit_metrics(credits)
     defined = None
@@ -352,7 +364,8 @@ class AnswererRewardFn:
     step's metrics; with a `reserve` too, `reselect` swaps the groups of a family whose level
     moved for rows at its new level (the trainer calls it before sampling a batch). A
     `withheld_tests` column (data.given_tests) is never scored: it only measures false
-    positives (`false_positives`), logged with the step's metrics."""
+    positives (`false_positives`), logged with the step's metrics. The `stated_tests` column
+    (each row's stated-case test indices) is weighed by `rewards_cfg.stated_case_share`."""
 
     __name__ = "answerer_reward"
 
@@ -379,6 +392,7 @@ class AnswererRewardFn:
         trivial_results: Sequence[Sequence[Sequence[bool]]] | None = None,
         problem_id: Sequence[str] | None = None,
         signature: Sequence[str] | None = None,
+        stated_tests: Sequence[Sequence[int]] | None = None,
         **kwargs: Any,
     ) -> list[float | None]:
         texts = [completion_text(c) for c in completions]
@@ -395,6 +409,8 @@ class AnswererRewardFn:
             trivial_results,
             getattr(self.cfg, "answerer", "honest"),
             signature,
+            stated_tests,
+            getattr(self.cfg, "stated_case_share", 0.0),
         )
         withheld = kwargs.get("withheld_tests")
         if withheld is not None:  # measured beside the reward, never part of it

@@ -14,7 +14,8 @@ and 2 unless others are named), `renamed` (a task shown again under other names)
 `check_instance` (the reference passes every test, and at least 3 tests, and at least half, are
 passed by no trivial solution of sparring.problems.trivial), `draft_of` (the draft an instance was
 made
-from: its op without the stated case, its special input). An instance draws its task (operation and
+from: its op without the stated case, its special input), `stated_case_tests` (which of an
+instance's tests are at its stated case). An instance draws its task (operation and
 constants) from one stream and its function and parameter names, phrasing and tests from
 another; its inputs always include the edge cases.
 
@@ -199,6 +200,24 @@ def draft_of(problem: Problem) -> Draft:
     instance no family made."""
     fam, level, key = _made_by(problem)
     return _draft(fam, level, key)[0]
+
+
+def stated_case_tests(problem: Problem) -> list[int]:
+    """Indices of `problem.baseline_tests` at its stated case: the tests the instance's op
+    without its stated case (`draft_of(problem).plain`: the reference with its "or 99 if xs is
+    empty" or "except return V if ..." clause left out) fails, the reference passing every
+    test (the instance is checked). No tag records them (the edge tag names every edge test).
+    At level 3 that is the special input's test (a draw makes sure the stated case shows
+    there: sparring.problems.families.spec.stated_case_shows); at level 2 the empty input's.
+    [] at the levels without a stated case and for a problem no family made."""
+    try:
+        plain = draft_of(problem).plain
+    except FamilyError:
+        return []
+    if plain is None:
+        return []
+    name = problem.function_name
+    return [i for i, t in enumerate(problem.baseline_tests) if not _passes(t, name, plain)]
 
 
 def _origin(problem: Problem) -> tuple[str, int, int, int]:
