@@ -77,6 +77,8 @@ def test_the_command_on_tiny_random(tmp_path, capsys, monkeypatch):
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "POOLCATCH plan: 4 answers on " in printed
+    # minutes of sampling a writer say which writer is at work
+    assert "pool-catch: S-t1 writes tests for 2 problems x 1" in printed
     assert "POOLCATCH level=all writer=S-t1_minus_fuzz minus=" in printed
     record = json.loads(out.read_text())
     assert set(record["kept"]) == {"fuzz", "base", "S-t1"}

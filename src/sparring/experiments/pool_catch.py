@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sparring import progress
 from sparring.experiments.precheck import (
     PoolEntry,
     catch_on_pool,
@@ -147,13 +148,16 @@ def run_pool_catch(
     from sparring.sandbox.limits import untrusted_limits
 
     problems = pool_problems(pool)
-    texts = {
-        name: dict(zip([p.id for p in problems], sample_tests(cfg, model, problems, samples,
-                                                              seed + 1), strict=True))
-        for name, model in writers.items()
-    }  # fmt: skip
+    texts = {}
+    for name, model in writers.items():
+        # a line per writer: each samples for minutes (13 in all for three, on 2 cores) and
+        # says nothing else
+        progress.say(f"pool-catch: {name} writes tests for {len(problems)} problems x {samples}")
+        written_texts = sample_tests(cfg, model, problems, samples, seed + 1)
+        texts[name] = dict(zip([p.id for p in problems], written_texts, strict=True))
     kept: dict[str, dict[str, list[str]]] = {}
     written: dict[str, dict[str, list[str]]] = {}
+    progress.say(f"pool-catch: keeping and running each writer's tests on {len(pool)} answers")
     with Sandbox(untrusted_limits(cfg)) as sb:
         bank = BankMerge(
             [], {p.id: p.baseline_tests for p in problems}, cfg.rewards.duplicate_similarity
