@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from sparring.cli.main import main
+from sparring.evaluation.heldout import Heldout
 from sparring.experiments import filed_runs, sizing, study, study_runner
 from sparring.experiments.study import StudyRun
 from sparring.experiments.study_design import load_design
@@ -391,3 +392,32 @@ def test_the_doc_examples():
     assert doctest.testmod(study).failed == 0
     assert doctest.testmod(sizing).failed == 0
     assert doctest.testmod(study_runner).failed == 0
+
+
+def test_a_finished_run_files_the_threads_and_cpu_kind_its_rerun_reads(tmp_path, monkeypatch):
+    """run_one, the study's real filing with the run itself stubbed out (its subprocess and the
+    MLflow fetch): the record names the torch thread count and the CPU's vector instruction set
+    the run computed with, under the keys `sparring rerun` reads (`torch_threads`, which it
+    sets in the rerun's environment, and `cpu_capability`, which it warns on)."""
+    from sparring.backends import lineage
+    from sparring.cli.rerun import filed_learn_path
+
+    code = lineage.code_digest()
+    data = Heldout.from_dict(heldout({pid: 0.5 for pid in BASE}, 1, code=code))
+    learn = ["LEARN heldout_new_tasks base=0.1 final=0.5"]
+    monkeypatch.setattr(study_runner, "_stream", lambda cmd: (0, learn))
+    monkeypatch.setattr(study_runner, "fetch_run", lambda config, sets: (data, "p1", {}))
+    sets = (*DESIGN.overrides("D", 1), f"storage.pipeline_root={tmp_path / 'outputs'}")
+    item = study_runner.Planned("study-D-t1", "D", 1, sets, "x", "run", "not yet run")
+    record = study_runner.run_one(item, DESIGN.base, tmp_path / "out")
+    assert record is not None
+    filed = json.loads((tmp_path / "out" / "study-D-t1" / "record.json").read_text())
+    assert filed == record
+    assert filed["torch_threads"] == lineage.torch_threads() >= 1
+    assert filed["cpu_capability"] == lineage.cpu_capability() != ""
+    assert lineage.threads_env({}, filed["torch_threads"])["OMP_NUM_THREADS"] == str(
+        lineage.torch_threads()
+    )
+    assert lineage.cpu_warning(filed["cpu_capability"], lineage.cpu_capability()) == ""
+    learn_file = filed_learn_path(tmp_path / "out" / "study-D-t1" / "record.json")
+    assert learn_file.read_text().splitlines() == learn
