@@ -541,3 +541,41 @@ def test_a_model_loaded_on_another_device_or_dtype_is_another_cache_entry(tmp_pa
         loaded = LoadedAnswerer(backend, model, None)
         snapshots._generate_sized(cfg, "m", problems, loaded, cache_model="the-model", seed=0)
     assert asked == [("cpu", "float32"), ("cuda:0", "float32"), ("cpu", "bfloat16")]
+
+
+def test_answers_sampled_with_another_cpu_thread_count_are_another_cache_entry(
+    tmp_path, monkeypatch
+):
+    """On a CPU torch's thread count changes sampled tokens (19 of 64 completions of one seed
+    differed between 1 and 2 threads, 2026-12-03): a run at 2 threads must not read the answers
+    a 1-thread run on the same machine cached, or its numbers depend on what ran there before
+    (before 2026-12-04 the key held neither the count nor the CPU's vector instruction set).
+    On a GPU the count is not in the key."""
+    from types import SimpleNamespace
+
+    import sparring.evaluation.snapshots as snapshots
+    from sparring.backends import lineage
+
+    monkeypatch.setenv("SPARRING_COMPLETION_CACHE", "1")
+    monkeypatch.setenv("SPARRING_CACHE", str(tmp_path / "cache"))
+    asked = []
+
+    def sample(loaded, chunk, **kwargs):
+        asked.append((loaded.model.device, lineage.torch_threads(), lineage.cpu_capability()))
+        return Sampled([["    return 0\n"] for _ in chunk])
+
+    monkeypatch.setattr(snapshots, "sample_answers", sample)
+    cfg = from_dict({"grpo": {"max_completion_length": 32}})
+    problems = [
+        Problem("p0", "Zero.", "def zero():", ["assert zero() == 0"], "def zero():\n    return 0\n")
+    ]
+    backend = SimpleNamespace(name="torch")
+    for device, threads, isa in [("cpu", 1, "AVX512"), ("cpu", 1, "AVX512"), ("cpu", 2, "AVX512"),
+                                 ("cpu", 1, "AVX2"), ("cuda:0", 1, "AVX512"),
+                                 ("cuda:0", 2, "AVX512")]:  # fmt: skip
+        monkeypatch.setattr(lineage, "torch_threads", lambda n=threads: n)
+        monkeypatch.setattr(lineage, "cpu_capability", lambda s=isa: s)
+        loaded = LoadedAnswerer(backend, SimpleNamespace(device=device, dtype="float32"), None)
+        snapshots._generate_sized(cfg, "m", problems, loaded, cache_model="the-model", seed=0)
+    assert asked == [("cpu", 1, "AVX512"), ("cpu", 2, "AVX512"), ("cpu", 1, "AVX2"),
+                     ("cuda:0", 1, "AVX512")]  # fmt: skip

@@ -6,7 +6,8 @@ the same each time and cost a quarter of a run. `CompletionCache` keeps them und
 `$SPARRING_CACHE/completions/` (default ~/.cache/sparring), one JSON file per sampling call,
 named by a hash of everything the answers depend on: the model's identity (`model_identity`: a
 built-in's name and files; a folder's contents, wherever it lies; an adapter's with its base
-model's), how it was loaded (`loaded_on`: backend, device, dtype), the prompts, the budget,
+model's), how it was loaded (`loaded_on`: backend, device, dtype; on a CPU torch's thread count
+and vector instruction set), the prompts, the budget,
 temperature, top_p, samples per prompt, seed, rows decoded at once, FORMAT (raise it when an
 entry's layout changes) and the source of the decoding code (DECODER_MODULES: a decoder change
 is a new key by construction; 8229cb5 changed what the decoder returns while FORMAT stayed 1).
@@ -106,15 +107,30 @@ def model_identity(name: str) -> str:
 
 def loaded_on(loaded: Any) -> dict[str, str | None]:
     """What decides a loaded model's tokens besides its files: the backend that loaded it, the
-    device and the dtype (one folder answers otherwise in bf16, on a GPU or under MLX); None
-    for what the object does not say."""
+    device and the dtype (one folder answers otherwise in bf16, on a GPU or under MLX), and on
+    a CPU `cpu_kind`; None for what the object does not say."""
     backend, model = getattr(loaded, "backend", None), getattr(loaded, "model", None)
     device, dtype = getattr(model, "device", None), getattr(model, "dtype", None)
-    return {
+    out: dict[str, Any] = {
         "backend": getattr(backend, "name", None),
         "device": None if device is None else str(device),
         "dtype": None if dtype is None else str(dtype),
     }
+    if device is None or str(device).startswith("cpu"):
+        out.update(cpu_kind())
+    return out
+
+
+def cpu_kind() -> dict[str, Any]:
+    """torch's CPU thread count and vector instruction set ({} without torch): on a CPU they
+    change sampled tokens (19 of 64 completions of one seed differed between 1 and 2 threads,
+    2026-12-03), so an entry sampled with one is never handed to a run computing with another."""
+    try:
+        from sparring.backends import lineage
+
+        return {"cpu_threads": lineage.torch_threads(), "cpu_capability": lineage.cpu_capability()}
+    except ImportError:
+        return {}
 
 
 def identity_if_enabled(name: str) -> str | None:
