@@ -28,7 +28,7 @@ def test_bwrap_command_isolates():
 
 
 def test_worker_env_has_no_secrets():
-    assert set(isolation.WORKER_ENV) == {"PATH", "LANG"}
+    assert set(isolation.WORKER_ENV) == {"PATH", "LANG", "PYTHONHASHSEED"}
 
 
 @pytest.mark.parametrize(

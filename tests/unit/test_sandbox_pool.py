@@ -221,3 +221,26 @@ def test_code_that_only_waits_is_stopped_by_the_wall_clock():
     with Sandbox(SandboxLimits(timeout_s=0.5, workers=1)) as box:
         result = box.run(sol, ["assert f(1) == 1"]).results[0]
     assert result.outcome == "timeout" and "wall clock" in result.detail
+
+
+def test_an_answer_following_a_sets_order_gets_one_verdict_in_every_sandbox():
+    """A string's hash, and so a set's order, is drawn per process unless PYTHONHASHSEED is
+    fixed: `list(set(words))` passed one test in 1 of 5 fresh sandboxes (2026-12-04, before the
+    workers got PYTHONHASHSEED=0), so the same answer's reward hung on which run, and which
+    worker, judged it. Here the test expects the order of hash seed 0 (computed in a process of
+    its own): three sandboxes of 2 workers, each judging it 4 times, pass it every time."""
+    import subprocess
+    import sys
+
+    words = ["apple", "kiwi", "fig", "plum", "pear", "lime", "date", "yuzu"]
+    ordered = subprocess.run(
+        [sys.executable, "-c", f"print(list(set({words!r})))"],
+        env={"PYTHONHASHSEED": "0"}, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    code = "def f(ws):\n    return list(set(ws))\n"
+    test = f"assert f({words!r}) == {ordered}"
+    outcomes = []
+    for _ in range(3):
+        with Sandbox(SandboxLimits(timeout_s=ROOMY_S, workers=2)) as box:
+            outcomes += [rep.results[0].outcome for rep in box.run_many([(code, [test])] * 4)]
+    assert outcomes == ["passed"] * 12

@@ -40,12 +40,18 @@ from sparring.errors import SparringError
 log = logging.getLogger(__name__)
 
 WORKER_PATH = str(Path(__file__).with_name("worker.py"))
-WORKER_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}  # everything else is dropped
+# everything else is dropped. PYTHONHASHSEED: every worker hashes strings alike, so an answer
+# whose output follows a set's order (`list(set(words))`) gets one verdict in every run and pool
+# slot; with a seed drawn per worker, one such answer passed in 1 of 5 fresh sandboxes
+# (2026-12-04), and a rerun's verdict hung on which worker judged it.
+WORKER_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
 TMPFS_BYTES = 64 * 1024 * 1024
 # -S: no site. Its .pth files import random and threading, whose at-fork hooks (reseeding from
 # urandom) ran in every forked child: measured 1.5 ms -> 0.6 ms per fork+exit. It also keeps
 # installed packages out of reach of the code under test, which needs only the stdlib.
-WORKER_PYTHON_FLAGS = ("-I", "-S", "-B")
+# -s -P: -I without its -E, which would ignore PYTHONHASHSEED; the environment is WORKER_ENV
+# and nothing else, so no other PYTHON* variable reaches the worker.
+WORKER_PYTHON_FLAGS = ("-s", "-P", "-S", "-B")
 # Unprivileged uids for workers started by root, one drawn at random per worker: no host account
 # owns them, and two workers sharing one would only share their process cap.
 SANDBOX_UIDS = range(200_000, 2_000_000)
@@ -135,6 +141,9 @@ def bwrap_command(
         "--setenv",
         "HOME",
         "/tmp",
+        "--setenv",
+        "PYTHONHASHSEED",
+        WORKER_ENV["PYTHONHASHSEED"],
         "--hostname",
         "sandbox",
         "--ro-bind",
@@ -259,7 +268,8 @@ def _probe_path(bwrap: str, source: str) -> Probe:
     capabilities), starting Python with `pass` instead of the worker. Cached per path: a
     process asks once, and a test that puts another bwrap first on the PATH gets a new probe."""
     cmd = bwrap_command(uid=SANDBOX_UIDS.start if os.geteuid() == 0 else None, bwrap=bwrap)
-    cmd = [*cmd[: cmd.index("/sandbox/worker.py", cmd.index("-I"))], "-c", "pass"]
+    script = len(cmd) - 1 - cmd[::-1].index("/sandbox/worker.py")  # not the bind's target
+    cmd = [*cmd[:script], "-c", "pass"]
     version = _version(bwrap)
     try:
         r = subprocess.run(cmd, env=WORKER_ENV, capture_output=True, timeout=20, check=False)
