@@ -98,3 +98,24 @@ def test_a_rerun_on_another_cpu_kind_is_warned_of():
     assert here and here.isupper()
     assert lineage.cpu_warning(here, here) == ""
     assert "sampled completions may differ" in lineage.cpu_warning("SOME_OTHER_ISA", here)
+
+
+def test_a_rerun_that_ran_elsewhere_is_compared_without_running(tmp_path):
+    """`--compare LOG`: the LEARN lines of a rerun's saved output (a cluster's log, a copy
+    started with the record's overrides) against the filed ones; nothing runs (it answers in
+    seconds), and a missing log is one line."""
+    record = ROOT / "docs" / "results" / "room-pilot-D-dev-t1-2026-12-04-record.json"
+    filed = filed_learn_path(record)
+    log = tmp_path / "rerun.log"
+    log.write_text("[sparring] 12:00:00 progress\n" + filed.read_text())
+    same = _rerun(str(record), "--compare", str(log))
+    assert same.returncode == 0, same.stderr
+    assert same.stdout.strip().splitlines()[-1] == "RERUN 0 of 27 LEARN lines differ"
+    assert "rerun pilot-D3" not in same.stdout  # it did not start a run
+    log.write_text(filed.read_text().replace("final=0.391", "final=0.400"))
+    other = _rerun(str(record), "--compare", str(log))
+    assert other.returncode == 1
+    assert "RERUN differs heldout_new_tasks: filed base=0.098 final=0.391" in other.stdout
+    missing = _rerun(str(record), "--compare", str(tmp_path / "none.log"))
+    assert missing.returncode != 0 and "Traceback" not in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1 and "--compare" in missing.stderr

@@ -5,7 +5,8 @@ beside it, as the study files them: <prefix>-record.json and <prefix>-learn.txt)
 `sparring run` with those overrides and the filed run's torch thread count (`torch_threads`;
 completions depend on it), a warning when the record names another CPU kind
 (`cpu_capability`), its output passed through, and the comparison
-(sparring.experiments.learn_diff). Exit 0 when every line repeats, 1 when one differs.
+(sparring.experiments.learn_diff). Exit 0 when every line repeats, 1 when one differs. With
+`--compare LOG` it runs nothing and compares with a rerun's saved output.
 Does not cover: checking out the commit the run was filed at: rerun from a worktree at the
 record's code (its `code` field is the sparring source digest, `lineage.code_digest`).
 """
@@ -17,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from sparring.errors import SparringError
@@ -43,6 +45,13 @@ def add_commands(sub) -> None:
         "--learn",
         metavar="FILE",
         help="the filed LEARN lines (default: the learn.txt beside RECORD)",
+    )
+    p.add_argument(
+        "--compare",
+        metavar="LOG",
+        help="compare with the LEARN lines of a rerun that already ran (its saved output, e.g. "
+        "from a cluster, or a copy started with the record's overrides and thread count) "
+        "instead of running one",
     )
     p.add_argument(
         "--set",
@@ -83,6 +92,14 @@ def _rerun(args: argparse.Namespace) -> int:
         raise SparringError(f"--learn {learn_path}: {exc.strerror or exc}") from None
     if not filed:
         raise SparringError(f"--learn {learn_path}: no LEARN line in it")
+    if args.compare:
+        try:
+            ran = learn_diff.learn_lines(Path(args.compare).read_text())
+        except OSError as exc:
+            raise SparringError(f"--compare {args.compare}: {exc.strerror or exc}") from None
+        if not ran:
+            raise SparringError(f"--compare {args.compare}: no LEARN line in it")
+        return _report(filed, ran)
     if not Path(args.config).is_file():
         raise SparringError(f"--config {args.config}: no such file")
     sets = [*map(str, overrides), *args.overrides]
@@ -105,6 +122,13 @@ def _rerun(args: argparse.Namespace) -> int:
             lines.append(line.rstrip("\n"))
     if proc.returncode:
         raise SparringError(f"the rerun's sparring run exited {proc.returncode}")
-    report = learn_diff.report_lines(learn_diff.differences(filed, learn_diff.learn_lines(lines)))
+    return _report(filed, learn_diff.learn_lines(lines))
+
+
+def _report(filed: Mapping[str, str], ran: Mapping[str, str]) -> int:
+    """Print the RERUN lines of `filed` against `ran`; 0 when every line repeats, else 1."""
+    from sparring.experiments import learn_diff
+
+    report = learn_diff.report_lines(learn_diff.differences(filed, ran))
     print("\n".join(report))
     return 0 if report[-1].startswith("RERUN 0 ") else 1
