@@ -513,20 +513,20 @@ def test_sampled_means_score_correctness_among_the_answers_that_define_the_funct
     assert means["pass_at_n"] == {"p": 1.0, "q": 0.0}
 
 
-def test_a_model_loaded_on_another_device_or_dtype_is_another_cache_entry(tmp_path, monkeypatch):
-    """One folder answers otherwise in bf16 or on a GPU: evaluation's cache key holds the
-    device and dtype the model was loaded with, so a shared cache never hands one's answers to
-    the other (before 2026-12-02 it held neither)."""
+def _cached_sampling(monkeypatch, tmp_path, seen):
+    """(ask, asked): ask(device, dtype) samples one problem through evaluation's completion
+    cache (a fresh one under tmp_path) with a model loaded on `device` in `dtype`; every call
+    that missed the cache appends `seen(model)` to `asked`."""
     from types import SimpleNamespace
 
     import sparring.evaluation.snapshots as snapshots
 
     monkeypatch.setenv("SPARRING_COMPLETION_CACHE", "1")
     monkeypatch.setenv("SPARRING_CACHE", str(tmp_path / "cache"))
-    asked = []
+    asked: list = []
 
     def sample(loaded, chunk, **kwargs):
-        asked.append((loaded.model.device, loaded.model.dtype))
+        asked.append(seen(loaded.model))
         return Sampled([["    return 0\n"] for _ in chunk])
 
     monkeypatch.setattr(snapshots, "sample_answers", sample)
@@ -535,11 +535,22 @@ def test_a_model_loaded_on_another_device_or_dtype_is_another_cache_entry(tmp_pa
         Problem("p0", "Zero.", "def zero():", ["assert zero() == 0"], "def zero():\n    return 0\n")
     ]
     backend = SimpleNamespace(name="torch")
+
+    def ask(device: str, dtype: str) -> None:
+        loaded = LoadedAnswerer(backend, SimpleNamespace(device=device, dtype=dtype), None)
+        snapshots._generate_sized(cfg, "m", problems, loaded, cache_model="the-model", seed=0)
+
+    return ask, asked
+
+
+def test_a_model_loaded_on_another_device_or_dtype_is_another_cache_entry(tmp_path, monkeypatch):
+    """One folder answers otherwise in bf16 or on a GPU: evaluation's cache key holds the
+    device and dtype the model was loaded with, so a shared cache never hands one's answers to
+    the other (before 2026-12-02 it held neither)."""
+    ask, asked = _cached_sampling(monkeypatch, tmp_path, lambda m: (m.device, m.dtype))
     for device, dtype in [("cpu", "float32"), ("cpu", "float32"), ("cuda:0", "float32"),
                           ("cpu", "bfloat16")]:  # fmt: skip
-        model = SimpleNamespace(device=device, dtype=dtype)
-        loaded = LoadedAnswerer(backend, model, None)
-        snapshots._generate_sized(cfg, "m", problems, loaded, cache_model="the-model", seed=0)
+        ask(device, dtype)
     assert asked == [("cpu", "float32"), ("cuda:0", "float32"), ("cpu", "bfloat16")]
 
 
@@ -551,31 +562,17 @@ def test_answers_sampled_with_another_cpu_thread_count_are_another_cache_entry(
     a 1-thread run on the same machine cached, or its numbers depend on what ran there before
     (before 2026-12-04 the key held neither the count nor the CPU's vector instruction set).
     On a GPU the count is not in the key."""
-    from types import SimpleNamespace
-
-    import sparring.evaluation.snapshots as snapshots
     from sparring.backends import lineage
 
-    monkeypatch.setenv("SPARRING_COMPLETION_CACHE", "1")
-    monkeypatch.setenv("SPARRING_CACHE", str(tmp_path / "cache"))
-    asked = []
-
-    def sample(loaded, chunk, **kwargs):
-        asked.append((loaded.model.device, lineage.torch_threads(), lineage.cpu_capability()))
-        return Sampled([["    return 0\n"] for _ in chunk])
-
-    monkeypatch.setattr(snapshots, "sample_answers", sample)
-    cfg = from_dict({"grpo": {"max_completion_length": 32}})
-    problems = [
-        Problem("p0", "Zero.", "def zero():", ["assert zero() == 0"], "def zero():\n    return 0\n")
-    ]
-    backend = SimpleNamespace(name="torch")
+    ask, asked = _cached_sampling(
+        monkeypatch, tmp_path,
+        lambda m: (m.device, lineage.torch_threads(), lineage.cpu_capability()),
+    )  # fmt: skip
     for device, threads, isa in [("cpu", 1, "AVX512"), ("cpu", 1, "AVX512"), ("cpu", 2, "AVX512"),
                                  ("cpu", 1, "AVX2"), ("cuda:0", 1, "AVX512"),
                                  ("cuda:0", 2, "AVX512")]:  # fmt: skip
         monkeypatch.setattr(lineage, "torch_threads", lambda n=threads: n)
         monkeypatch.setattr(lineage, "cpu_capability", lambda s=isa: s)
-        loaded = LoadedAnswerer(backend, SimpleNamespace(device=device, dtype="float32"), None)
-        snapshots._generate_sized(cfg, "m", problems, loaded, cache_model="the-model", seed=0)
+        ask(device, "float32")
     assert asked == [("cpu", 1, "AVX512"), ("cpu", 2, "AVX512"), ("cpu", 1, "AVX2"),
                      ("cuda:0", 1, "AVX512")]  # fmt: skip
