@@ -123,6 +123,14 @@ class GrpoConfig:
         "the group's rows (same log-probs as TRL's per-row forward, fewer tokens)",
     )
     per_device_batch_size: int = _f(4, "completions per device per step", ge=1)
+    loss_micro_batch: int = _f(
+        0,
+        "rows per forward and backward pass of the loss, the step's gradients accumulated "
+        "over them with the loss normalised over the whole step (the same update up to the "
+        "order of float additions); a step's autograd graph holds this many rows, not all of "
+        "them: the most memory a training phase takes. 0 = every row of the step at once",
+        ge=0,
+    )
     gradient_accumulation_steps: int = _f(1, "micro-batches per optimizer step", ge=1)
     use_vllm: bool = _f(False, "generate with vLLM through TRL (weight sync needs a CUDA GPU)")
     bf16: bool = _f(False, "bf16 mixed precision (GPU only)")

@@ -16,7 +16,11 @@ the switches below are fields of the trainer's `grpo` section):
   (`rows_to_keep`: TRL's collectives need equal counts);
 - one prompt forward per group (`share_prompt_forward`): the completions' per-token log-probs
   with each distinct prompt run once and its KV cache shared by the group's rows
-  (`_shared_prompt_logps`), the same values as TRL's per-row forward.
+  (`_shared_prompt_logps`), the same values as TRL's per-row forward;
+- the loss in parts (`loss_micro_batch`): the batch's rows, a prompt's rows together, cut into
+  parts whose forward and backward run one after another (`micro_batches`), each weighted so
+  that the parts sum to TRL's loss over the whole batch for its `loss_type`: a step's autograd
+  graph then holds one part's activations, not every row's.
 
 Does not cover: the policy-gradient loss itself (TRL's `compute_loss`: clipping, KL, the
 `loss_type` aggregation), when a batch is dropped or counted (the step,
@@ -163,7 +167,68 @@ class LossBatch:
 
         if "sparring_skip" in inputs:  # no signal: no forward/backward, grads stay None
             return torch.zeros((), device=self.accelerator.device, requires_grad=True)
-        return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        rows = self.grpo.loss_micro_batch
+        n = inputs["completion_ids"].size(0)
+        if not rows or n <= rows or not model.training or not self._micro_batchable(inputs):
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        parts = micro_batches(inputs, rows, self.loss_type)
+        done = None
+        for i, (part, weight) in enumerate(parts):
+            loss = super().compute_loss(model, part, return_outputs, num_items_in_batch) * weight
+            if i == len(parts) - 1:  # the trainer's own backward takes the last part
+                return loss if done is None else loss + done
+            with self.accelerator.no_sync(model):  # gradients sync once, with the last part
+                self.accelerator.backward(loss)
+            done = loss.detach() if done is None else done + loss.detach()
+        raise AssertionError("unreachable: micro_batches returns at least one part")
+
+    def _micro_batchable(self, inputs) -> bool:
+        """Whether the loss splits into row parts that sum to the whole: not with images, an
+        entropy bonus or top-entropy mask (per-part means and quantiles), or a MoE aux loss."""
+        return (
+            "pixel_values" not in inputs
+            and not getattr(self, "_entropy_bonus_enabled", False)
+            and getattr(self, "top_entropy_quantile", 1.0) >= 1.0
+            and not getattr(self, "aux_loss_enabled", False)
+        )
+
+
+# How each TRL loss_type aggregates rows, so that parts of a batch weigh as in the whole: a
+# token sum over the step's `num_items_in_batch` (each part's share is already its own), a mean
+# over rows (a part weighs its rows), or a token mean over the batch's own tokens (a part weighs
+# its tokens)
+_STEP_NORMALISED = ("dapo", "cispo", "vespo")
+_ROW_MEANS = ("grpo", "sapo", "dr_grpo", "luspo")
+
+
+def micro_batches(inputs: dict[str, Any], rows: int, loss_type: str) -> list[tuple[Any, float]]:
+    """`inputs` (one loss batch) cut into parts of at most `rows` rows, each with the weight
+    that makes the parts' weighted losses sum to the whole batch's loss under `loss_type`.
+    Rows sharing a prompt go to the same part where they fit (the shared-prompt forward then
+    runs a prompt in as few parts as possible); row order does not change the loss."""
+    import torch
+
+    n = inputs["completion_ids"].size(0)
+    prompts = torch.cat([inputs["prompt_ids"], inputs["prompt_mask"]], dim=1)
+    _, slot = torch.unique(prompts, dim=0, return_inverse=True)
+    order = torch.argsort(slot, stable=True)
+    mask = inputs["completion_mask"]
+    if inputs.get("tool_mask") is not None:
+        mask = mask * inputs["tool_mask"]
+    tokens = float(mask.sum().clamp(min=1))
+    parts = []
+    for index in order.split(rows):
+        part = _select_rows(inputs, index, n)
+        if loss_type in _STEP_NORMALISED:
+            weight = 1.0
+        elif loss_type in _ROW_MEANS:
+            weight = len(index) / n
+        elif loss_type == "bnpo":
+            weight = float(mask.index_select(0, index.to(mask.device)).sum()) / tokens
+        else:
+            raise ValueError(f"grpo.loss_micro_batch: no part weights for loss_type {loss_type!r}")
+        parts.append((part, weight))
+    return parts
 
 
 # Rows per completion pass of the shared-prompt loss: few enough that each chunk's longest
