@@ -64,7 +64,7 @@ def main() -> None:
     elif mode == "report":
         from sparring.evaluation import report
 
-        report._pyplot()  # matplotlib imported before `ready`: kills land in the writes
+        report.pyplot()  # matplotlib imported before `ready`: kills land in the writes
         out = folder / "report"
         saved = out / "report.json"
         v = json.loads(saved.read_text())["version"] if saved.is_file() else 0

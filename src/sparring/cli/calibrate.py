@@ -20,7 +20,7 @@ from sparring.cli.common import (
 from sparring.errors import SparringError
 
 
-def _int_list(text: str, what: str) -> list[int]:
+def int_list(text: str, what: str) -> list[int]:
     try:
         return [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
@@ -90,7 +90,7 @@ def _calibrate(args: argparse.Namespace) -> int:
             raise SparringError(
                 f"--families: unknown family {name!r}; known: {', '.join(FAMILIES)}"
             )
-    levels = _int_list(args.levels, "--levels")
+    levels = int_list(args.levels, "--levels")
     if not levels or any(level not in DEFINED_LEVELS for level in levels):
         raise SparringError(f"--levels {args.levels!r}: use levels among {list(DEFINED_LEVELS)}")
     band = [float(x) for x in args.band.split(",")] if args.band else []

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from sparring.cli.calibrate import _int_list
+from sparring.cli.calibrate import int_list
 from sparring.cli.common import add_config_args, config_from_args, output_dir, write_output
 from sparring.errors import SparringError
 
@@ -176,7 +176,7 @@ def _precheck(args: argparse.Namespace) -> int:
         raise SparringError(
             "--given-tests: use K >= 1; --tests-per-problem: use k >= 1 (0: steps.fuzz_tests)"
         )
-    levels = _int_list(args.levels, "--levels")
+    levels = int_list(args.levels, "--levels")
     if not levels or any(level not in DEFINED_LEVELS for level in levels):
         raise SparringError(f"--levels {args.levels!r}: use levels among {list(DEFINED_LEVELS)}")
     out = output_dir(args.out, "--out") if args.out else None  # before an hour of sampling

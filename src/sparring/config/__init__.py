@@ -7,7 +7,7 @@ config reference (docs/config-reference.md is generated from it).
 
 This package's face: it hands on the names callers import (`from sparring.config import ...`)
 and holds no logic. The modules, each with what it covers:
-  fields     ConfigError and `_f`, the field helper carrying a field's doc and bounds
+  fields     ConfigError and `doc_field`, the field helper carrying a field's doc and bounds
   training   models, LoRA, GRPO, steps, the coach, the warm start, the game
   problems   data sources and families, rewards, selection, reasoning stages, the sandbox
   infra      tracking, storage, Kubernetes, the distributed recipe, serving

@@ -8,7 +8,7 @@ Does not cover: the sections' fields (sparring.config.training, .problems, .infr
 and `--set` (sparring.config.load), validation (sparring.config.validate, .checks).
 """
 
-# `_f(...)` returns a dataclasses.field carrying a field's doc and bounds
+# `doc_field(...)` returns a dataclasses.field carrying a field's doc and bounds
 # ruff: noqa: RUF009
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sparring.config.fields import _f
+from sparring.config.fields import doc_field
 from sparring.config.infra import (
     DistributedConfig,
     KubernetesConfig,
@@ -48,61 +48,65 @@ from sparring.config.training import (
 
 @dataclass(frozen=True)
 class Config:
-    name: str = _f("sparring", "experiment name: MLflow run names and output folders")
-    seed: int = _f(0, "random seed of sampling, splits and training", ge=0)
-    training_seed: int = _f(
+    name: str = doc_field("sparring", "experiment name: MLflow run names and output folders")
+    seed: int = doc_field(0, "random seed of sampling, splits and training", ge=0)
+    training_seed: int = doc_field(
         0,
         "a further seed of training alone (GRPO draws, sampling, LoRA init): runs that differ in "
         "it alone share their problems and base scores, so their held-out gains pool "
         "(`sparring eval pool`); 0 leaves training seeded by `seed` alone",
         ge=0,
     )
-    seed_per_run: bool = _f(
+    seed_per_run: bool = doc_field(
         False,
         "pipeline runs only: each run's training_seed is drawn from its MLflow parent run id, so "
         "the runs of one schedule (one compiled config) do not replay each other's draws; the "
         "seed a run trained with is in its start record and its parent run's tag "
         "sparring.training_seed (`sparring schedule` turns it on)",
     )
-    rounds: int = _f(2, "self-play rounds (unrolled into the DAG)", ge=1, le=100)
-    topology: Literal["dual", "shared"] = _f("dual", "dual: two models; shared: one base")
-    shared_model: str = _f("", "base model of both roles when topology is shared")
-    phase_schedule: Literal["generator_answerer", "answerer_generator_answerer", "answerer"] = _f(
-        "generator_answerer",
-        "phase order within a round; answerer: no generator phase and no bank (the given tests "
-        "alone, the arm self-play is measured against)",
+    rounds: int = doc_field(2, "self-play rounds (unrolled into the DAG)", ge=1, le=100)
+    topology: Literal["dual", "shared"] = doc_field("dual", "dual: two models; shared: one base")
+    shared_model: str = doc_field("", "base model of both roles when topology is shared")
+    phase_schedule: Literal["generator_answerer", "answerer_generator_answerer", "answerer"] = (
+        doc_field(
+            "generator_answerer",
+            "phase order within a round; answerer: no generator phase and no bank (the given tests "
+            "alone, the arm self-play is measured against)",
+        )
     )
-    generator_mode: Literal["tests", "problems", "fuzz"] = _f(
+    generator_mode: Literal["tests", "problems", "fuzz"] = doc_field(
         "tests",
         "tests: adversarial unit tests; problems: proposer of new problems; fuzz: a generator "
         "that does not learn, in the generator phase's place: steps.fuzz_tests tests per "
         "training problem, inputs drawn by hypothesis from the parameters' declared types, "
         "expected values from the reference (issue 73's arm R; no model, no GRPO)",
     )
-    tuning_mode: Literal["full", "lora"] = _f("lora", "full fine-tune or LoRA adapters")
-    backend: Literal["torch", "mlx"] = _f("torch", "torch (TRL) or mlx (Apple Silicon)")
-    dry_run: bool = _f(False, "materialize everything, skip GRPO updates")
-    lora: LoraConfig = _f(LoraConfig, "LoRA settings (tuning_mode: lora)")
-    models: ModelsConfig = _f(ModelsConfig, "models of each role (topology: dual)")
-    grpo: GrpoConfig = _f(GrpoConfig, "GRPO settings shared by both roles")
-    steps: StepsConfig = _f(StepsConfig, "step counts of the staged schedule")
-    coach: CoachConfig = _f(CoachConfig, "curriculum of the answerer over family levels")
-    warm_start: WarmStartConfig = _f(
+    tuning_mode: Literal["full", "lora"] = doc_field("lora", "full fine-tune or LoRA adapters")
+    backend: Literal["torch", "mlx"] = doc_field("torch", "torch (TRL) or mlx (Apple Silicon)")
+    dry_run: bool = doc_field(False, "materialize everything, skip GRPO updates")
+    lora: LoraConfig = doc_field(LoraConfig, "LoRA settings (tuning_mode: lora)")
+    models: ModelsConfig = doc_field(ModelsConfig, "models of each role (topology: dual)")
+    grpo: GrpoConfig = doc_field(GrpoConfig, "GRPO settings shared by both roles")
+    steps: StepsConfig = doc_field(StepsConfig, "step counts of the staged schedule")
+    coach: CoachConfig = doc_field(CoachConfig, "curriculum of the answerer over family levels")
+    warm_start: WarmStartConfig = doc_field(
         WarmStartConfig, "supervised warm start of the answerer before self-play"
     )
-    rewards: RewardsConfig = _f(RewardsConfig, "reward weights")
-    selection: SelectionConfig = _f(SelectionConfig, "checkpoint selection and promotion")
-    reasoning: ReasoningConfig = _f(ReasoningConfig, "answerer reasoning stages")
-    sandbox: SandboxConfig = _f(SandboxConfig, "limits of untrusted code execution")
-    data: DataConfig = _f(DataConfig, "problem sources and splits")
-    tracking: TrackingConfig = _f(TrackingConfig, "MLflow")
-    storage: StorageConfig = _f(StorageConfig, "pipeline root and S3")
-    kubernetes: KubernetesConfig = _f(KubernetesConfig, "cluster settings")
-    game: GameConfig = _f(GameConfig, "self-play engine: the game and how it is trained")
-    distributed: DistributedConfig = _f(
+    rewards: RewardsConfig = doc_field(RewardsConfig, "reward weights")
+    selection: SelectionConfig = doc_field(SelectionConfig, "checkpoint selection and promotion")
+    reasoning: ReasoningConfig = doc_field(ReasoningConfig, "answerer reasoning stages")
+    sandbox: SandboxConfig = doc_field(SandboxConfig, "limits of untrusted code execution")
+    data: DataConfig = doc_field(DataConfig, "problem sources and splits")
+    tracking: TrackingConfig = doc_field(TrackingConfig, "MLflow")
+    storage: StorageConfig = doc_field(StorageConfig, "pipeline root and S3")
+    kubernetes: KubernetesConfig = doc_field(KubernetesConfig, "cluster settings")
+    game: GameConfig = doc_field(GameConfig, "self-play engine: the game and how it is trained")
+    distributed: DistributedConfig = doc_field(
         DistributedConfig, "multi-process training recipe (torchrun, TrainJob nodes)"
     )
-    serving: ServingConfig = _f(ServingConfig, "sampling through an inference server; KServe")
+    serving: ServingConfig = doc_field(
+        ServingConfig, "sampling through an inference server; KServe"
+    )
 
     def for_run(self, run_id: str) -> Config:
         """This config as a pipeline run trains with it: with `seed_per_run`, training_seed drawn

@@ -31,7 +31,7 @@ CURVES = (
 )
 
 
-def _pyplot():
+def pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -52,7 +52,7 @@ def _fmt(value: Any, digits: int = 3) -> str:
 
 def plot_curves(snapshots: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
     """Reward and pass-rate curves against the round of each snapshot."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     for key, label in CURVES:
         points = [(s.get("round", i), s.get(key)) for i, s in enumerate(snapshots)]
@@ -86,7 +86,7 @@ STEP_PANELS = (
 def plot_step_curves(runs: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
     """Per-step curves of every training phase, one after the other on a shared x axis (the
     run's optimizer steps in order), a colour per phase kind, the phase named at its start."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(len(STEP_PANELS), 1, figsize=(7.2, 6.4), sharex=True)
     colours: dict[str, str] = {}
     handles: dict[str, Any] = {}
@@ -163,7 +163,7 @@ def plot_cross_play(
     col_labels: Sequence[str] | None = None,
 ) -> Path:
     """Heatmap of the answerer's win rate (pass rate) per answerer snapshot x generator round."""
-    plt = _pyplot()
+    plt = pyplot()
     rows = len(matrix)
     cols = max((len(r) for r in matrix), default=0)
     data = [
@@ -194,7 +194,7 @@ def plot_humaneval(
     before: float | None, after: float | None, path: str | Path, after_label: str = "after"
 ) -> Path:
     """Two bars: HumanEval pass@1 of the base model and of the chosen snapshot."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(4.0, 3.6))
     labels = ["base (round 0)", after_label]
     values = [before or 0.0, after or 0.0]
@@ -374,7 +374,7 @@ def plot_learning(
 ) -> Path:
     """The learning figure: the answerer's training reward per step with its moving average,
     and the held-out sets' base and final discriminating share with the gain's 95% interval."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10.0, 4.0))
     steps = list(range(1, len(step_rewards) + 1))
     left.plot(steps, step_rewards, alpha=0.35, label="per step")

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from sparring.problems import Problem
 
 
-def _round_metrics(path: str) -> dict[str, Any]:
+def round_metrics(path: str) -> dict[str, Any]:
     """Optional sidecar of a round's tests: FILE.metrics.json, else metrics.json beside it."""
     p = Path(path)
     for candidate in (p.with_name(p.name + ".metrics.json"), p.with_name("metrics.json")):
@@ -42,7 +42,7 @@ def round_summary(path: str, duplicate_similarity: float = 0.9) -> dict[str, Any
     otherwise validity is the share of rows not marked `"valid": false` (1.0 for a bank of
     validated tests) and the duplicate rate is the near-duplicate rate of the tests per problem.
     """
-    return summarize_round(read_bank(path), _round_metrics(path), duplicate_similarity)
+    return summarize_round(read_bank(path), round_metrics(path), duplicate_similarity)
 
 
 def summarize_round(

@@ -25,8 +25,8 @@ from sparring.evaluation.crossplay import cross_play, elo_ratings, solution_code
 from sparring.evaluation.hacking import hacking_signals, special_case_share
 from sparring.evaluation.humaneval import evaluate_humaneval_samples, run_jobs
 from sparring.evaluation.rounds import (
-    _round_metrics,
     read_round_tests,
+    round_metrics,
     summarize_round,
     validate_rows,
 )
@@ -405,7 +405,7 @@ def evaluate_snapshots(
         number = next((r["round"] for r in rows if isinstance(r.get("round"), int)), j + 1)
         valid = [r for r in rows if r.get("valid", True)]
         rounds.append(
-            (number, tests_by_problem(valid), summarize_round(rows, _round_metrics(path), sim))
+            (number, tests_by_problem(valid), summarize_round(rows, round_metrics(path), sim))
         )
     if not round_tests:
         for n, rows in rows_by_round(bank_rows).items():  # the bank's lineage

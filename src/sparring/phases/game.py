@@ -101,9 +101,9 @@ def plot_rewards(history: list[dict[str, Any]], path: Path) -> None:
 
 def plot_games(histories: dict[str, list[dict[str, Any]]], path: str | Path) -> Path:
     """One panel per game (title = its name): mean reward per role at each training step."""
-    from sparring.evaluation.report import _pyplot
+    from sparring.evaluation.report import pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     n = len(histories)
     cols = min(n, 4)
     rows = (n + cols - 1) // cols

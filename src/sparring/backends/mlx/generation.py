@@ -13,22 +13,24 @@ from collections.abc import Sequence
 from typing import Any
 
 from sparring.backends.base import Messages, Sampled
-from sparring.backends.mlx.models import _hf, _require
+from sparring.backends.mlx.models import hf_tokenizer, require_mlx
 from sparring.backends.text import render_prompt, trim_after_fence
 
 
 def _render(tokenizer: Any, messages: Messages) -> str:
-    return render_prompt(_hf(tokenizer), messages)
+    return render_prompt(hf_tokenizer(tokenizer), messages)
 
 
-def _encode(tokenizer: Any, messages: Messages, max_prompt_length: int | None = None) -> list[int]:
-    ids = list(_hf(tokenizer).encode(_render(tokenizer, messages), add_special_tokens=False))
+def encode(tokenizer: Any, messages: Messages, max_prompt_length: int | None = None) -> list[int]:
+    ids = list(
+        hf_tokenizer(tokenizer).encode(_render(tokenizer, messages), add_special_tokens=False)
+    )
     if max_prompt_length is not None and len(ids) > max_prompt_length:
         ids = ids[-max_prompt_length:]  # left-truncated, as TRL does
     return ids
 
 
-def _sample_ids(
+def sample_ids(
     model: Any,
     tokenizer: Any,
     prompts: list[list[int]],
@@ -65,8 +67,8 @@ def _sample_ids(
     return [list(ids) for ids in out.token_ids]
 
 
-def _decode(tokenizer: Any, ids: Sequence[int]) -> str:
-    return _hf(tokenizer).decode(list(ids), skip_special_tokens=True)
+def decode(tokenizer: Any, ids: Sequence[int]) -> str:
+    return hf_tokenizer(tokenizer).decode(list(ids), skip_special_tokens=True)
 
 
 def generate(
@@ -93,13 +95,13 @@ def sample(
     closing fence of its first python code block, as `sparring.backends.torch.generation.sample`
     does (here after sampling: mlx_lm's batch generator takes stop token sequences only, and the
     opening fence is the same token)."""
-    _require()
+    require_mlx()
     if num_samples < 1:
         raise ValueError("num_samples must be >= 1")
     start = time.perf_counter()
-    prompts = [_encode(tokenizer, m) for m in messages_batch]
+    prompts = [encode(tokenizer, m) for m in messages_batch]
     flat = [p for p in prompts for _ in range(num_samples)]
-    ids = _sample_ids(
+    ids = sample_ids(
         model,
         tokenizer,
         flat,
@@ -108,7 +110,7 @@ def sample(
         top_p=top_p,
         seed=seed,
     )
-    texts = [_decode(tokenizer, x) for x in ids]
+    texts = [decode(tokenizer, x) for x in ids]
     fence_stops = 0
     if stop_at_fence:
         trimmed = [trim_after_fence(t) for t in texts]

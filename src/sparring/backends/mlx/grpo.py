@@ -20,8 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 from sparring.backends.base import LOSS_TYPES
-from sparring.backends.mlx.generation import _decode, _encode, _sample_ids
-from sparring.backends.mlx.models import _hf, _require, add_lora
+from sparring.backends.mlx.generation import decode, encode, sample_ids
+from sparring.backends.mlx.models import add_lora, hf_tokenizer, require_mlx
 from sparring.backends.mlx.step import policy_step
 
 
@@ -67,7 +67,7 @@ def train_grpo(
     `reward_fn(prompts=, completions=[[{"role": "assistant", "content": text}]], **columns)`,
     and takes one Adam step on the clipped surrogate over completion tokens (the terminating EOS
     included). The model keeps its LoRA layers (trained in place)."""
-    _require()
+    require_mlx()
     import mlx.optimizers as optim
 
     from sparring.engine.credit import group_advantages
@@ -85,7 +85,7 @@ def train_grpo(
 
     add_lora(model, lora, seed=seed)
     optimizer = optim.Adam(learning_rate=learning_rate)
-    eos = _hf(tokenizer).eos_token_id
+    eos = hf_tokenizer(tokenizer).eos_token_id
     rng = random.Random(seed)
     order: list[int] = []
     encoded: dict[int, list[int]] = {}
@@ -101,10 +101,10 @@ def train_grpo(
             picked.append(order.pop())
         for i in picked:
             if i not in encoded:
-                encoded[i] = _encode(tokenizer, rows[i]["prompt"], max_prompt_length)
+                encoded[i] = encode(tokenizer, rows[i]["prompt"], max_prompt_length)
         prompt_ids = [encoded[i] for i in picked for _ in range(num_generations)]
         groups = [g for g in range(n_prompts) for _ in range(num_generations)]
-        comp_ids = _sample_ids(
+        comp_ids = sample_ids(
             model,
             tokenizer,
             prompt_ids,
@@ -113,7 +113,7 @@ def train_grpo(
             top_p=top_p,
             seed=seed * 100_003 + step,
         )
-        texts = [_decode(tokenizer, c) for c in comp_ids]
+        texts = [decode(tokenizer, c) for c in comp_ids]
         columns = {
             k: [rows[i][k] for i in picked for _ in range(num_generations)]
             for k in rows[picked[0]]

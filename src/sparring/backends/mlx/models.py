@@ -44,14 +44,14 @@ def available() -> bool:
     return True
 
 
-def _require() -> None:
+def require_mlx() -> None:
     if not available():
         raise ModelError(
             "backend 'mlx' needs MLX: pip install 'mlx[cpu]' mlx-lm (Linux) or mlx mlx-lm (macOS)"
         )
 
 
-def _hf(tokenizer: Any) -> Any:
+def hf_tokenizer(tokenizer: Any) -> Any:
     """The Hugging Face tokenizer inside mlx_lm's TokenizerWrapper (or the tokenizer itself)."""
     return getattr(tokenizer, "_tokenizer", tokenizer)
 
@@ -92,7 +92,7 @@ def _apply_adapter(model: Any, adapter_dir: str | Path) -> None:
 def load(name_or_path: str, adapter: str | None = None) -> tuple[Any, Any]:
     """Model and tokenizer (mlx_lm TokenizerWrapper) from a built-in name, an HF folder or a
     Sparring artifact; `adapter` adds an MLX adapter folder on top. Raises ModelError."""
-    _require()
+    require_mlx()
     name = str(name_or_path)
     meta = read_meta(name) if os.path.isdir(name) else None
     if meta is not None:
@@ -193,7 +193,7 @@ def save_adapter(model: Any, out_dir: str, meta: dict[str, Any], tokenizer: Any 
     files (`tokenizer`, by default the one `load` returned with this model) and
     `sparring_model.json` {"backend": "mlx", "base", "adapter", "tuning_mode": "lora", "role",
     **meta}; atomic (written to a temp sibling, then renamed)."""
-    _require()
+    require_mlx()
     import mlx.core as mx
 
     weights = lora_weights(model)
@@ -211,7 +211,7 @@ def save_adapter(model: Any, out_dir: str, meta: dict[str, Any], tokenizer: Any 
             tokenizer if tokenizer is not None else getattr(model, "_sparring_tokenizer", None)
         )
         if tokenizer is not None:
-            _hf(tokenizer).save_pretrained(str(tmp))
+            hf_tokenizer(tokenizer).save_pretrained(str(tmp))
         record = {"role": "", **meta, "backend": "mlx", "base": str(base)}
         record.update(adapter=ADAPTER_FILE, tuning_mode="lora")
         (tmp / META_FILE).write_text(json.dumps(record, indent=1, sort_keys=True))

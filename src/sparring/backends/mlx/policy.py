@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from sparring.backends.base import Messages, read_meta
-from sparring.backends.mlx.generation import _encode, generate
-from sparring.backends.mlx.models import _hf, add_lora, load, save_adapter, set_lora_scale
+from sparring.backends.mlx.generation import encode, generate
+from sparring.backends.mlx.models import add_lora, hf_tokenizer, load, save_adapter, set_lora_scale
 from sparring.backends.mlx.step import policy_step
 
 
@@ -79,10 +79,10 @@ class MlxPolicy:
             if record.role not in self.models:
                 raise ValueError(f"record of role {record.role!r}, which has no adapter here")
             by_role[record.role].append(record)
-        hf = _hf(self.tokenizer)
+        hf = hf_tokenizer(self.tokenizer)
         metrics: dict[str, float] = {}
         for role, rows in by_role.items():
-            prompts = [_encode(self.tokenizer, r.messages, g.max_prompt_length) for r in rows]
+            prompts = [encode(self.tokenizer, r.messages, g.max_prompt_length) for r in rows]
             completions = [
                 hf.encode(r.completion, add_special_tokens=False) or [hf.eos_token_id] for r in rows
             ]
