@@ -110,4 +110,5 @@ def test_parts_keep_a_prompts_rows_together():
     assert [w for _, w in parts] == [1.0, 1.0, 1.0]
     for part, _ in parts:
         assert len({tuple(r) for r in part["prompt_ids"].tolist()}) == 1
-    assert sum(int(p["completion_mask"].sum()) for p, _ in parts) == int(batch["num_items_in_batch"])
+    tokens = sum(int(p["completion_mask"].sum()) for p, _ in parts)
+    assert tokens == int(batch["num_items_in_batch"])
