@@ -229,7 +229,9 @@ def test_phase_params_and_tags_arrive_through_an_outage(cfg, mlflow_server, monk
     data = MlflowClient(mlflow_server).get_run(run.run_id).data
     assert data.params == {"sandbox.bwrap": "/usr/bin/bwrap", "n": "3"}
     assert data.tags["t"] == "bwrap" and data.tags["mlflow.parentRunId"] == parent
+    cost = {k: data.metrics.pop(k) for k in ("phase/peak_rss_mb", "phase/cpu_s", "phase/wall_s")}
     assert data.metrics == {"sandbox_isolated": 1.0}
+    assert cost["phase/peak_rss_mb"] > 10 and cost["phase/wall_s"] >= cost["phase/cpu_s"] >= 0
     assert run.unlogged == ""
 
 

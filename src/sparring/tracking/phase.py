@@ -1,6 +1,7 @@
 """A phase's run and what logs into it: `phase_run` opens the child run `r{round}-{name}` of the
 parent run, fed from an outage-proof buffer (sparring.tracking.buffer.PhaseRun), with a progress
-line when the phase starts and one with its time and main numbers when it is done; while it is
+line when the phase starts and one with its time, peak memory and main numbers when it is done
+(its cost, sparring.tracking.resources, is logged with its metrics); while it is
 open, `log_metrics`, `log_params`, `log_artifacts` and `trainer_callbacks` (through which TRL's
 and Transformers' per-step logs arrive) write into it, else into MLflow's active run.
 
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sparring.tracking.buffer import PhaseRun, connect, numeric
+from sparring.tracking.resources import PREFIX, PhaseCost
 
 _ACTIVE: PhaseRun | None = None
 
@@ -46,15 +48,25 @@ def phase_run(cfg, parent_run_id: str, name: str, round_index: int) -> Iterator[
     run.flush(now=True)  # create the run now if MLflow answers
     _ACTIVE = run
     status = "FAILED"
+    cost = PhaseCost()
     try:
         with progress.heartbeat():  # a line at least every HEARTBEAT_S, whatever the phase does
             yield run
         status = "FINISHED"
     finally:
+        # into the phase's metrics (the dict `run.log` returned, which the KFP task's metrics
+        # artifact is written from) and its MLflow run: a study run's record reads them there
+        figures = cost.figures()
+        run.metrics.update(figures)
+        run.log_metrics(figures)
         _ACTIVE = None
         run.close(status)
     seconds = time.perf_counter() - start
-    progress.say(f"{progress.LABEL}: done in {seconds:.0f}s {progress.brief(run.metrics)}")
+    peak = figures[f"{PREFIX}peak_rss_mb"] / 1024
+    progress.say(
+        f"{progress.LABEL}: done in {seconds:.0f}s (peak memory {peak:.2f} GiB) "
+        f"{progress.brief(run.metrics)}"
+    )
 
 
 def active() -> bool:
