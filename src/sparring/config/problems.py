@@ -77,7 +77,8 @@ class RewardsConfig:
         True,
         "answerer reward: add the banked adversarial tests to each problem's given ones (false: "
         "the generator phase still runs and its frozen samples still order the answerer's draw; "
-        "the arm that tells the bank from that screening, make learn-nobank)",
+        "the arm that tells the bank from that screening, arm N of "
+        "configs/study/2026-11-29-canary-arms.yaml)",
     )
     duplicate_similarity: float = doc_field(
         0.9, "token Jaccard at or above which two tests are near-duplicates", ge=0.0, le=1.0
