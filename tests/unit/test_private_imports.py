@@ -12,10 +12,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
 
-# (importing file, imported name) pairs not yet fixed. Pending: sparring/config/training.py still
-# imports `_f`; its public name is sparring.config.fields.doc_field (`_f` is kept there as an
-# alias until training.py moves to it).
-PENDING = {("sparring/config/training.py", "_f")}
+# (importing file, imported name) pairs not yet fixed: none left
+PENDING: set[tuple[str, str]] = set()
 
 
 def _module_of(path: Path, src: Path) -> str:

@@ -30,10 +30,6 @@ def doc_field(default: Any, doc: str, *, ge: float | None = None, le: float | No
     return field(default=default, metadata=meta)
 
 
-# the old private name, kept while sparring.config.training still imports it
-_f = doc_field
-
-
 def _copy(value: Any) -> Any:
     if isinstance(value, list):
         return list(value)
