@@ -29,6 +29,8 @@ PURE = (
     "sparring.config", "sparring.errors", "sparring.problems", "sparring.problems.prompts",
     "sparring.rewards", "sparring.problems.trivial", "sparring.backends.budget",
     "sparring.progress",
+    # a phase's cost figures; choosing among sampled answers by tests
+    "sparring.tracking.resources", "sparring.evaluation.choose",
     "sparring.problems.programs",
     "sparring.sandbox.limits", "sparring.sandbox.oracle",
     "sparring.backends", "sparring.backends.base", "sparring.evaluation.learning",

@@ -34,3 +34,9 @@ def test_cpu_and_wall_seconds_are_the_phases_own():
     figures = cost.figures()
     assert figures["phase/wall_s"] >= 0.39
     assert 0.15 <= figures["phase/cpu_s"] <= figures["phase/wall_s"]
+
+
+def test_phase_costs_doctests():
+    import doctest
+
+    assert doctest.testmod(resources).failed == 0

@@ -405,8 +405,9 @@ def test_a_finished_run_files_the_threads_and_cpu_kind_its_rerun_reads(tmp_path,
     code = lineage.code_digest()
     data = Heldout.from_dict(heldout({pid: 0.5 for pid in BASE}, 1, code=code))
     learn = ["LEARN heldout_new_tasks base=0.1 final=0.5"]
+    costs = {"r1-train-answerer": {"peak_rss_mb": 3100.0, "cpu_s": 90.0, "wall_s": 60.0}}
     monkeypatch.setattr(study_runner, "_stream", lambda cmd: (0, learn))
-    monkeypatch.setattr(study_runner, "fetch_run", lambda config, sets: (data, "p1", {}))
+    monkeypatch.setattr(study_runner, "fetch_run", lambda config, sets: (data, "p1", {}, costs))
     sets = (*DESIGN.overrides("D", 1), f"storage.pipeline_root={tmp_path / 'outputs'}")
     item = study_runner.Planned("study-D-t1", "D", 1, sets, "x", "run", "not yet run")
     record = study_runner.run_one(item, DESIGN.base, tmp_path / "out")
@@ -415,6 +416,7 @@ def test_a_finished_run_files_the_threads_and_cpu_kind_its_rerun_reads(tmp_path,
     assert filed == record
     assert filed["torch_threads"] == lineage.torch_threads() >= 1
     assert filed["cpu_capability"] == lineage.cpu_capability() != ""
+    assert filed["phases"] == costs  # every phase's peak memory, CPU and wall seconds
     assert lineage.threads_env({}, filed["torch_threads"])["OMP_NUM_THREADS"] == str(
         lineage.torch_threads()
     )

@@ -49,6 +49,7 @@ from sparring.experiments.filed_runs import (
 from sparring.experiments.run_outputs import bank_with_catches, run_outputs
 from sparring.experiments.study import StudyRun, code_changed, run_values
 from sparring.experiments.study_design import StudyDesign
+from sparring.tracking import resources
 
 OUT = Path("local_outputs") / "study"
 
@@ -168,8 +169,11 @@ def _state_file(cfg: Any) -> Path:
     return Path(cfg.storage.pipeline_root).resolve() / ".sparring" / cfg.name / "state.json"
 
 
-def fetch_run(config: str, sets: Sequence[str]) -> tuple[Heldout, str, dict[str, float]]:
-    """(the run's heldout.json, its MLflow parent run id, its `run_values`): the parent run of
+def fetch_run(
+    config: str, sets: Sequence[str]
+) -> tuple[Heldout, str, dict[str, float], dict[str, dict[str, float]]]:
+    """(the run's heldout.json, its MLflow parent run id, its `run_values`, each phase's peak
+    memory, CPU and wall seconds by phase run name: sparring.tracking.resources): the parent run of
     the last local run of this config (`<pipeline_root>/.sparring/<name>/state.json`,
     sparring.local_run), the file its evaluate phase logged as `learning/heldout.json`, and the
     scalars of the learning summary its LEARN lines print, from its phases' metrics."""
@@ -197,7 +201,8 @@ def fetch_run(config: str, sets: Sequence[str]) -> tuple[Heldout, str, dict[str,
                 heldout = Heldout.load(path)
             except ValueError as exc:
                 raise SparringError(f"{cfg.name}: {exc}") from None
-            return heldout, parent, run_values(summary, trained)
+            costs = resources.phase_costs((r.info.run_name, r.data.metrics) for r in runs)
+            return heldout, parent, run_values(summary, trained), costs
     raise SparringError(f"{cfg.name}: its MLflow run {parent} has no evaluate phase with {HELDOUT}")
 
 
@@ -229,7 +234,7 @@ def run_one(item: Planned, config: str, out: Path) -> dict[str, Any] | None:
             f"{item.name}: sparring run exited {code} after {minutes:.0f} min; "
             "make study runs it again"
         )
-    heldout, parent, values = fetch_run(config, item.overrides)
+    heldout, parent, values, costs = fetch_run(config, item.overrides)
     try:
         start_record = lineage.check_start(item.name, heldout.start)
     except ValueError as exc:
@@ -277,6 +282,8 @@ def run_one(item: Planned, config: str, out: Path) -> dict[str, Any] | None:
         "cpu_capability": lineage.cpu_capability(),
         "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "values": values,
+        # each phase's peak resident memory (MiB), CPU and wall seconds, by its MLflow run name
+        "phases": costs,
         # where its models are (not filed: the trained generator's catch on a fixed pool is
         # measured from there after the run)
         "outputs": str(outputs) if outputs else None,

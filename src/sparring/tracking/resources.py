@@ -6,7 +6,8 @@ through /proc/self/clear_refs, so a second phase in one process gets its own pea
 process's peak so far, an upper bound), `cpu_s` the process's user + system CPU seconds (its
 threads included, not its children: sandbox workers and the local runner's tasks are processes
 of their own) and `wall_s` the elapsed seconds. The figures are logged with every phase's
-metrics (sparring.tracking.phase) and a study run's record keeps them per phase.
+metrics (sparring.tracking.phase) and a study run's record keeps them per phase (`phase_costs`,
+read back from the run's MLflow phase runs).
 
 Does not cover: GPU memory (torch's own counters), the memory of child processes, a benchmark's
 repetitions (benchmarks/bench_memory.py). Standard library only.
@@ -18,6 +19,7 @@ import os
 import resource
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 PREFIX = "phase/"  # the metric names: phase/peak_rss_mb, phase/cpu_s, phase/wall_s
@@ -67,3 +69,19 @@ class PhaseCost:
             f"{PREFIX}cpu_s": round(cpu_seconds() - self.cpu0, 2),
             f"{PREFIX}wall_s": round(time.perf_counter() - self.wall0, 2),
         }
+
+
+def phase_costs(runs: Iterable[tuple[str, Mapping[str, float]]]) -> dict[str, dict[str, float]]:
+    """Each phase's cost figures by its run name, from (run name, metrics) of a run's phases;
+    phases that logged none (run before the figures existed) are left out.
+
+    >>> phase_costs([("r1-train-answerer", {"phase/peak_rss_mb": 3100.0, "phase/cpu_s": 90.0,
+    ...              "phase/wall_s": 60.0, "reward": 0.2}), ("r0-materialize", {})])
+    {'r1-train-answerer': {'peak_rss_mb': 3100.0, 'cpu_s': 90.0, 'wall_s': 60.0}}
+    """
+    out = {}
+    for name, metrics in runs:
+        figures = {k[len(PREFIX) :]: float(v) for k, v in metrics.items() if k.startswith(PREFIX)}
+        if figures:
+            out[name] = figures
+    return out
