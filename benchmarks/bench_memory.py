@@ -1,0 +1,163 @@
+"""Memory benchmark: the peak resident memory of one answerer phase and one generator phase of
+configs/learn.yaml at the room study's levels, one training step each, before and after the
+memory work, every phase in a process of its own. Each arm runs `--reps` times (at least 3),
+interleaved (before, after, before, after, ...); each repetition of each arm runs both phases
+on the same problems. Per repetition, arm and phase it prints the peak (the kernel's VmHWM of
+the phase's process, sparring.tracking.resources), CPU and wall seconds; then per arm and
+phase the peak's median, min and max, and
+
+  BENCH answerer_peak_gib_<arm> median=X min=Y max=Z n=N
+  BENCH generator_peak_gib_<arm> ...
+  BENCH answerer_peak_ratio median=X min=Y max=Z n=N   (before over after, paired per rep)
+  BENCH generator_peak_ratio ...
+
+What a phase holds at its peak: the model (fp32, ~0.5 GiB), the KV cache of the widest
+sampling (rows x tokens x 46 KiB for SmolLM2-135M: `steps.frozen_rows` rows for the frozen
+answerer's samples and the trained generator's final tests, `grpo.rollout_batch_size` in a
+step) and the GRPO update's autograd graph (`grpo.per_device_batch_size` rows, or
+`grpo.loss_micro_batch` rows a part).
+
+- before: configs/learn.yaml as of 2026-12-06 (the update over all 64 rows of a step at once,
+  the frozen answerer and the final tests sampled 256 rows at a time).
+- after: the same with `grpo.loss_micro_batch=16` and `steps.frozen_rows=64`
+  (configs/learn.yaml since).
+
+Both phases, every arm: levels 2 and 3 of the 14 trained families, one instance a family and
+level (28 problems), the answerer's pool screen (28 x 4 frozen samples), one GRPO step of 64
+completions (4 problems x 16); the generator with the room study's S-arm settings (catch
+reward, 8 frozen samples a problem: 224 rows, stated cases first, 4 final completions a problem
+for every training problem: 112 rows). Model: smollm2-135m, or --model tiny-random to check
+the harness in a minute.
+
+Usage: .venv/bin/python benchmarks/bench_memory.py [--model smollm2-135m] [--reps 3]
+       [--arms before,after] [--phases answerer,generator]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import benchstats
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+ROOT = Path(__file__).resolve().parents[1]
+
+COMMON = [
+    "data.families.levels=[2,3]",
+    "data.families.per_family=1",
+    "steps.answerer=1",
+    "steps.generator=1",
+    # the room study's S arm (configs/study/2026-12-03-room.yaml): the generator phase that
+    # peaked at 15.97 GB
+    "rewards.generator=catch",
+    "steps.frozen_samples=8",
+    "steps.final_tests_all=true",
+    "steps.bank_per_problem=3",
+    "steps.generator_stated_cases=true",
+    "steps.final_samples=4",
+]
+ARMS = {
+    "before": ["grpo.loss_micro_batch=0", "steps.frozen_rows=256"],
+    "after": ["grpo.loss_micro_batch=16", "steps.frozen_rows=64"],
+}
+PHASES = ("answerer", "generator")
+
+
+def child(role: str, model: str, arm: str, data_dir: str, out: str) -> None:
+    """One phase in this process; prints `RESULT <json>` with its cost figures."""
+    from sparring.config import load_config
+    from sparring.tracking.resources import PhaseCost
+
+    sets = [f"models.answerer.name={model}", f"models.generator.name={model}"]
+    sets += ["tracking.mlflow_uri=sqlite:///" + os.path.join(out, "mlflow.db")]
+    cfg = load_config(ROOT / "configs" / "learn.yaml", [*sets, *COMMON, *ARMS[arm]])
+    cost = PhaseCost()
+    if role == "answerer":
+        from sparring.phases.answerer import train_answerer
+
+        metrics = train_answerer(cfg, 1, data_dir, "", None, os.path.join(out, "model"))
+    else:
+        from sparring.phases.generator import train_generator
+
+        metrics = train_generator(
+            cfg, 1, data_dir, "", None, os.path.join(out, "model"),
+            os.path.join(out, "tests.jsonl"), os.path.join(out, "frozen.jsonl"),
+        )  # fmt: skip
+    figures = cost.figures()
+    keep = ("completions_trained", "train_seconds", "generation_seconds", "step_time_s")
+    figures.update({k: metrics[k] for k in keep if k in metrics})
+    print("RESULT " + json.dumps(figures), flush=True)
+
+
+def run_child(role: str, model: str, arm: str, data_dir: str, out: str) -> dict[str, float]:
+    cmd = [sys.executable, __file__, "--child", role, "--model", model, "--arm", arm]
+    cmd += ["--data", data_dir, "--out", out]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    if proc.returncode or not lines:
+        sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])
+        raise SystemExit(f"{arm} {role}: exited {proc.returncode}")
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--arms", default="before,after", help="comma-separated, of: before, after")
+    parser.add_argument("--phases", default=",".join(PHASES), help="answerer, generator or both")
+    parser.add_argument("--child", choices=PHASES, help=argparse.SUPPRESS)
+    parser.add_argument("--arm", choices=sorted(ARMS), help=argparse.SUPPRESS)
+    parser.add_argument("--data", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    benchstats.add_reps_argument(parser)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.model, args.arm, args.data, args.out)
+        return
+    reps = benchstats.checked_reps(parser, args.reps)
+    arms = [a for a in args.arms.split(",") if a]
+    phases = [p for p in args.phases.split(",") if p]
+    if any(a not in ARMS for a in arms) or len(set(arms)) != len(arms):
+        parser.error(f"--arms {args.arms}: different arms among {', '.join(ARMS)}")
+    if not phases or any(p not in PHASES for p in phases):
+        parser.error(f"--phases {args.phases}: among {', '.join(PHASES)}")
+
+    from sparring.config import load_config
+    from sparring.phases.materialize import materialize
+
+    peaks: dict[tuple[str, str], list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = load_config(ROOT / "configs" / "learn.yaml", COMMON)
+        data_dir = os.path.join(tmp, "data")
+        materialize(cfg, data_dir)  # once: every phase of every arm reads these problems
+        print(f"{args.model}, {reps} repetitions, arms {', '.join(arms)}", flush=True)
+        for rep, arm in benchstats.interleaved(arms, reps):
+            for role in phases:
+                out = os.path.join(tmp, f"{arm}-{role}-{rep}")
+                os.makedirs(out)
+                m = run_child(role, args.model, arm, data_dir, out)
+                peak = m["phase/peak_rss_mb"] / 1024
+                peaks.setdefault((arm, role), []).append(peak)
+                print(
+                    f"  rep {rep + 1} {arm} {role}: peak {peak:.2f} GiB, cpu "
+                    f"{m['phase/cpu_s']:.0f} s, wall {m['phase/wall_s']:.0f} s, trained "
+                    f"{m.get('completions_trained', 0):.0f} completions in "
+                    f"{m.get('train_seconds', 0):.0f} s",
+                    flush=True,
+                )
+    for (arm, role), values in peaks.items():
+        print(benchstats.bench_line(f"{role}_peak_gib_{arm}", values))
+    if "before" in arms and "after" in arms:
+        for role in phases:
+            ratios = benchstats.paired_ratios(peaks[("before", role)], peaks[("after", role)])
+            print(benchstats.bench_line(f"{role}_peak_ratio", ratios))
+
+
+if __name__ == "__main__":
+    main()
