@@ -323,7 +323,7 @@ def test_dry_list_plans_from_the_real_config_and_runs_nothing(tmp_path, monkeypa
 
 
 def test_every_run_the_study_finishes_is_filed(tmp_path, monkeypatch, capsys):
-    def finish(item, config, out):
+    def finish(item, config, out, threads=None, prefix=""):
         file_run(out, item.arm, item.seed, "today", item.config_digest)
         return filed_runs.read_record(out / item.name)
 
@@ -406,7 +406,7 @@ def test_a_finished_run_files_the_threads_and_cpu_kind_its_rerun_reads(tmp_path,
     data = Heldout.from_dict(heldout({pid: 0.5 for pid in BASE}, 1, code=code))
     learn = ["LEARN heldout_new_tasks base=0.1 final=0.5"]
     costs = {"r1-train-answerer": {"peak_rss_mb": 3100.0, "cpu_s": 90.0, "wall_s": 60.0}}
-    monkeypatch.setattr(study_runner, "_stream", lambda cmd: (0, learn))
+    monkeypatch.setattr(study_runner, "_stream", lambda cmd, env=None, prefix="": (0, learn))
     monkeypatch.setattr(study_runner, "fetch_run", lambda config, sets: (data, "p1", {}, costs))
     sets = (*DESIGN.overrides("D", 1), f"storage.pipeline_root={tmp_path / 'outputs'}")
     item = study_runner.Planned("study-D-t1", "D", 1, sets, "x", "run", "not yet run")
@@ -423,3 +423,80 @@ def test_a_finished_run_files_the_threads_and_cpu_kind_its_rerun_reads(tmp_path,
     assert lineage.cpu_warning(filed["cpu_capability"], lineage.cpu_capability()) == ""
     learn_file = filed_learn_path(tmp_path / "out" / "study-D-t1" / "record.json")
     assert learn_file.read_text().splitlines() == learn
+
+
+def test_jobs_run_the_studys_runs_at_once_one_thread_each_and_file_them_all(
+    tmp_path, monkeypatch, capsys
+):
+    """--jobs 2: two runs are in flight together (each waits at a barrier that only the other
+    can release), each with one torch thread and its name before its lines; both are filed."""
+    import threading
+
+    from sparring.experiments import study_jobs
+
+    both = threading.Barrier(2, timeout=20)
+    seen = []
+
+    def finish(item, config, out, threads=None, prefix=""):
+        both.wait()  # a BrokenBarrierError here: the runs went one at a time
+        seen.append((item.name, threads, prefix))
+        file_run(out, item.arm, item.seed, "today", item.config_digest)
+        return filed_runs.read_record(out / item.name)
+
+    monkeypatch.setattr(study_runner, "run_one", finish)
+    monkeypatch.setattr(study_jobs, "available_mb", lambda: 64 * 1024.0)
+    filed = tmp_path / "filed"
+    argv = ["study", "--study", STUDY, "--arms", "D,F", "--seeds", "1", "--jobs", "2"]
+    argv += ["--out", str(tmp_path / "out"), "--reps", "50", "--filed", str(filed)]
+    argv += ["--results", str(tmp_path / "r.json"), "--image", str(tmp_path / "s.png")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "study: 2 runs at once, one torch thread each" in out
+    assert sorted(seen) == [("study-D-t1", 1, "[study-D-t1] "), ("study-F-t1", 1, "[study-F-t1] ")]
+    assert len(list(filed.glob("*-record.json"))) == 2
+
+
+def test_jobs_start_no_more_runs_than_memory_holds(tmp_path, monkeypatch, capsys):
+    """A finished run filed a 9 GiB phase: with 12 GiB available, --jobs 3 runs one at a time
+    and says why."""
+    from sparring.experiments import study_jobs
+
+    started = []
+
+    def finish(item, config, out, threads=None, prefix=""):
+        started.append(threads)
+        file_run(out, item.arm, item.seed, "today", item.config_digest)
+        return filed_runs.read_record(out / item.name)
+
+    out_dir = tmp_path / "out"
+    file_run(out_dir, "D", 2, "old", "x")  # finished earlier, at other code: only its figures
+    record = filed_runs.read_record(out_dir / "study-D-t2")
+    record["phases"] = {"r1-train-generator": {"peak_rss_mb": 9 * 1024.0}}
+    (out_dir / "study-D-t2" / "record.json").write_text(json.dumps(record))
+    monkeypatch.setattr(study_runner, "run_one", finish)
+    monkeypatch.setattr(study_jobs, "available_mb", lambda: 12 * 1024.0)
+    argv = ["study", "--study", STUDY, "--arms", "D,F", "--seeds", "1", "--jobs", "3"]
+    argv += ["--out", str(out_dir), "--reps", "50", "--filed", ""]
+    argv += ["--results", str(tmp_path / "r.json"), "--image", str(tmp_path / "s.png")]
+    assert main(argv) == 0
+    said = capsys.readouterr().out
+    assert "a run needs up to 10.0 GiB (study-D-t2 r1-train-generator)" in said
+    assert "--jobs 3: 1 runs at once fit (10.0 GiB a run and 12.0 GiB available)" in said
+    assert started == [None, None]  # one at a time, with the machine's threads
+
+
+def test_a_run_started_with_one_thread_computes_with_one(tmp_path):
+    """run_one's environment for threads=1 reaches the run's process (torch reads it there)."""
+    import os
+    import sys
+
+    from sparring.backends import lineage
+
+    env = lineage.threads_env(os.environ, 1)
+    cmd = [
+        sys.executable,
+        "-c",
+        "import os; print('LEARN threads=' + os.environ['OMP_NUM_THREADS'])",
+    ]
+    code, learn = study_runner._stream(cmd, env, "[x] ")
+    assert code == 0 and learn == ["LEARN threads=1"]

@@ -62,6 +62,15 @@ def add_commands(sub) -> None:
     p.add_argument("--results", help="the report file (default: the study's `report`)")
     p.add_argument("--image", help="the figure (default: the study's `figure`)")
     p.add_argument("--reps", type=int, default=10_000, help="bootstrap resamples per interval")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="runs at once, one torch thread each (default 1: one run, the machine's threads); "
+        "fewer when the memory available does not hold N runs, by the largest phase peak "
+        "the study's finished runs filed",
+    )
     p.set_defaults(func=_study)
 
 
@@ -75,9 +84,30 @@ def _seeds(text: str) -> list[int]:
     return seeds
 
 
+def _jobs(asked: int, out: Path, design, todo: int) -> int:
+    """Runs to start at once: `asked`, fewer when memory does not hold them, 1 for one run."""
+    from sparring.experiments import filed_runs, study_jobs
+
+    if asked < 1:
+        raise SparringError(f"--jobs {asked}: give 1 or more runs at once")
+    if asked == 1 or todo <= 1:
+        return 1
+    names = [design.run_name(a, s) for a in design.arms for s in design.seeds]
+    records = [r for r in (filed_runs.read_record(out / n) for n in names) if r is not None]
+    per_run, source = study_jobs.run_peak_mb(records)
+    free = study_jobs.available_mb()
+    jobs, why = study_jobs.fitting_jobs(asked, per_run, free) if free else (asked, "")
+    jobs = min(jobs, todo)
+    print(f"study: {jobs} runs at once, one torch thread each; a run needs up to "
+          f"{per_run / 1024:.1f} GiB ({source})")  # fmt: skip
+    if why:
+        print(f"study: {why}")
+    return jobs
+
+
 def _study(args: argparse.Namespace) -> int:
     from sparring.backends import lineage
-    from sparring.experiments import filed_runs, study, study_runner
+    from sparring.experiments import filed_runs, study, study_jobs, study_runner
     from sparring.experiments.study_design import load_design
 
     design = load_design(args.study)
@@ -100,11 +130,18 @@ def _study(args: argparse.Namespace) -> int:
         print("\n".join(study_runner.plan_lines(items)))
         if args.dry_list:
             return 0
-        for item in (i for i in items if i.action == "run"):
-            record = study_runner.run_one(item, design.base, out)
+        todo = [i for i in items if i.action == "run"]
+        jobs = _jobs(args.jobs, out, design, len(todo))
+
+        def run(item, threads, prefix):
+            return study_runner.run_one(item, design.base, out, threads, prefix)
+
+        def done(item, record):
             if record is not None and filed is not None:
                 copies = filed_runs.file_run(out, item.name, filed)
                 print(f"study: {item.name} filed as {', '.join(str(c) for c in copies)}")
+
+        study_jobs.run_items(todo, jobs, run, done)
     runs = study_runner.finished_runs(out, design, arms, seeds)
     if not runs:
         raise SparringError(f"no finished run of {args.study} under {out}: `make study` runs them")

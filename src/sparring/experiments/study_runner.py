@@ -28,6 +28,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -150,14 +151,17 @@ def _command(config: str, sets: Sequence[str]) -> list[str]:
     ]
 
 
-def _stream(cmd: list[str]) -> tuple[int, list[str]]:
-    """Run `cmd`, its stdout passed through line by line; (exit code, its LEARN lines)."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+def _stream(
+    cmd: list[str], env: Mapping[str, str] | None = None, prefix: str = ""
+) -> tuple[int, list[str]]:
+    """Run `cmd` (in `env`, else this environment), its stdout passed through line by line,
+    each after `prefix`; (exit code, its LEARN lines)."""
+    env = {**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"}
     learn: list[str] = []
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env) as proc:
         assert proc.stdout is not None
         for line in proc.stdout:
-            sys.stdout.write(line)
+            sys.stdout.write(prefix + line)
             sys.stdout.flush()
             if line.startswith("LEARN "):
                 learn.append(line.rstrip("\n"))
@@ -210,10 +214,17 @@ def _write_json(path: Path, data: Any) -> None:
     write_file(path, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())
 
 
-def run_one(item: Planned, config: str, out: Path) -> dict[str, Any] | None:
+# fetching a finished run from MLflow and filing it: one run at a time (`--jobs`)
+_FILING = threading.Lock()
+
+
+def run_one(
+    item: Planned, config: str, out: Path, threads: int | None = None, prefix: str = ""
+) -> dict[str, Any] | None:
     """Run one planned run from the base model and file it under `out`/<name>/: heldout.json,
     learn.txt, then record.json (arm, seed, overrides, code, config digest, minutes, finished,
-    and `values`: sparring.experiments.study.run_values).
+    `values`: sparring.experiments.study.run_values, and each phase's cost). `threads`: torch's
+    thread count for the run (None: this environment's); `prefix` goes before each output line.
     SparringError (naming the run) when it fails or did not start fresh; None, and nothing
     filed, when the code changed during the run (the next `make study` runs it again)."""
     from sparring.config import load_config
@@ -226,14 +237,31 @@ def run_one(item: Planned, config: str, out: Path) -> dict[str, Any] | None:
     resumed = not lineage.resume_refusal(state, cfg.digest())
     print(f"\n== study: {item.name} ({item.why}): sparring run --config {config} "
           + " ".join(f"--set {s}" for s in item.overrides), flush=True)  # fmt: skip
+    env = lineage.threads_env(os.environ, threads) if threads else dict(os.environ)
     start = time.perf_counter()
-    code, learn = _stream(cmd)
+    code, learn = _stream(cmd, env, prefix)
     minutes = (time.perf_counter() - start) / 60
     if code:
         raise SparringError(
             f"{item.name}: sparring run exited {code} after {minutes:.0f} min; "
             "make study runs it again"
         )
+    with _FILING:  # one finished run at a time reads MLflow and files
+        return _file_finished(item, config, out, learn, minutes, resumed, threads)
+
+
+def _file_finished(
+    item: Planned,
+    config: str,
+    out: Path,
+    learn: list[str],
+    minutes: float,
+    resumed: bool,
+    threads: int | None,
+) -> dict[str, Any] | None:
+    from sparring.config import load_config
+
+    cfg = load_config(config, list(item.overrides))
     heldout, parent, values, costs = fetch_run(config, item.overrides)
     try:
         start_record = lineage.check_start(item.name, heldout.start)
@@ -277,7 +305,7 @@ def run_one(item: Planned, config: str, out: Path) -> dict[str, Any] | None:
         "resumed": resumed,
         # the CPU threads its processes computed with (they inherit this environment): sampled
         # completions depend on it, and `sparring rerun` runs with the same count
-        "torch_threads": lineage.torch_threads(),
+        "torch_threads": threads or lineage.torch_threads(),
         # the CPU's vector instruction set torch computed with: it can change samples too
         "cpu_capability": lineage.cpu_capability(),
         "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
