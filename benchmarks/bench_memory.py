@@ -98,7 +98,10 @@ def child(role: str, model: str, arm: str, data_dir: str, out: str) -> None:
 def run_child(role: str, model: str, arm: str, data_dir: str, out: str) -> dict[str, float]:
     cmd = [sys.executable, __file__, "--child", role, "--model", model, "--arm", arm]
     cmd += ["--data", data_dir, "--out", out]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    # every repetition samples: a cached frozen pool would take the widest sampling, often
+    # the peak, out of every repetition after the first
+    env = {**os.environ, "SPARRING_COMPLETION_CACHE": "0"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode or not lines:
         sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])
