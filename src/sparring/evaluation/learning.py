@@ -1,5 +1,9 @@
 """Did the run learn? The learning section of a run's report and its `LEARN` lines.
 
+Why one module: the summary, the `LEARN` lines that print it and its reading back from the
+phases' runs share its keys (GATE, TRAIN_CATCH, BANK_COVER, HELDOUT_LINES), and a dozen modules
+(phases, experiments, the other evaluation modules) read them as `learning.<name>`.
+
 Covers: the report's learning section (`learning_summary`: base -> warm start -> after
 self-play on the held-out problems, sampled several times each), the `LEARN` lines one run
 prints (`learn_lines`, `gain_line`), what a run's heldout.json stores per problem
@@ -20,7 +24,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sparring.evaluation.intervals import interval_text, paired_delta, task_gain
+from sparring.evaluation.intervals import (
+    interval_text,
+    paired_delta,
+    sides_change,
+    task_gain,
+)
 
 MEASURES = ("discriminating", "strict", "raw", "pass_at_n", "defines", "defining")
 
@@ -182,8 +191,6 @@ def train_catch(phases: Sequence[Mapping[str, float]]) -> dict[str, float] | Non
     >>> train_catch([side])["same"], train_catch([side, side])["same"]
     (1.0, 0.0)
     """
-    from sparring.evaluation.intervals import sides_change
-
     measured = [m for m in phases if "generator_catch_first" in m]
     if not measured:
         return None
@@ -304,6 +311,23 @@ def learn_lines(
     generator lines (`_generator_lines`): the base and final generators' tests on the held-out
     new tasks, n counting tasks."""
     gains = summary.get("gains") or {}
+    return [
+        *_training_lines(summary, completions_trained, train_reward),
+        *_heldout_set_lines(gains, summary.get("task_overlap")),
+        *_definition_lines(gains),
+        *_base_to_final_lines(gains),
+        *_generator_training_lines(summary, break_rates),
+        *_generator_lines(summary),
+        *_answerer_lines(summary, useful_group_share),
+    ]
+
+
+def _training_lines(
+    summary: Mapping[str, Any],
+    completions_trained: float | None,
+    train_reward: Mapping[str, float] | None,
+) -> list[str]:
+    """`LEARN completions_trained`, `LEARN train_reward` and `LEARN base_zone_share`."""
     trained = "n/a" if completions_trained is None else f"{completions_trained:.0f}"
     sampled = summary.get("completions_sampled")
     sampled_text = "n/a" if sampled is None else f"{sampled:.0f}"
@@ -317,17 +341,29 @@ def learn_lines(
     else:
         lines.append(f"LEARN train_reward first=n/a last=n/a {interval_text(None)}")
     lines.append(f"LEARN base_zone_share {_f(summary.get('base_zone_share'))}")
+    return lines
+
+
+def _heldout_set_lines(gains: Mapping[str, Any], overlap: float | None) -> list[str]:
+    """A `LEARN heldout_<set>` line per held-out set (`HELDOUT_LINES`), then `LEARN
+    task_overlap`."""
+    lines = []
     for set_name in HELDOUT_LINES:
         d = (gains.get(f"heldout_{set_name}") or {}).get("discriminating")
         lines.append(gain_line(f"heldout_{set_name}", d))
-    overlap = summary.get("task_overlap")
     lines.append(f"LEARN task_overlap {'n/a' if overlap is None else f'{overlap:.0f}'}")
+    return lines
+
+
+def _definition_lines(gains: Mapping[str, Any]) -> list[str]:
+    """`LEARN definition_rate`, then the new tasks scored over the defining answers and by
+    every test passed."""
     defines = (gains.get("base_to_final") or {}).get("defines")
-    lines.append(
+    lines = [
         "LEARN definition_rate "
         + (f"base={defines['before']:.3f} final={defines['after']:.3f}" if defines
            else "base=n/a final=n/a")
-    )  # fmt: skip
+    ]  # fmt: skip
     # the new tasks scored over the answers that define the asked-for function only: a gain
     # here is not the format-only reward's `def` line (a task with no such answer is left out)
     d = (gains.get("heldout_new_tasks") or {}).get("defining")
@@ -336,6 +372,13 @@ def learn_lines(
     # also honour the stated empty-input value, which three typical given tests never check
     d = (gains.get("heldout_new_tasks") or {}).get("strict")
     lines.append(gain_line("heldout_new_tasks_strict", d))
+    return lines
+
+
+def _base_to_final_lines(gains: Mapping[str, Any]) -> list[str]:
+    """The val problems' gains base -> final per measure, then each stage's delta (`LEARN
+    stage`) where the run had a warm start."""
+    lines = []
     for name, measure in (
         ("validation_pass_rate", "discriminating"),
         ("strict_pass_rate", "strict"),
@@ -346,24 +389,36 @@ def learn_lines(
         d = (gains.get(stage) or {}).get("discriminating")
         if d:
             lines.append(f"LEARN stage {stage} delta={d['delta']:.3f} {interval_text(d)}")
+    return lines
+
+
+def _generator_training_lines(
+    summary: Mapping[str, Any], break_rates: Sequence[float]
+) -> list[str]:
+    """`LEARN generator_break_rate` (first and last round), the training catch and the bank's
+    cover where the run measured them."""
     first = break_rates[0] if break_rates else None
     last = break_rates[-1] if break_rates else None
-    lines.append(f"LEARN generator_break_rate first={_f(first)} last={_f(last)}")
+    lines = [f"LEARN generator_break_rate first={_f(first)} last={_f(last)}"]
     if summary.get(TRAIN_CATCH):  # rewards.generator: catch only
         lines.append(train_catch_line(summary[TRAIN_CATCH]))
     if summary.get(BANK_COVER):
         lines.append(bank_cover_line(summary[BANK_COVER]))
-    lines += _generator_lines(summary)
-    bank = summary.get("bank_pass_rate") or {}
-    lines.append(
-        f"LEARN bank_pass_rate before={_f(bank.get('before'))} after={_f(bank.get('after'))}"
-    )
-    he = summary.get("humaneval_pass_at_1") or {}
-    lines.append(f"LEARN humaneval_pass_at_1 base={_f(he.get('base'))} final={_f(he.get('final'))}")
-    lines.append(f"LEARN useful_group_share {_f(useful_group_share)}")
-    # answers passing every test the reward saw and failing a withheld one (data.given_tests)
-    lines.append(f"LEARN false_positive_rate {_f(summary.get('false_positive_rate'))}")
     return lines
+
+
+def _answerer_lines(summary: Mapping[str, Any], useful_group_share: float | None) -> list[str]:
+    """`LEARN bank_pass_rate`, `LEARN humaneval_pass_at_1`, `LEARN useful_group_share` and
+    `LEARN false_positive_rate`."""
+    bank = summary.get("bank_pass_rate") or {}
+    he = summary.get("humaneval_pass_at_1") or {}
+    return [
+        f"LEARN bank_pass_rate before={_f(bank.get('before'))} after={_f(bank.get('after'))}",
+        f"LEARN humaneval_pass_at_1 base={_f(he.get('base'))} final={_f(he.get('final'))}",
+        f"LEARN useful_group_share {_f(useful_group_share)}",
+        # answers passing every test the reward saw and failing a withheld one (data.given_tests)
+        f"LEARN false_positive_rate {_f(summary.get('false_positive_rate'))}",
+    ]
 
 
 def heldout_per_problem(
