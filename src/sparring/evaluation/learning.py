@@ -21,7 +21,9 @@ and out.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from sparring.evaluation.intervals import (
@@ -467,59 +469,79 @@ def from_phase_runs(
     `heldout_task_overlap`); its `completions_sampled` the answerer phases' sum,
     `false_positive_rate` their mean; with the catch reward its `generator_catch_train` the
     generator phases' training catch (`train_catch`)."""
-    import re
-
-    breaks: list[tuple[int, float]] = []
-    useful: list[float] = []
-    trained: list[float] = []
-    sampled: list[float] = []
-    false_positive: list[float] = []
-    zones: list[tuple[int, float]] = []
-    catches: list[tuple[int, Mapping[str, float]]] = []
-    covers: list[Mapping[str, float]] = []
-    banks: list[tuple[int, Mapping[str, float]]] = []
-    flat: dict[str, float] = {}
-    overlap: float | None = None
+    figures = _PhaseFigures()
     for name, metrics in runs:
         match = re.match(r"r(\d+)-(.*)", name)
-        if not match:
-            continue
-        round_index, phase = int(match.group(1)), match.group(2)
+        if match:
+            figures.add(int(match.group(1)), match.group(2), metrics)
+    share = sum(figures.useful) / len(figures.useful) if figures.useful else None
+    total = sum(figures.trained) if figures.trained else None
+    return _phase_summary(figures), [b for _, b in sorted(figures.breaks)], share, total
+
+
+@dataclass
+class _PhaseFigures:
+    """What `from_phase_runs` gathers from the phases' runs, each list in run order (a round
+    index beside a value where the round orders it later)."""
+
+    breaks: list[tuple[int, float]] = field(default_factory=list)
+    useful: list[float] = field(default_factory=list)
+    trained: list[float] = field(default_factory=list)
+    sampled: list[float] = field(default_factory=list)
+    false_positive: list[float] = field(default_factory=list)
+    zones: list[tuple[int, float]] = field(default_factory=list)
+    catches: list[tuple[int, Mapping[str, float]]] = field(default_factory=list)
+    covers: list[Mapping[str, float]] = field(default_factory=list)
+    banks: list[tuple[int, Mapping[str, float]]] = field(default_factory=list)
+    flat: dict[str, float] = field(default_factory=dict)
+    overlap: float | None = None
+
+    def add(self, round_index: int, phase: str, metrics: Mapping[str, float]) -> None:
+        """One phase run's metrics: phase `phase` of round `round_index`."""
         if phase == "validate-tests" and "break_rate" in metrics:
-            breaks.append((round_index, float(metrics["break_rate"])))
+            self.breaks.append((round_index, float(metrics["break_rate"])))
         if phase.startswith("train-generator") and "generator_catch_first" in metrics:
-            catches.append((round_index, metrics))
+            self.catches.append((round_index, metrics))
         if phase == "validate-tests" and "bank_coverage" in metrics:
-            banks.append((round_index, metrics))
+            self.banks.append((round_index, metrics))
         if phase.startswith("train-answerer") and metrics.get("sampled_problems"):
-            covers.append(metrics)
+            self.covers.append(metrics)
         if phase == "validate-tests" and metrics.get("zone_estimated"):
-            zones.append((round_index, metrics["zone_problems"] / metrics["zone_estimated"]))
+            self.zones.append((round_index, metrics["zone_problems"] / metrics["zone_estimated"]))
         elif phase.startswith("train-answerer") and "useful_group_share" in metrics:
             # the answerer's phases only: a generator step of a few groups is nearly always
             # useful and would hide how much of the answerer's sampling trained
-            useful.append(float(metrics["useful_group_share"]))
+            self.useful.append(float(metrics["useful_group_share"]))
             if "completions_trained" in metrics:
-                trained.append(float(metrics["completions_trained"]))
+                self.trained.append(float(metrics["completions_trained"]))
                 if "completions_sampled" in metrics:
-                    sampled.append(float(metrics["completions_sampled"]))
+                    self.sampled.append(float(metrics["completions_sampled"]))
             if phase.startswith("train-answerer") and "false_positive_rate" in metrics:
-                false_positive.append(float(metrics["false_positive_rate"]))
+                self.false_positive.append(float(metrics["false_positive_rate"]))
         elif phase == "evaluate":
-            flat.update({k: float(v) for k, v in metrics.items() if k.startswith("learn.")})
+            self.flat.update({k: float(v) for k, v in metrics.items() if k.startswith("learn.")})
         elif phase == "materialize" and "heldout_task_overlap" in metrics:
-            overlap = float(metrics["heldout_task_overlap"])
-    share = sum(useful) / len(useful) if useful else None
-    total = sum(trained) if trained else None
-    summary = summary_from_metrics(flat)
+            self.overlap = float(metrics["heldout_task_overlap"])
+
+
+def _phase_summary(figures: _PhaseFigures) -> dict[str, Any]:
+    """`from_phase_runs`'s learning summary: the evaluate phase's `learn.` metrics back as a
+    summary, with what the other phases measured."""
+    summary = summary_from_metrics(figures.flat)
     # the first round's frozen answerer is the base model (no warm start): its zone share
-    summary["base_zone_share"] = min(zones)[1] if zones else None
-    summary["task_overlap"] = overlap
-    if catches:  # rewards.generator: catch
-        summary[TRAIN_CATCH] = train_catch([m for _, m in sorted(catches, key=lambda c: c[0])])
-    summary[BANK_COVER] = bank_cover(covers, max(banks, key=lambda b: b[0])[1] if banks else {})
-    summary["completions_sampled"] = sum(sampled) if sampled else None
-    summary["false_positive_rate"] = (
-        sum(false_positive) / len(false_positive) if false_positive else None
+    summary["base_zone_share"] = min(figures.zones)[1] if figures.zones else None
+    summary["task_overlap"] = figures.overlap
+    if figures.catches:  # rewards.generator: catch
+        ordered = sorted(figures.catches, key=lambda c: c[0])
+        summary[TRAIN_CATCH] = train_catch([m for _, m in ordered])
+    banks = figures.banks
+    summary[BANK_COVER] = bank_cover(
+        figures.covers, max(banks, key=lambda b: b[0])[1] if banks else {}
     )
-    return summary, [b for _, b in sorted(breaks)], share, total
+    summary["completions_sampled"] = sum(figures.sampled) if figures.sampled else None
+    summary["false_positive_rate"] = (
+        sum(figures.false_positive) / len(figures.false_positive)
+        if figures.false_positive
+        else None
+    )
+    return summary
