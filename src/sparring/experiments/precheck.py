@@ -19,12 +19,27 @@ family and level and pooled per level:
   sparring.evaluation.generator_heldout's `sample_tests`; its tests parsed as the generator
   phase does and its first k valid ones kept by validation's rule, `pick_tests`).
 
+Per answer (issue 84, items 4 and 6), `judge` also keeps one row, filed by `sparring precheck
+--out DIR` as DIR/answers.jsonl beside precheck.json and pool.jsonl, one JSON object a line in
+sampling order (instance by instance, its samples in order):
+- `task`: the instance's task key (its `task:` tag, else its id: instances of one task share
+  it, so they are one unit when averaging over tasks); `id`: the instance's problem id;
+- `family`, `level`: the instance's family and level; `sample`: the answer's index among the
+  instance's samples (0-based, as in pool.jsonl);
+- `given`: the answer passes the K given tests (the typical ones the reward sees);
+- `stated`: it passes the stated-case test(s) (`stated_case_tests`), null where the problem has
+  none;
+- `every`: it passes every one of the problem's tests (given, withheld and trivially passed).
+An answer whose code does not parse passes nothing (given and every false, stated false or
+null). From these rows alone, sparring.experiments.sizing_oracle estimates how many answers a
+task a perfect chooser needs (`sparring precheck size-n`).
+
 Everything is seeded by the development seed: answers by it, the generator by it + 1, the
 fuzzer's draws and the bootstrap by it. A rerun repeats (sampling on the same machine).
 
-Covers: the judging (`judge_answers`, planted completions welcome; which tests are the stated
-case's: sparring.problems.families.stated_case_tests), the catch (`kept_tests`,
-`catch_on_pool`, `measure_catch`), the statistics (`task_share`,
+Covers: the judging (`judge`, `judge_answers`, planted completions welcome; the per-answer
+rows; which tests are the stated case's: sparring.problems.families.stated_case_tests), the
+catch (`kept_tests`, `catch_on_pool`, `measure_catch`), the statistics (`task_share`,
 `paired_task_difference`, `summarize`), the printout (`format_report`) and `run_precheck`.
 Does not cover: the command's arguments (sparring.cli.precheck), the families. It lives here
 and not in sparring.evaluation because it judges by the fuzz and validate phases' rules, which
@@ -42,7 +57,7 @@ from typing import Any
 
 from sparring.evaluation.calibration import family_and_level
 from sparring.problems import Problem
-from sparring.problems.families import stated_case_tests
+from sparring.problems.families import stated_case_tests, task_tag
 
 MIN_ANSWERS = 800  # answers a level the pre-check wants (issue 73): per_family is sized to it
 BOOTSTRAP = 2000  # task resamples per interval
@@ -92,6 +107,16 @@ def judge_answers(
     `stated`, each 0/1 per answer, and the `stated_tests`) and the pool, from `texts[i]`, the
     answers to problems[i] (sampled, or planted by a test). The problems carry their trivial
     passes (calibration_problems). An answer whose code does not parse passes nothing."""
+    rows, pool, _ = judge(problems, texts, given_tests, sandbox)
+    return rows, pool
+
+
+def judge(
+    problems: Sequence[Problem], texts: Sequence[Sequence[str]], given_tests: int, sandbox: Any
+) -> tuple[list[dict[str, Any]], list[PoolEntry], list[dict[str, Any]]]:
+    """`judge_answers`' rows and pool, and the per-answer rows (the module docstring's
+    answers.jsonl: task, id, family, level, sample, given, stated, every), one per answer in
+    the order of `texts`, read from the same single run of every test on each answer."""
     from sparring.problems.given_tests import given_view
     from sparring.problems.programs import extract_code
     from sparring.rewards import code_duel
@@ -114,10 +139,11 @@ def judge_answers(
         sandbox,
         cache,
     )
-    rows, pool, at = [], [], 0
+    rows, pool, answers, at = [], [], [], 0
     for p, view, outs in zip(problems, views, texts, strict=True):
         family, level = family_and_level(p.tags)
         stated = stated_case_tests(p)
+        given = [p.baseline_tests.index(t) for t in view.baseline_tests]
         room, passed = [], []
         for j in range(len(outs)):
             result, flag, code = results[at], flags[at], codes[at]
@@ -125,6 +151,18 @@ def judge_answers(
             hit = bool(flag and flag[1])
             room.append(int(hit))
             passed.append(int(result is not None and all(result[t] is True for t in stated)))
+            answers.append(
+                {
+                    "task": task_tag(p),
+                    "id": p.id,
+                    "family": family,
+                    "level": level,
+                    "sample": j,
+                    "given": result is not None and all(result[t] is True for t in given),
+                    "stated": bool(passed[-1]) if stated else None,
+                    "every": result is not None and all(r is True for r in result),
+                }
+            )
             if hit and code is not None and result is not None:
                 outcome = dict(zip(p.baseline_tests, result, strict=True))
                 fails = [t for t in view.withheld_tests if outcome.get(t) is False]
@@ -134,7 +172,7 @@ def judge_answers(
             row["stated"] = passed
             row["stated_tests"] = [p.baseline_tests[t] for t in stated]
         rows.append(row)
-    return rows, pool
+    return rows, pool, answers
 
 
 # --------------------------------------------------------------------------- catch
@@ -391,7 +429,7 @@ def run_precheck(
     generator_model: str = "",
 ) -> dict[str, Any]:
     """The whole pre-check (the module docstring): {"rows", "summary", "pool" (PoolEntry),
-    "kept" (each writer's tests per pool problem), "timing"}."""
+    "kept" (each writer's tests per pool problem), "timing", "answers" (the per-answer rows)}."""
     from sparring import progress
     from sparring.evaluation.calibration import answerer_for, calibration_problems, sample_model
     from sparring.evaluation.generator_heldout import sample_tests
@@ -410,7 +448,7 @@ def run_precheck(
     progress.say(f"precheck: {answers} answers in {sampled_s:.0f}s; judging them")
     began = time.perf_counter()
     with Sandbox(untrusted_limits(cfg)) as sb:
-        rows, pool = judge_answers(problems, texts, given_tests, sb)
+        rows, pool, answers_rows = judge(problems, texts, given_tests, sb)
     judged_s = time.perf_counter() - began
     targets = pool_problems(pool)
     progress.say(f"precheck: pool {len(pool)} answers on {len(targets)} problems")
@@ -447,4 +485,5 @@ def run_precheck(
         "pool": pool,
         "kept": kept,
         "timing": timing,
+        "answers": answers_rows,
     }
