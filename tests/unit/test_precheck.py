@@ -1,7 +1,8 @@
 """The study's pre-check (sparring.experiments.precheck, `sparring precheck`): the stated-case
-tests found, room and pool on planted answers in the real sandbox, intervals that resample
-tasks, the catch of planted tests (a test the reference fails counts for nothing), the fuzzer
-and the base generator's rule on a planted pool, and the command end to end on tiny-random."""
+tests found, room and pool on planted answers in the real sandbox, each answer's filed flags
+(answers.jsonl), intervals that resample tasks, the catch of planted tests (a test the reference
+fails counts for nothing), the fuzzer and the base generator's rule on a planted pool, and the
+command end to end on tiny-random (with `precheck size-n` on the answers it filed)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from sparring.config import load_config
-from sparring.experiments import precheck
+from sparring.experiments import precheck, sizing_oracle
 from sparring.problems import compute_trivial_passes
-from sparring.problems.families import draft_of, generate, stated_case_tests
+from sparring.problems.families import draft_of, generate, stated_case_tests, task_tag
 from sparring.problems.given_tests import given_view
 from sparring.sandbox import Sandbox, SandboxLimits
 
@@ -102,6 +103,51 @@ def test_room_and_pool_on_planted_answers(problems, sandbox):
     assert summary["pool"] == 2
 
 
+def test_each_answer_is_filed_with_its_task_and_three_flags(problems, sandbox):
+    """Planted answers, per instance: right; wrong on the stated case only; wrong on a given
+    test; wrong on a withheld test that is not the stated case; no code. A level-0 instance
+    (no stated case) files stated as None."""
+    plain = compute_trivial_passes(generate(2, 1, ["list_stat"], [0]), sandbox)
+    texts = []
+    for p in problems:
+        view = given_view(p, 3)
+        stated = p.baseline_tests[stated_case_tests(p)[0]]
+        other = next(t for t in view.withheld_tests if t != stated)
+        texts.append(
+            [
+                f"```python\n{p.reference_solution}```",
+                _wrong_at(p, stated),
+                _wrong_at(p, view.baseline_tests[0]),
+                _wrong_at(p, other),
+                "no code here",
+            ]
+        )
+    texts.append([f"```python\n{plain[0].reference_solution}```"])
+    rows, pool, answers = precheck.judge([*problems, *plain], texts, 3, sandbox)
+    assert (rows, pool) == precheck.judge_answers([*problems, *plain], texts, 3, sandbox)
+    flags = [(a["given"], a["stated"], a["every"]) for a in answers]
+    planted = [(True, True, True), (True, False, False), (False, True, False),
+               (True, True, False), (False, False, False)]  # fmt: skip
+    assert flags == planted * 2 + [(True, None, True)]
+    keys = [(a["task"], a["id"], a["family"], a["level"], a["sample"]) for a in answers]
+    expected = [
+        (task_tag(p), p.id, "list_stat", level, j)
+        for p, level, n in [(problems[0], 2, 5), (problems[1], 3, 5), (plain[0], 0, 1)]
+        for j in range(n)
+    ]
+    assert keys == expected and len({k[0] for k in keys}) == 3
+    assert all(type(a[f]) is bool for a in answers for f in ("given", "every"))
+    # the rows agree with precheck.json's per-instance flags and pass sizing_oracle's check
+    for row, got in zip(rows, [answers[:5], answers[5:10], answers[10:]], strict=True):
+        assert row.get("stated", [None] * len(got)) == [
+            None if a["stated"] is None else int(a["stated"]) for a in got
+        ]
+        assert all(
+            a["given"] and not a["every"] for a, hit in zip(got, row["room"], strict=True) if hit
+        )
+    assert sizing_oracle.check_rows(json.loads(json.dumps(answers))) == answers
+
+
 def test_the_room_interval_resamples_tasks_not_answers():
     """One task of 100 samples all in the room, twenty of 2 samples with none: the share is
     100/140, but a resample without the big task (a third of them) has none: a task
@@ -185,6 +231,13 @@ def test_the_command_end_to_end_on_tiny_random(tmp_path, capsys, monkeypatch):
     assert set(record["summary"]["levels"]) == {"2", "3"}
     pool_lines = (out / "pool.jsonl").read_text().splitlines()
     assert len(pool_lines) == record["summary"]["pool"]
+    answers = sizing_oracle.read_rows(out / "answers.jsonl")  # one row per sampled answer
+    assert [(a["id"], a["sample"]) for a in answers] == [
+        (r["id"], j) for r in record["rows"] for j in range(len(r["room"]))
+    ]
+    assert main(["precheck", "size-n", "--rows", str(out / "answers.jsonl")]) == 0
+    printed = capsys.readouterr().out
+    assert "SIZEN plan: " in printed and "SIZEN level=3 tasks=1 instances=1 answers=2" in printed
 
 
 def test_the_default_size_gives_800_answers_a_level():

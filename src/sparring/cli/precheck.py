@@ -2,10 +2,13 @@
 tests, and do the test writers reach it (issue 73, item 1)?
 
 Covers: the command's arguments, the sizing line it prints before sampling, the table and the
-PRECHECK lines, and its files (`--out DIR`: precheck.json, pool.jsonl); and `sparring
+PRECHECK lines, and its files (`--out DIR`: precheck.json, pool.jsonl, answers.jsonl: one row
+of flags per sampled answer); `sparring precheck size-n --rows answers.jsonl`, the answers a
+task the oracle needs to reach a target, printed per level from those rows alone; and `sparring
 pool-catch`, the test writers' catch on that pool afterwards (a study's trained generators
 against the base one and the fuzzer). Does not cover: the sampling, judging and statistics
-(sparring.experiments.precheck, sparring.experiments.pool_catch).
+(sparring.experiments.precheck, sparring.experiments.pool_catch,
+sparring.experiments.sizing_oracle).
 """
 
 from __future__ import annotations
@@ -65,8 +68,14 @@ def add_commands(sub) -> None:
     p.add_argument(
         "--generator-model", default="", help="generator to sample (default: the config's)"
     )
-    p.add_argument("--out", default="", metavar="DIR", help="write precheck.json and pool.jsonl")
+    p.add_argument(
+        "--out",
+        default="",
+        metavar="DIR",
+        help="write precheck.json, pool.jsonl and answers.jsonl (each answer's flags)",
+    )
     p.set_defaults(func=_precheck)
+    _add_size_n(p)
 
     p = sub.add_parser(
         "pool-catch",
@@ -95,6 +104,60 @@ def add_commands(sub) -> None:
     _add_writer_args(p, "completions per pool problem and generator (default 4, the pre-check's)")
     p.add_argument("--out", default="", metavar="FILE", help="write the result as JSON")
     p.set_defaults(func=_pool_catch)
+
+
+def _add_size_n(precheck: argparse.ArgumentParser) -> None:
+    """`sparring precheck size-n`: N sized from a filed pre-check's answers.jsonl, no model."""
+    from sparring.experiments.sizing_oracle import MAX_N, TARGET
+
+    sub = precheck.add_subparsers(dest="precheck_command", metavar="SUBCOMMAND")
+    text = (
+        "Reads a pre-check's answers.jsonl (each sampled answer's flags) and prints per level: "
+        "tasks, the mean per-task every-test pass rate, the oracle (some of N answers a task "
+        "passes every test; per task 1 - (1 - p)^N, answers drawn with replacement at the "
+        "task's pass rate p, instances of a task averaged first, 95% intervals resampling "
+        "tasks) and a uniform pick among the answers passing the given tests, at N = 1, 8, "
+        "16, 32, 64, and the smallest N whose oracle reaches --target, or that --max-n does "
+        "not. Samples nothing."
+    )
+    p = sub.add_parser(
+        "size-n", help="answers a task the oracle needs, from a pre-check's answers.jsonl",
+        description=text,
+    )  # fmt: skip
+    p.add_argument("--rows", required=True, metavar="FILE", help="a pre-check's answers.jsonl")
+    p.add_argument(
+        "--target", type=float, default=TARGET, help=f"oracle to reach (default {TARGET})"
+    )
+    p.add_argument(
+        "--max-n", type=int, default=MAX_N, metavar="N", help=f"largest N tried (default {MAX_N})"
+    )
+    p.set_defaults(func=_size_n)
+
+
+def _size_n(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from sparring.experiments import sizing_oracle
+
+    if args.max_n < 1:
+        raise SparringError(f"--max-n {args.max_n}: use N >= 1")
+    if not 0 < args.target <= 1:
+        raise SparringError(f"--target {args.target}: use a share in (0, 1]")
+    if not Path(args.rows).is_file():
+        raise SparringError(f"--rows {args.rows}: no such file (a pre-check's answers.jsonl)")
+    try:
+        rows = sizing_oracle.read_rows(args.rows)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SparringError(f"--rows: {exc}") from None
+    sized = sizing_oracle.size_n(rows, args.target, args.max_n)
+    print(
+        f"SIZEN plan: {args.rows}: {len(rows)} answers; oracle target {args.target:.3f}, N up "
+        f"to {args.max_n}; per task 1 - (1 - p)^N (N answers drawn with replacement at the "
+        "task's every-test pass rate p, its instances averaged first); intervals resample "
+        "tasks"
+    )
+    print("\n".join(sizing_oracle.format_lines(sized)))
+    return 0
 
 
 def _add_writer_args(p: argparse.ArgumentParser, samples_help: str) -> None:
@@ -240,4 +303,6 @@ def _precheck(args: argparse.Namespace) -> int:
         write_output(out / "precheck.json", json.dumps(record, indent=1), "--out")
         lines = "".join(json.dumps(e.to_row()) + "\n" for e in result["pool"])
         write_output(out / "pool.jsonl", lines, "--out")
+        lines = "".join(json.dumps(row) + "\n" for row in result["answers"])
+        write_output(out / "answers.jsonl", lines, "--out")
     return 0
