@@ -19,6 +19,13 @@ def evaluate(
     from sparring.rewards.bank import bank_file
 
     cfg = kfp_io.config_from_yaml(config_yaml, parent_run_id)
+    if phase.writer_only(cfg):  # no answerer task follows the last validation to log it
+        from sparring.phases.validate import validation_metrics
+
+        validation = validation_metrics(bank.path)  # the sandbox task has no MLflow credentials
+        if validation is not None:
+            with tracking.phase_run(cfg, parent_run_id, "validate-tests", cfg.rounds) as val:
+                val.log(validation)
     with tracking.phase_run(cfg, parent_run_id, "evaluate", kfp_io.final_round(cfg)) as run:
         kfp_io.log_problem_sets(run, cfg, data.path, datasets.EVALUATION)
         result = run.log(

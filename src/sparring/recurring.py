@@ -41,6 +41,7 @@ from typing import Any
 from sparring.config import Config
 from sparring.errors import SparringError
 from sparring.evaluation.learning import VS_START
+from sparring.tracking.registry import WRITER_SUFFIX
 
 
 def _bank_rows(cfg: Config) -> list[dict[str, Any]]:
@@ -162,10 +163,14 @@ def champion_line(
     runs: Sequence[tuple[str, Mapping[str, float]]], registered: str, reason: str = ""
 ) -> str:
     """`LEARN champion promoted=yes version=K (NAME)`, or `promoted=no` with the selection's
-    reason: whether the next scheduled run starts from this one.
+    reason: whether the next scheduled run starts from this one. A writer-only run's select
+    (its `writer` metric) registered NAME + WRITER_SUFFIX.
 
     >>> champion_line([("r2-select", {"promoted": 1.0, "registered_version": 2.0})], "m")
     'LEARN champion promoted=yes version=2 (m)'
+    >>> champion_line([("r2-select", {"promoted": 1.0, "registered_version": 1.0,
+    ...                               "writer": 1.0})], "m")
+    'LEARN champion promoted=yes version=1 (m-writer)'
     >>> champion_line([("r2-select", {"promoted": 0.0})], "m", "no promotable snapshot: gated")
     'LEARN champion promoted=no (no promotable snapshot: gated)'
     """
@@ -175,7 +180,8 @@ def champion_line(
     if select.get("promoted"):
         version = select.get("registered_version")
         shown = "n/a" if version is None else f"{version:.0f}"
-        return f"LEARN champion promoted=yes version={shown} ({registered})"
+        name = registered + WRITER_SUFFIX if select.get("writer") else registered
+        return f"LEARN champion promoted=yes version={shown} ({name})"
     return f"LEARN champion promoted=no ({reason or 'no reason recorded'})"
 
 

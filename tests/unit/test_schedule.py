@@ -44,6 +44,28 @@ def test_answerer_schedule_has_no_generator_and_no_validation():
     assert kinds(cfg) == [(0, "materialize"), (1, "answerer"), (2, "answerer")]
 
 
+def test_writer_only_schedule_trains_and_validates_the_generator_alone():
+    cfg = from_dict({"rounds": 2, "phase_schedule": "generator"})
+    assert kinds(cfg) == [
+        (0, "materialize"), (1, "generator"), (1, "validate"), (2, "generator"), (2, "validate"),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("sets", "named"),
+    [
+        ({"generator_mode": "fuzz"}, "generator_mode"),
+        ({"generator_mode": "problems"}, "generator_mode"),
+        ({"steps": {"alternating": 1}}, "steps.alternating"),
+    ],
+)
+def test_a_writer_only_run_refuses_what_would_not_train_a_writer_alone(sets, named):
+    from sparring.config import ConfigError
+
+    with pytest.raises(ConfigError, match=named):
+        from_dict({"phase_schedule": "generator", **sets})
+
+
 def test_staged_steps_and_alternating_pairs():
     cfg = from_dict({"rounds": 1, "steps": {"answerer": 3, "generator": 5, "alternating": 2}})
     phases = plan_phases(cfg)

@@ -91,6 +91,16 @@ def check_cross_fields(cfg: Config) -> None:
             f"selection.start_margin: {cfg.selection.start_margin} is read only by the start "
             "gate; set selection.refuse_below_start: true, or start_margin: 0"
         )
+    if cfg.phase_schedule == "generator" and cfg.steps.alternating:
+        raise ConfigError(
+            f"steps.alternating: {cfg.steps.alternating} adds answerer phases, which "
+            "phase_schedule 'generator' (the writer alone) has none of; set steps.alternating: 0"
+        )
+    if cfg.phase_schedule == "generator" and cfg.generator_mode != "tests":
+        raise ConfigError(
+            f"phase_schedule: 'generator' trains a test writer alone; generator_mode "
+            f"'{cfg.generator_mode}' writes no tests that learn: use generator_mode: tests"
+        )
     if cfg.generator_mode == "fuzz" and cfg.phase_schedule == "answerer":
         raise ConfigError(
             "generator_mode: 'fuzz' draws tests in the generator phase, which phase_schedule "

@@ -67,12 +67,15 @@ class Config:
     rounds: int = doc_field(2, "self-play rounds (unrolled into the DAG)", ge=1, le=100)
     topology: Literal["dual", "shared"] = doc_field("dual", "dual: two models; shared: one base")
     shared_model: str = doc_field("", "base model of both roles when topology is shared")
-    phase_schedule: Literal["generator_answerer", "answerer_generator_answerer", "answerer"] = (
-        doc_field(
-            "generator_answerer",
-            "phase order within a round; answerer: no generator phase and no bank (the given tests "
-            "alone, the arm self-play is measured against)",
-        )
+    phase_schedule: Literal[
+        "generator_answerer", "answerer_generator_answerer", "answerer", "generator"
+    ] = doc_field(
+        "generator_answerer",
+        "phase order within a round; answerer: no generator phase and no bank (the given tests "
+        "alone, the arm self-play is measured against); generator: the writer alone (its "
+        "phase against the frozen base answerer and the validation of its tests; no answerer "
+        "phase, and the evaluation scores the base answerer only for the writers' held-out "
+        "pool; the final generator is registered)",
     )
     generator_mode: Literal["tests", "problems", "fuzz"] = doc_field(
         "tests",

@@ -64,10 +64,13 @@ def evaluate(
     with tempfile.TemporaryDirectory() as cache:
         entries = resolve_snapshots(manifest_path, cache)
         rounds = [e for e in entries if not e.get("label")]
+        # a writer-only run's answerer is the base model: scored once, as the base, for the
+        # writers' held-out pool; no answerer snapshot
+        answerers = [] if writer_only(cfg) else [e["answerer_path"] for e in rounds]
         report = evaluate_snapshots(
             cfg,
             data_dir,
-            [e["answerer_path"] for e in rounds],
+            answerers,
             [e["tests_path"] for e in rounds],
             bank_path,
             out_dir,
@@ -283,6 +286,11 @@ def start_gate_sample(
     if not gain:
         return {"why": "no held-out new task was scored"}
     return {"discriminating": gain, "seed": seed, "problems": len(problems)}
+
+
+def writer_only(cfg: Config) -> bool:
+    """Whether the run trains the test writer alone (phase_schedule: generator)."""
+    return cfg.phase_schedule == "generator"
 
 
 def has_generator_phase(cfg: Config) -> bool:

@@ -69,6 +69,8 @@ def round_phases(cfg: Config) -> list[str]:
         order = ["answerer", "generator", "answerer"]
     elif cfg.phase_schedule == "answerer":  # the given tests alone: no generator, no bank
         order = ["answerer"]
+    elif cfg.phase_schedule == "generator":  # the writer alone, against the base answerer
+        order = ["generator"]
     else:
         order = ["generator", "answerer"]
     out: list[str] = []

@@ -2,13 +2,15 @@
 
 Covers: `select_and_register` (choose by sparring.evaluation.selection.choose_best, copy the
 champion, register it under the alias, and with `serving.deploy_champion` create or update its
-KServe InferenceService), `save_bank` and `headline` (the report's base-vs-champion numbers for
+KServe InferenceService; a writer-only run registers its final generator instead,
+`register_writer`), `save_bank` and `headline` (the report's base-vs-champion numbers for
 the parent run). Does not cover: the selection rule, the headline's names
 (sparring.evaluation.headline).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import tempfile
@@ -19,6 +21,7 @@ from sparring import storage, tracking
 from sparring.config import Config
 from sparring.phases.snapshot import localize
 from sparring.rewards.bank import bank_text, dump_rows, parse_rows, stamp_run
+from sparring.tracking.registry import WRITER_SUFFIX
 
 
 def select_and_register(
@@ -34,6 +37,8 @@ def select_and_register(
     from sparring.evaluation.selection import choose_best
 
     report = json.loads((Path(report_dir) / "report.json").read_text())
+    if cfg.phase_schedule == "generator":
+        return register_writer(cfg, report, manifest_path, bank_path, out_champion, parent_run_id)
     index, score, reason = choose_best(cfg, report)
     result: dict[str, Any] = {"promoted": 0.0, "score": float(score), "reason": reason}
     Path(out_champion).mkdir(parents=True, exist_ok=True)
@@ -57,6 +62,46 @@ def select_and_register(
             result["deployed"] = 1.0
     else:
         (Path(out_champion) / "NOT_PROMOTED.txt").write_text(reason + "\n")
+    result["bank_saved"] = 1.0 if save_bank(cfg, bank_path, parent_run_id) else 0.0
+    return result
+
+
+def register_writer(
+    cfg: Config,
+    report: dict[str, Any],
+    manifest_path: str,
+    bank_path: str,
+    out_champion: str,
+    parent_run_id: str,
+) -> dict[str, Any]:
+    """A writer-only run (phase_schedule: generator): the final generator is what it made.
+    Copied to out_champion and registered under selection.registered_model + `-writer` (an
+    answerer's registry entry stays the answerers'), scored by its held-out catch rate where it
+    was measured, else by the validity of its tests; the bank saved."""
+    entries = json.loads(Path(manifest_path).read_text())
+    final = next((e["generator"] for e in reversed(entries) if e.get("generator")), "")
+    learned = report.get("learning") or {}
+    catch = (learned.get("generator_catch_heldout") or {}).get("after")
+    validity = (learned.get("generator_validity") or {}).get("after")
+    score = float(catch if catch is not None else validity or 0.0)
+    what = "held-out catch rate" if catch is not None else "held-out validity"
+    result: dict[str, Any] = {"promoted": 0.0, "score": score, "writer": 1.0}
+    Path(out_champion).mkdir(parents=True, exist_ok=True)
+    if not final:
+        result["reason"] = "the snapshot manifest names no generator"
+        (Path(out_champion) / "NOT_PROMOTED.txt").write_text(result["reason"] + "\n")
+    else:
+        with tempfile.TemporaryDirectory() as cache:
+            shutil.copytree(localize(final, Path(cache)), out_champion, dirs_exist_ok=True)
+        name = cfg.selection.registered_model + WRITER_SUFFIX
+        writer_cfg = dataclasses.replace(
+            cfg, selection=dataclasses.replace(cfg.selection, registered_model=name)
+        )
+        version = tracking.register_champion(writer_cfg, out_champion, parent_run_id, score)
+        reason = f"the final writer ({what} {score:.3f})"
+        result.update(promoted=1.0, version=version, reason=reason)
+        if str(version).isdigit():
+            result["registered_version"] = float(version)
     result["bank_saved"] = 1.0 if save_bank(cfg, bank_path, parent_run_id) else 0.0
     return result
 

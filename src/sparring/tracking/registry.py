@@ -35,6 +35,11 @@ log = logging.getLogger(__name__)
 MODEL_SUBDIR = "champion"
 
 
+# a writer-only run (phase_schedule: generator) registers its final generator under the
+# config's registered_model with this suffix: the answerers' entry stays the answerers'
+WRITER_SUFFIX = "-writer"
+
+
 def register_champion(cfg, model_dir: str, run_id: str, score: float) -> str:
     """Log a model folder as an MLflow 3 logged model of `run_id` (the run that produced it: its
     output, so the runs table's Model column shows it), register a version of it, point the
