@@ -1,27 +1,29 @@
-"""Run reports: PNG plots and a Markdown page from an evaluation report (the dict of
+"""Run reports: PNG plots and the files of a run report from an evaluation report (the dict of
 sparring.evaluation.snapshots).
 
 Covers: reward and pass-rate curves per round (`curves.png`), per-step training curves of every
-phase as MLflow recorded them (`steps.png`, and a table of first/last reward, flat-group share
-and grad norm per phase), the cross-play heatmap (`cross_play.png`), HumanEval pass@1 before
-(round 0, the base model) and after (the selected snapshot, else the last) (`humaneval.png`),
-`report.md` embedding them with tables of snapshots, Elo ratings and reward-hacking signals, and
-`log_to_mlflow(out_dir)` for the active MLflow run.
+phase as MLflow recorded them (`steps.png`), the cross-play heatmap (`cross_play.png`),
+HumanEval pass@1 before (round 0, the base model) and after (the selected snapshot, else the
+last) (`humaneval.png`), the learning figure (`learning.png`), report.json, `report.md` written
+beside them (`write_report`), and `log_to_mlflow(out_dir)` for the active MLflow run.
 
-Does not cover: computing any metric (the other sparring.evaluation modules). Matplotlib runs
-with the Agg backend; a missing value (None) is left out of a curve rather than drawn as 0.
+Does not cover: report.md's text (sparring.evaluation.report_markdown), computing any metric
+(the other sparring.evaluation modules). Matplotlib runs with the Agg backend; a missing value
+(None) is left out of a curve rather than drawn as 0.
 """
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sparring import storage
+from sparring import storage, tracking
 from sparring.evaluation.intervals import MIN_PER_SIDE
 from sparring.evaluation.learning import answerer_step_rewards
+from sparring.evaluation.report_markdown import all_snapshots, fmt, render_markdown
 
 CURVES = (
     ("answerer_reward", "answerer reward (val)"),
@@ -32,22 +34,13 @@ CURVES = (
 
 
 def pyplot():
-    import matplotlib
+    """matplotlib.pyplot on the Agg backend (no display needed)."""
+    import matplotlib  # lazy: matplotlib is heavy, and only a report draws
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     return plt
-
-
-def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
 
 
 def plot_curves(snapshots: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
@@ -60,7 +53,7 @@ def plot_curves(snapshots: Sequence[Mapping[str, Any]], path: str | Path) -> Pat
         if points:
             xs, ys = zip(*points, strict=True)
             ax.plot(xs, ys, marker="o", label=label)
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import MaxNLocator  # lazy: matplotlib is heavy (see pyplot)
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("round (0 = base model)")
@@ -125,37 +118,6 @@ def plot_step_curves(runs: Sequence[Mapping[str, Any]], path: str | Path) -> Pat
     return Path(path)
 
 
-def _step_lines(runs: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Per phase: steps, first and last reward, mean flat-group share and grad norm."""
-    if not runs:
-        return []
-    lines = [
-        "## Training steps",
-        "",
-        "Per phase, from the per-step values in MLflow: a flat-group share of 1 or a grad norm "
-        "of 0 means the step trained nothing.",
-        "",
-        "| phase | steps | reward first | reward last | flat groups (mean) | grad norm (mean) |",
-        "| --- | --- | --- | --- | --- | --- |",
-    ]
-    for run in runs:
-        curves = run.get("curves") or {}
-
-        def values(key: str, curves: Mapping[str, Any] = curves) -> list[float]:
-            return [v for _, v in curves.get(key) or []]
-
-        reward, flat, grad = values("reward"), values("frac_reward_zero_std"), values("grad_norm")
-        steps = max((len(v) for v in curves.values()), default=0)
-        lines.append(
-            f"| {run.get('run')} | {steps} | {_fmt(reward[0] if reward else None)} | "
-            f"{_fmt(reward[-1] if reward else None)} | "
-            f"{_fmt(sum(flat) / len(flat) if flat else None)} | "
-            f"{_fmt(sum(grad) / len(grad) if grad else None)} |"
-        )
-    lines.append("")
-    return lines
-
-
 def plot_cross_play(
     matrix: Sequence[Sequence[float | None]],
     path: str | Path,
@@ -203,7 +165,7 @@ def plot_humaneval(
         ax.text(
             bar.get_x() + bar.get_width() / 2,
             bar.get_height() + 0.01,
-            _fmt(value),
+            fmt(value),
             ha="center",
             va="bottom",
             fontsize=9,
@@ -217,12 +179,6 @@ def plot_humaneval(
     return Path(path)
 
 
-def _all_snapshots(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The baseline (round 0), when the report has one, followed by the snapshots."""
-    baseline = report.get("baseline")
-    return ([baseline] if baseline else []) + list(report.get("snapshots") or [])
-
-
 def _after_index(report: Mapping[str, Any]) -> int | None:
     snapshots = report.get("snapshots") or []
     if not snapshots:
@@ -231,119 +187,8 @@ def _after_index(report: Mapping[str, Any]) -> int | None:
     return chosen if isinstance(chosen, int) else len(snapshots) - 1
 
 
-def _label(snapshot: Mapping[str, Any]) -> str:
-    """`base`, `warm start` or `round N`: what a reader compares."""
-    if snapshot.get("base"):
-        return "base"
-    if snapshot.get("label"):
-        return str(snapshot["label"])
-    return f"round {snapshot.get('round')}"
-
-
-def _learning_lines(learning: Mapping[str, Any]) -> list[str]:
-    """The learning section: per stage and measure, the held-out mean before and after and the
-    95% bootstrap interval of the paired gain."""
-    gains = learning.get("gains") or {}
-    if not gains:
-        return []
-    lines = [
-        "## Learning on held-out problems",
-        "",
-        "Each held-out problem sampled several times; gain = paired mean over problems, with a "
-        "95% bootstrap interval. An interval that excludes 0 is a gain (or loss) beyond noise.",
-        "",
-        "| stage | measure | problems | before | after | gain | 95% interval |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for stage, per in gains.items():
-        for measure, d in per.items():
-            if d:
-                interval = (
-                    f"[{d['lo']:+.3f}, {d['hi']:+.3f}]"
-                    if d["n"] >= MIN_PER_SIDE
-                    else f"n/a (n={int(d['n'])})"  # too few problems to rest an interval on
-                )
-                lines.append(
-                    f"| {stage.replace('_', ' ')} | {measure} | {int(d['n'])} | "
-                    f"{d['before']:.3f} | {d['after']:.3f} | {d['delta']:+.3f} | {interval} |"
-                )
-    lines.append("")
-    return lines
-
-
-def render_markdown(report: Mapping[str, Any], images: Mapping[str, str]) -> str:
-    """The run report as Markdown; `images` maps a title to a PNG file name beside report.md."""
-    snapshots = _all_snapshots(report)
-    lines = ["# Sparring run report", ""]
-    selection = report.get("selection") or {}
-    if selection:
-        index = selection.get("index")
-        chosen = (report.get("snapshots") or [{}] * ((index or 0) + 1))[index or 0]
-        label = _label(chosen) if index is not None else ""
-        verdict = "nothing promoted" if index is None else f"{label} selected"
-        lines += [f"**Selection:** {verdict}. {selection.get('reason', '')}", ""]
-    for title, name in images.items():
-        lines += [f"## {title}", "", f"![{title}]({name})", ""]
-    if snapshots:
-        lines += [
-            "## Snapshots",
-            "",
-            "Held-out (val) measures: *discriminating* = share of the tests no trivial solution "
-            "passes that the answer passes; *strict* = every test passes; *raw* = share of all "
-            "tests (trivial code earns some); *trivial* = share of answers that behave like a "
-            "trivial solution.",
-            "",
-            "| snapshot | HumanEval pass@1 | val discriminating | val strict | val raw | "
-            "trivial | bank pass rate | answerer reward | test validity | hacking | promotable |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-        ]
-        for s in snapshots:
-            hacking = s.get("hacking") or {}
-            flag = "; ".join(hacking.get("reasons") or []) or ("n/a" if s.get("base") else "none")
-            lines.append(
-                f"| {_label(s)} | {_fmt(s.get('humaneval_pass@1'))} | "
-                f"{_fmt(s.get('val_discriminating_fraction'))} | "
-                f"{_fmt(s.get('val_strict_pass_at_1'))} | {_fmt(s.get('val_raw_fraction'))} | "
-                f"{_fmt(s.get('trivial_share'))} | {_fmt(s.get('bank_pass_rate'))} | "
-                f"{_fmt(s.get('answerer_reward'))} | {_fmt(s.get('test_validity'))} | {flag} | "
-                f"{_fmt(s.get('promotable'))} |"
-            )
-        lines.append("")
-        lines += ["Models: " + ", ".join(f"{_label(s)} `{s.get('model')}`" for s in snapshots)]
-        lines.append("")
-    lines += _learning_lines(report.get("learning") or {})
-    lines += _step_lines(report.get("step_curves") or [])
-    elo = report.get("elo") or {}
-    if elo.get("answerer") or elo.get("generator"):
-        lines += ["## Elo ratings", "", "| role | snapshot | rating |", "| --- | --- | --- |"]
-        rows = report.get("cross_play_rows") or []
-        cols = report.get("cross_play_columns") or []
-        for i, r in enumerate(elo.get("answerer") or []):
-            lines.append(f"| answerer | {rows[i] if i < len(rows) else i} | {r:.0f} |")
-        for j, r in enumerate(elo.get("generator") or []):
-            lines.append(f"| generator | {cols[j] if j < len(cols) else j + 1} | {r:.0f} |")
-        lines.append("")
-    rounds = report.get("rounds") or []
-    if rounds:
-        lines += [
-            "## Generator rounds",
-            "",
-            "| round | tests | validity | duplicate rate | flat GRPO groups |",
-            "| --- | --- | --- | --- | --- |",
-        ]
-        for j, r in enumerate(rounds):
-            lines.append(
-                f"| {r.get('round', j + 1)} | {r.get('tests')} | {_fmt(r.get('test_validity'))} | "
-                f"{_fmt(r.get('duplicate_rate'))} | {_fmt(r.get('flat_group_share'))} |"
-            )
-        lines.append("")
-    return "\n".join(lines)
-
-
 def _save(fig: Any, path: str | Path) -> None:
     """A figure as PNG, written atomically (a killed writer leaves the previous file)."""
-    import io
-
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
     storage.write_bytes(str(path), buf.getvalue())
@@ -416,7 +261,7 @@ def write_report(report: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
     this report or an earlier one (the folder as a whole is not swapped at once)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    snapshots = _all_snapshots(report)
+    snapshots = all_snapshots(report)
     images: dict[str, str] = {}
     written: list[Path] = []
     if snapshots:
@@ -462,8 +307,6 @@ def log_to_mlflow(out_dir: str | Path, artifact_path: str = "report") -> int:
     """Log report.md and the PNGs of out_dir as artifacts of the phase's MLflow run (buffered
     through an outage) or of MLflow's active run; returns how many files were handed over (0
     when no run is active)."""
-    from sparring import tracking
-
     files = sorted(Path(out_dir).glob("*.png"))
     md = Path(out_dir) / "report.md"
     if md.is_file():
