@@ -116,7 +116,8 @@ learn: install  ## the learning canary on problem families: held-out gains with 
 # learn-control, learn-given, learn-dense, learn-nobank), 2026-11-30-format-start (was
 # format-start and learn-arms; it says how to build its start) and 2026-11-26-search (was
 # learn-search; scripts/learn_search.py runs the search as it ran).
-# STUDY_ARMS=F,D STUDY_SEEDS=1,2 pick; STUDY_FLAGS=--dry-list prints the plan, --report reports
+# STUDY_ARMS=F,D STUDY_SEEDS=1,2 pick; STUDY_FLAGS=--dry-list prints the plan, --report reports;
+# JOBS=2 runs two runs at once, one torch thread each (fewer when memory would not hold them)
 ifneq ($(filter study,$(MAKECMDGOALS)),)
 ifeq ($(STUDY),)
 $(error make study: give STUDY=<name> of configs/study/<name>.yaml, e.g. make study STUDY=2026-12-02 ($(notdir $(basename $(wildcard configs/study/*.yaml)))))
@@ -124,7 +125,8 @@ endif
 endif
 study: install  ## a study from its file: STUDY=<name> runs configs/study/<name>.yaml, every arm x seed from the base model, resumable; table, contrasts, figure (STUDY=2026-12-02: about 10 h on 2 cores)
 	$(BIN)/sparring study --study configs/study/$(STUDY).yaml $(if $(STUDY_ARMS),--arms $(STUDY_ARMS)) \
-	  $(if $(STUDY_SEEDS),--seeds $(STUDY_SEEDS)) $(SET_FLAGS) $(STUDY_FLAGS)
+	  $(if $(STUDY_SEEDS),--seeds $(STUDY_SEEDS)) $(if $(JOBS),--jobs $(JOBS)) $(SET_FLAGS) \
+	  $(STUDY_FLAGS)
 
 # RUNS=3 recurring runs of configs/recur.yaml in one MLflow store and bank folder (new each time
 # under local_outputs/recur/; CHAIN=DIR goes on with one): each from the last one's champion
