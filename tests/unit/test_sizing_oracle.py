@@ -45,8 +45,8 @@ def test_instances_of_one_task_are_averaged_before_tasks():
         + _rows(3, "b", "b0", [False, False])
     )
     s = sizing_oracle.size_n(rows, max_n=8, n_boot=200)[3]
-    assert (s["tasks"], s["instances"]) == (2, 3)
     assert s["oracle"]["value"] == [pytest.approx(0.5)] * 8
+    assert (s["tasks"], s["instances"]) == (2, 3)
     assert s["every_rate"] == pytest.approx(0.5)
     # within a task the instances' rates are averaged: 1/2 and 0 give 1/4, not 1/3 pooled
     uneven = _rows(2, "a", "a0", [True, False]) + _rows(2, "a", "a1", [False] * 4)
@@ -93,6 +93,7 @@ def test_rows_are_checked():
     for bad, says in [
         ({**good[0], "every": 1}, "'every' is 1, not true/false"),
         ({**good[0], "level": "2"}, "'level' is '2', not an integer"),
+        ({**good[0], "sample": True}, "'sample' is True, not an integer"),  # a bool is no int
         ({**good[0], "stated": "yes"}, "'stated' is 'yes', not true/false or null"),
         ({k: v for k, v in good[0].items() if k != "task"}, "no 'task'"),
         ([1, 2], "not a JSON object"),
