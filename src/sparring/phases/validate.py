@@ -1,28 +1,31 @@
 """The validate phase: keep the generated tests that the reference passes, bank the survivors.
 
-Covers: `validate_tests` (each round's tests judged by sparring.sandbox.validation.judge_tests:
-the reference solution and the parameters' declared types; then the trivial solutions, the
-frozen answerer's break rate, the zone estimate for the next answerer phase, the survivors
-merged into the bank by sparring.rewards.bank's rule, at most `steps.bank_per_problem` a problem
-(the first in the order written), each with the frozen answers it caught that the given tests
-pass; `trivially_passed_in`, the trivial solutions run on a problem's tests, is shared with the
-fuzz generator's pick), what the bank covers (`bank_coverage` and tests per covered problem;
-`room_metrics`: of the problems where a frozen answer passes the given tests and fails a
-withheld one, the share whose bank fails an answer the given tests pass) and `validate_into`
-(the sandbox task's body: the bank and its metrics in one folder, since that task has no MLflow
-credentials).
+Covers: `validate_tests` and its steps: each round's tests judged by
+sparring.sandbox.validation.judge_tests (the reference solution and the parameters' declared
+types), then the trivial solutions, the frozen answerer's break rate (`bank_generated`, its
+counts a `Tally`; the frozen answers and which of them pass the given tests: `FrozenAnswers`),
+the zone estimate for the next answerer phase, the survivors merged into the bank by
+sparring.rewards.bank's rule, at most `steps.bank_per_problem` a problem (the first in the order
+written), each with the frozen answers it caught that the given tests pass; the phase's metrics
+(`validation_summary`); `trivially_passed_in`, the trivial solutions run on a problem's tests,
+is shared with the fuzz generator's pick; what the bank covers (`bank_coverage` and tests per
+covered problem; `room_metrics`: of the problems where a frozen answer passes the given tests
+and fails a withheld one, the share whose bank fails an answer the given tests pass) and
+`validate_into` (the sandbox task's body: the bank and its metrics in one folder, since that
+task has no MLflow credentials).
 Does not cover: the sandbox (sparring.sandbox), the bank's format and what enters it
-(sparring.rewards.bank).
-"""
+(sparring.rewards.bank)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sparring.config import Config
 from sparring.phases.common import read_lines, train_problems
+from sparring.phases.sandboxed import require_isolation
 from sparring.phases.zone import ZONE_FILE, frozen_zone, in_zone
 from sparring.problems import Problem
 from sparring.rewards.bank import (
@@ -38,7 +41,11 @@ from sparring.rewards.bank import (
     trivially_passed,
     write_rows,
 )
+from sparring.rewards.generator_scoring import problem_info
+from sparring.sandbox import Sandbox
 from sparring.sandbox.limits import untrusted_limits
+from sparring.sandbox.result_cache import ResultCache, run_cached
+from sparring.sandbox.validation import TestVerdict, judge_tests
 
 VALIDATION_FILE = "validation.json"
 
@@ -55,14 +62,8 @@ def validate_tests(
     """Validate generated tests in the sandbox; append survivors to the bank (bank_out), at
     most `steps.bank_per_problem` a problem (0: no cap), the first valid ones in the order
     `generated_tests` lists them. `bank_in` is a bank file or folder."""
-    from sparring.phases.sandboxed import require_isolation
-    from sparring.sandbox import Sandbox
-    from sparring.sandbox.result_cache import ResultCache
-    from sparring.sandbox.validation import judge_tests
-
     require_isolation(cfg)
     problems = {p.id: p for p in train_problems(data_dir)}
-    space = task_space(problems)  # what a later run checks before inheriting these tests
     bank = BankMerge(
         read_rows(bank_in),
         {pid: p.baseline_tests for pid, p in problems.items()},
@@ -70,73 +71,146 @@ def validate_tests(
         cfg.steps.bank_per_problem,
     )
     frozen_rows = read_lines(frozen_solutions)
-    solutions = {r["problem_id"]: [s for s in r["solutions"] if s] for r in frozen_rows}
-    # a parsed answer's index in its frozen row: what a banked row's `caught` names
-    position = {
-        r["problem_id"]: [i for i, s in enumerate(r["solutions"]) if s] for r in frozen_rows
-    }
     generated = read_lines(generated_tests)
-    total = valid = honest = discriminating = duplicates = over_cap = 0
-    infra = 0
     cache = ResultCache()  # the given tests' runs here are the zone's too
     with Sandbox(untrusted_limits(cfg)) as sb:
-        passing = given_passing(problems, solutions, sb, cache)
-        for row in generated:
-            p = problems.get(row["problem_id"])
-            tests = [t for t in row.get("tests", []) if isinstance(t, str)]
-            if p is None or not tests:
-                continue
-            report = judge_tests(
-                p.reference_solution, tests, solutions.get(p.id, []), p.function_name,
-                p.function_signature, sb, cfg.rewards.reference_expected,
-            )  # fmt: skip
-            if report.infra_error:
-                infra += 1
-                continue
-            barred = trivially_passed_in(p, tests, sb)
-            for v in report.verdicts:
-                total += 1
-                dup = v.duplicate or bank.is_duplicate(p.id, v.test)
-                duplicates += dup
-                if not v.valid:
-                    continue
-                valid += 1
-                if v.test in barred:
-                    continue  # trivial code passes it: no credit to anyone, not banked
-                honest += 1
-                discriminating += bool(v.breaks)
-                if dup:
-                    continue
-                if bank.full(p.id):
-                    over_cap += 1
-                    continue
-                caught = [position[p.id][j] for j in v.breaks if j in passing.get(p.id, ())]
-                bank.add(
-                    p.id, v.test, round_index, len(v.breaks),
-                    reference=reference_digest(p.reference_solution), space=space,
-                    **({"caught": caught} if caught else {}),
-                )  # fmt: skip
+        answers = frozen_answers(frozen_rows, problems, sb, cache)
+        tally = bank_generated(
+            generated, problems, answers, bank, sb, round_index, cfg.rewards.reference_expected
+        )
         write_rows(bank_out, bank.rows)
         held = tests_by_problem(keep_tests(bank.rows))
-        room = room_metrics(problems, solutions, passing, held, sb, cache)
+        room = room_metrics(problems, answers.solutions, answers.passing, held, sb, cache)
         # the zone the next answerer phase draws by: its reward sees the bank too, so a problem
         # whose samples all pass the given tests and differ on a banked one is in it
         banked = held if cfg.rewards.answerer_bank else {}
-        zone = frozen_zone(cfg, problems, solutions, sb, banked, cache)
+        zone = frozen_zone(cfg, problems, answers.solutions, sb, banked, cache)
     beside_bank(bank_out, ZONE_FILE).write_text(json.dumps(zone, sort_keys=True))
+    return validation_summary(tally, zone, bank, problems, room)
+
+
+@dataclass(frozen=True)
+class FrozenAnswers:
+    """The frozen answerer's parsed answers per problem (`solutions`), each one's index in its
+    frozen row (`position`: what a banked row's `caught` names) and the indices into
+    `solutions[pid]` of those that pass every given test (`passing`)."""
+
+    solutions: dict[str, list[str]]
+    position: dict[str, list[int]]
+    passing: dict[str, set[int]]
+
+    def caught(self, problem_id: str, breaks: list[int]) -> list[int]:
+        """The frozen row's indices of the answers in `breaks` that pass the given tests."""
+        return [
+            self.position[problem_id][j] for j in breaks if j in self.passing.get(problem_id, ())
+        ]
+
+
+def frozen_answers(
+    frozen_rows: list[dict[str, Any]], problems: dict[str, Problem], sandbox: Any, cache: Any
+) -> FrozenAnswers:
+    """The frozen answers of `frozen_rows` (the generator phase's frozen solutions), with those
+    that pass the given tests run in `sandbox` (`given_passing`)."""
+    solutions = {r["problem_id"]: [s for s in r["solutions"] if s] for r in frozen_rows}
+    position = {
+        r["problem_id"]: [i for i, s in enumerate(r["solutions"]) if s] for r in frozen_rows
+    }
+    return FrozenAnswers(solutions, position, given_passing(problems, solutions, sandbox, cache))
+
+
+@dataclass
+class Tally:
+    """What validation counted over the generated tests: every judged test (`total`), the
+    valid ones, the valid ones no trivial solution passes (`honest`), those that fail a frozen
+    answer (`discriminating`), duplicates, the new honest ones a full problem turned away
+    (`over_cap`), and the rows whose judging failed in the sandbox (`infra`)."""
+
+    total: int = 0
+    valid: int = 0
+    honest: int = 0
+    discriminating: int = 0
+    duplicates: int = 0
+    over_cap: int = 0
+    infra: int = 0
+
+    def bankable(self, verdict: TestVerdict, duplicate: bool, barred: set[str]) -> bool:
+        """Count one verdict; whether its test may enter the bank: valid, passed by no
+        trivial solution (those in `barred`) and no duplicate."""
+        self.total += 1
+        self.duplicates += duplicate
+        if not verdict.valid:
+            return False
+        self.valid += 1
+        if verdict.test in barred:
+            return False  # trivial code passes it: no credit to anyone, not banked
+        self.honest += 1
+        self.discriminating += bool(verdict.breaks)
+        return not duplicate
+
+
+def bank_generated(
+    generated: list[dict[str, Any]],
+    problems: dict[str, Problem],
+    answers: FrozenAnswers,
+    bank: BankMerge,
+    sandbox: Any,
+    round_index: int,
+    reference_expected: Any,
+) -> Tally:
+    """Judge each generated row's tests (`judge_tests`: the reference, the declared types, the
+    frozen answers) and add the survivors to `bank` in the order written; what was counted."""
+    space = task_space(problems)  # what a later run checks before inheriting these tests
+    tally = Tally()
+    for row in generated:
+        p = problems.get(row["problem_id"])
+        tests = [t for t in row.get("tests", []) if isinstance(t, str)]
+        if p is None or not tests:
+            continue
+        report = judge_tests(
+            p.reference_solution, tests, answers.solutions.get(p.id, []), p.function_name,
+            p.function_signature, sandbox, reference_expected,
+        )  # fmt: skip
+        if report.infra_error:
+            tally.infra += 1
+            continue
+        barred = trivially_passed_in(p, tests, sandbox)
+        for v in report.verdicts:
+            if not tally.bankable(v, v.duplicate or bank.is_duplicate(p.id, v.test), barred):
+                continue
+            if bank.full(p.id):
+                tally.over_cap += 1
+                continue
+            caught = answers.caught(p.id, v.breaks)
+            bank.add(
+                p.id, v.test, round_index, len(v.breaks),
+                reference=reference_digest(p.reference_solution), space=space,
+                **({"caught": caught} if caught else {}),
+            )  # fmt: skip
+    return tally
+
+
+def validation_summary(
+    tally: Tally,
+    zone: dict[str, dict[str, float]],
+    bank: BankMerge,
+    problems: dict[str, Problem],
+    room: dict[str, float],
+) -> dict[str, float]:
+    """The validate phase's metrics: the shares of `tally`, the zone, the bank and its room."""
+    total, honest = tally.total, tally.honest
     return {
         "candidates": float(total),
-        "validity": valid / total if total else 0.0,
+        "validity": tally.valid / total if total else 0.0,
         "honest_share": honest / total if total else 0.0,
-        "break_rate": discriminating / total if total else 0.0,
-        "discrimination": discriminating / honest if honest else 0.0,
+        "break_rate": tally.discriminating / total if total else 0.0,
+        "discrimination": tally.discriminating / honest if honest else 0.0,
         "zone_problems": float(sum(in_zone(z) for z in zone.values())),
         "zone_estimated": float(len(zone)),
-        "duplicate_rate": duplicates / total if total else 0.0,
+        "duplicate_rate": tally.duplicates / total if total else 0.0,
         "new_tests": float(len(bank.added)),
         "bank_size": float(len(keep_tests(bank.rows))),
-        "infra_errors": float(infra),
-        "over_cap": float(over_cap),
+        "infra_errors": float(tally.infra),
+        "over_cap": float(tally.over_cap),
         **coverage(bank.rows, problems),
         **room,
     }
@@ -147,8 +221,6 @@ def given_passing(
 ) -> dict[str, set[int]]:
     """Per problem with frozen answers, the indices (into `solutions[pid]`) of those that pass
     every given test of the problem (a sandbox failure passes nothing), run in one batch."""
-    from sparring.sandbox.result_cache import run_cached
-
     jobs = [
         (pid, i, code)
         for pid, codes in solutions.items()
@@ -179,8 +251,6 @@ def room_metrics(
     `bank_room_caught` (the share of those whose banked tests fail an answer the given tests
     pass; absent when no problem has room). {} when no problem is measured: no frozen answers
     (generator_mode fuzz) or no withheld tests."""
-    from sparring.sandbox.result_cache import run_cached
-
     measured = [pid for pid in passing if problems[pid].withheld_tests]
     if not measured:
         return {}
@@ -200,9 +270,6 @@ def room_metrics(
 def trivially_passed_in(problem: Problem, tests: list[str], sandbox: Any) -> set[str]:
     """The tests among `tests` that some trivial solution of the problem passes (run here,
     judged by sparring.rewards.bank.trivially_passed)."""
-    from sparring.rewards.generator_scoring import problem_info
-    from sparring.sandbox.result_cache import run_cached
-
     family = problem_info(problem, []).trivial_solutions
     return trivially_passed(tests, run_cached(sandbox, [(code, tests) for code in family], None))
 
