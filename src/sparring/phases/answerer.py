@@ -1,15 +1,16 @@
 """The answerer phase: GRPO of the answerer on the problems plus the banked adversarial tests.
 
 Covers: the answerer's dataset (prompt rows with the tests each problem is judged on, and the
-problem's family and level), `train_answerer`, and with `coach.enabled` the curriculum coach's
-part of it (`coach_for`): the coach continues from the state the init model's record keeps, each
-coached family is drawn at its current level only, the coach counts the rewards as training
-goes (and, on the torch backend in one process, swaps in rows at a family's new level when it
-moves mid-phase: sparring.problems.coach.Reserve), and its state is kept in the trained model's
-record
-(`sparring_model.json`, key `coach`) for the next answerer phase. With `steps.screen_pool` and
-no zone from a generator phase before it, the phase first screens the pool itself
-(sparring.phases.screen).
+problem's family and level), `train_answerer` and its steps (the draw: `draw_answerer_problems`,
+what it records and measures: `drawn_record`, `drawn_metrics`; GRPO; what training showed:
+`trained_metrics`), and with `coach.enabled` the curriculum coach's part of it (`coach_for`):
+the coach continues from the state the init model's record keeps, each coached family is drawn
+at its current level only, the coach counts the rewards as training goes (and, on the torch
+backend in one process, swaps in rows at a family's new level when it moves mid-phase:
+`coach_reserve`, sparring.problems.coach.Reserve), and its state is kept in the trained model's
+record (`sparring_model.json`, key `coach`) for the next answerer phase. With
+`steps.screen_pool` and no zone from a generator phase before it, the phase first screens the
+pool itself (sparring.phases.screen).
 Does not cover: the reward (sparring.rewards.code_duel.AnswererRewardFn), the coach's rule
 (sparring.problems.coach) or the GRPO loop (the backend's `train`).
 """
@@ -21,10 +22,11 @@ import random
 import tempfile
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from sparring import backends, rewards
-from sparring.backends.base import META_FILE, read_meta
+from sparring.backends.base import META_FILE, copy_model, read_meta
 from sparring.config import Config
 from sparring.errors import SparringError
 from sparring.evaluation.calibration import family_and_level
@@ -37,11 +39,16 @@ from sparring.phases.common import (
     train_problems,
     trained_record,
 )
+from sparring.phases.sandboxed import require_isolation
+from sparring.phases.schedule import reasoning_stages
+from sparring.phases.screen import screen_zone
 from sparring.phases.zone import draw_in_zone, in_zone, read_zone, screened_flat
 from sparring.problems import Problem, prompts
 from sparring.problems.coach import Coach, Reserve
 from sparring.problems.families import stated_case_tests
 from sparring.rewards.bank import bank_tests, sampled_cover
+from sparring.rewards.code_duel import AnswererRewardFn
+from sparring.sandbox import Sandbox
 from sparring.sandbox.limits import untrusted_limits
 
 
@@ -92,7 +99,7 @@ def answerer_dataset(
     stages: list[str],
     flat_ids: Mapping[str, float] | None = None,
 ):
-    from datasets import Dataset
+    from datasets import Dataset  # heavy (pyarrow): imported when a phase trains
 
     return Dataset.from_list(answerer_rows(problems, bank, stages, flat_ids))
 
@@ -149,86 +156,145 @@ def train_answerer(
 ) -> dict[str, float]:
     """GRPO of the answerer for the planned steps of `phase` (the phase's `Phase.name`, which
     also seeds its draws; a free label runs `cfg.steps.answerer` steps); writes the model."""
-    from sparring.phases.schedule import reasoning_stages
-
     init_model = init_model or None  # "" from a pipeline means "the base model"
+    start = init_model or cfg.model_for("answerer").name  # the model the phase starts from
     steps = planned_steps(cfg, phase, "answerer", round_index)
     zone = read_zone(bank_path)
-    everything = train_problems(data_dir)
+    # the phase screens its pool only when it trains (and no zone came with the bank)
+    screened = start if cfg.steps.screen_pool and steps and not cfg.dry_run else None
+    drawn = draw_answerer_problems(
+        cfg, train_problems(data_dir), zone, init_model, screened, round_index, phase
+    )
+    bank = bank_tests(bank_path) if cfg.rewards.answerer_bank else {}
+    stages = reasoning_stages(cfg, round_index)
+    base = backends.base_name(cfg, "answerer", init_model)
+    meta = drawn_record(drawn, round_index, phase, stages)
+    metrics = drawn_metrics(drawn, bank, stages, cfg.dry_run)
+    if cfg.dry_run or steps == 0:
+        copy_model(start, out_model, {**meta, "role": "answerer"})
+        return metrics
+    check_shared_beta(cfg)
+    require_isolation(cfg)  # before the model loads: rewards run the answers it writes
+    backend = backends.get(cfg.backend)
+    model, tok, peft_config = backend.load_trainable(cfg, "answerer", init_model)
+    flat = screened_flat(drawn.problems, drawn.zone) if cfg.steps.screen_pool else {}
+    metrics["problems_screened_flat"] = float(len(flat))
+    dataset = answerer_dataset(drawn.problems, bank, stages, flat)
+    seed = derived_seed(cfg, round_index, phase)
+    reserve = coach_reserve(drawn.coach, drawn.everything, bank, stages, seed)
+    with Sandbox(untrusted_limits(cfg)) as sb, tempfile.TemporaryDirectory() as tmp:
+        coached = {"coach": drawn.coach, "reserve": reserve} if drawn.coach is not None else {}
+        reward_fn = AnswererRewardFn(sb, cfg.rewards, **coached)
+        model, trl_metrics = backend.train(
+            cfg, model, tok, dataset, reward_fn, steps, tmp, seed, peft_config,
+            drawn.problems, "answerer",
+        )  # fmt: skip
+    metrics.update(trl_metrics)
+    metrics.update(trained_metrics(cfg, reward_fn, drawn, bank, reserve))
+    meta["problems_sampled"] = sorted(reward_fn.by_problem)
+    if drawn.coach is not None:
+        meta["coach"] = drawn.coach.to_dict()
+    record = trained_record(cfg, "answerer", base, meta, init_model)
+    backend.save_trained(cfg, model, tok, out_model, record)
+    return metrics
+
+
+@dataclass(frozen=True)
+class AnswererDraw:
+    """What the answerer phase drew from: the training problems (`everything`), the coach over
+    them with its moves when the phase began, the `zone` it drew by (`screen`: the screen's
+    metrics when the phase screened the pool itself), and what it drew (`problems`)."""
+
+    everything: list[Problem]
+    coach: Coach | None
+    moves_before: int
+    zone: dict[str, dict[str, float]]
+    screen: dict[str, float]
+    problems: list[Problem]
+
+
+def draw_answerer_problems(
+    cfg: Config,
+    everything: list[Problem],
+    zone: dict[str, dict[str, float]],
+    init_model: str | None,
+    screened: str | None,
+    round_index: int,
+    phase: str,
+) -> AnswererDraw:
+    """The phase's draw (`draw_in_zone`) among the problems of `everything` at the levels of
+    the coach `init_model`'s record continues; with no `zone` yet, the pool's screen of the
+    model `screened` (sparring.phases.screen) orders it, when one is named."""
     coach = coach_for(cfg, everything, init_model)
     moves_before = coach.moves if coach else 0
     pool = [p for p in everything if at_coach_level(p, coach)]
     screen: dict[str, float] = {}
-    if cfg.steps.screen_pool and not zone and steps and not cfg.dry_run:
+    if screened is not None and not zone:
         # no generator phase screened the pool before this one (the given-tests arm)
-        from sparring.phases.sandboxed import require_isolation
-        from sparring.phases.screen import screen_zone
-
         require_isolation(cfg)  # the screen runs the answerer's samples
-        model = init_model or cfg.model_for("answerer").name
-        zone, screen = screen_zone(cfg, model, pool, round_index, f"{phase}-screen")
+        zone, screen = screen_zone(cfg, screened, pool, round_index, f"{phase}-screen")
     problems = draw_in_zone(cfg, pool, zone, round_index, phase)
-    bank = bank_tests(bank_path) if cfg.rewards.answerer_bank else {}
-    stages = reasoning_stages(cfg, round_index)
-    base = backends.base_name(cfg, "answerer", init_model)
+    return AnswererDraw(everything, coach, moves_before, zone, screen, problems)
+
+
+def drawn_record(
+    drawn: AnswererDraw, round_index: int, phase: str, stages: list[str]
+) -> dict[str, Any]:
+    """What the trained model's record says of the draw (the coach's state as it began)."""
     meta: dict[str, Any] = {"round": round_index, "phase": phase, "stages": stages,
-                            "problems_drawn": drawn_digest(problems)}  # fmt: skip
-    if coach is not None:
-        meta["coach"] = coach.to_dict()
-    n_bank = sum(len(bank.get(p.id, [])) for p in problems)
-    metrics: dict[str, float] = {
-        "problems": float(len(problems)),
-        "problems_in_zone": float(sum(in_zone(zone.get(p.id)) for p in problems)),
+                            "problems_drawn": drawn_digest(drawn.problems)}  # fmt: skip
+    if drawn.coach is not None:
+        meta["coach"] = drawn.coach.to_dict()
+    return meta
+
+
+def drawn_metrics(
+    drawn: AnswererDraw, bank: dict[str, list[str]], stages: list[str], dry_run: bool
+) -> dict[str, float]:
+    """The metrics of the draw: problems, those in the zone, the banked tests they hold, the
+    reasoning stages, the coach's levels and the screen's metrics."""
+    n_bank = sum(len(bank.get(p.id, [])) for p in drawn.problems)
+    return {
+        "problems": float(len(drawn.problems)),
+        "problems_in_zone": float(sum(in_zone(drawn.zone.get(p.id)) for p in drawn.problems)),
         "bank_tests_used": float(n_bank),
         "stages": float(len(stages)),
-        "dry_run": float(cfg.dry_run),
-        **coach_metrics(coach, moves_before),
-        **screen,
+        "dry_run": float(dry_run),
+        **coach_metrics(drawn.coach, drawn.moves_before),
+        **drawn.screen,
     }
-    if cfg.dry_run or steps == 0:
-        from sparring.backends.base import copy_model
 
-        copy_model(
-            init_model or cfg.model_for("answerer").name, out_model, {**meta, "role": "answerer"}
-        )
-        return metrics
-    check_shared_beta(cfg)
-    from sparring.phases.sandboxed import require_isolation
-    from sparring.rewards.code_duel import AnswererRewardFn
-    from sparring.sandbox import Sandbox
 
-    require_isolation(cfg)  # before the model loads: rewards run the answers it writes
+def coach_reserve(
+    coach: Coach | None,
+    everything: list[Problem],
+    bank: dict[str, list[str]],
+    stages: list[str],
+    seed: int,
+) -> Reserve | None:
+    """Every coached instance of `everything` as answerer rows, in an order `seed` shuffles:
+    what the coach swaps in when a family moves mid-phase; None without a coach."""
+    if coach is None:
+        return None
+    coached = [p for p in everything if family_and_level(p.tags)[0] in coach]
+    coached = random.Random(seed).sample(coached, len(coached))
+    return Reserve(answerer_rows(coached, bank, stages))
 
-    backend = backends.get(cfg.backend)
-    model, tok, peft_config = backend.load_trainable(cfg, "answerer", init_model)
-    flat = screened_flat(problems, zone) if cfg.steps.screen_pool else {}
-    metrics["problems_screened_flat"] = float(len(flat))
-    dataset = answerer_dataset(problems, bank, stages, flat)
-    seed = derived_seed(cfg, round_index, phase)
-    reserve = None
-    if coach is not None:  # every coached instance, in a seeded order
-        coached = [p for p in everything if family_and_level(p.tags)[0] in coach]
-        coached = random.Random(seed).sample(coached, len(coached))
-        reserve = Reserve(answerer_rows(coached, bank, stages))
-    with Sandbox(untrusted_limits(cfg)) as sb, tempfile.TemporaryDirectory() as tmp:
-        coach_kwargs = {"coach": coach, "reserve": reserve} if coach is not None else {}
-        reward_fn = AnswererRewardFn(sb, cfg.rewards, **coach_kwargs)
-        model, trl_metrics = backend.train(
-            cfg, model, tok, dataset, reward_fn, steps, tmp, seed, peft_config,
-            problems, "answerer",
-        )  # fmt: skip
-    metrics.update(trl_metrics)
-    metrics.update(reward_metrics(reward_fn.rewards, reward_fn.history, cfg))
-    # which problems the trainer sampled and how many tests their reward held: a banked test
-    # changes the answerer's reward only on a problem it samples
+
+def trained_metrics(
+    cfg: Config,
+    reward_fn: AnswererRewardFn,
+    drawn: AnswererDraw,
+    bank: dict[str, list[str]],
+    reserve: Reserve | None,
+) -> dict[str, float]:
+    """What training showed: the reward metrics, which problems the trainer sampled and how many
+    tests their reward held (a banked test changes the answerer's reward only on a problem it
+    samples: `sampled_cover`), and the coach's levels and moves."""
     credited = {p.id: sum(rewards.credit_view(len(p.baseline_tests), p.trivial_passes)[0])
-                for p in problems}  # fmt: skip
-    metrics.update(sampled_cover(reward_fn.by_problem, credited, bank))
-    meta["problems_sampled"] = sorted(reward_fn.by_problem)
-    if coach is not None:
-        metrics.update(coach_metrics(coach, moves_before, reserve))
-        meta["coach"] = coach.to_dict()
-    backend.save_trained(
-        cfg, model, tok, out_model, trained_record(cfg, "answerer", base, meta, init_model)
-    )
-    return metrics
+                for p in drawn.problems}  # fmt: skip
+    return {
+        **reward_metrics(reward_fn.rewards, reward_fn.history, cfg),
+        **sampled_cover(reward_fn.by_problem, credited, bank),
+        **coach_metrics(drawn.coach, drawn.moves_before, reserve),
+    }
