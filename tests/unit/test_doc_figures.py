@@ -209,3 +209,15 @@ def test_the_readme_stays_short():
     assert size <= README_LIMIT, (
         f"README.md has {size} characters, over {README_LIMIT}: move detail to docs/"
     )
+
+
+LEARNING = ROOT / "docs" / "learning.md"
+LEARNING_LIMIT = 25_000  # characters: the results page; narrative goes to the learning journal
+
+
+def test_the_learning_results_page_stays_short():
+    size = len(LEARNING.read_text())
+    assert size <= LEARNING_LIMIT, (
+        f"docs/learning.md has {size} characters, over {LEARNING_LIMIT}: move how a result came"
+        " about to docs/learning-journal.md and keep the result, its file and its interval"
+    )
