@@ -5,9 +5,11 @@ reward and its honest measures, greedy and sampled, the base model's through the
 cache; the cross-play matrix and Elo; hacking signals per snapshot; the choice of the best
 (sparring.evaluation.selection); report.json and the Markdown report; on request, the base
 model's sampled held-out answers, labelled: the pool the generators' held-out tests are judged
-on), `sampled_scores` (one model's held-out draw, any seed) and `report_credit`.
-Does not cover: the measures' parts (humaneval, crossplay, hacking, rounds, selection modules
-beside this one) or the labelled warm-start snapshot and the MLflow side (sparring.phases.evaluate).
+on), `model_metrics` (one model's answers, greedy and sampled, and their measures) and
+`sampled_scores` (one model's held-out draw, any seed).
+Does not cover: the measures' parts (answer_scores, humaneval, crossplay, hacking, rounds,
+selection modules beside this one) or the labelled warm-start snapshot and the MLflow side
+(sparring.phases.evaluate).
 """
 
 from __future__ import annotations
@@ -18,19 +20,24 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sparring import progress, rewards
+from sparring import progress
 from sparring.backends.sampler import load_answerer, sample_answers
 from sparring.evaluation import completion_cache
+from sparring.evaluation.answer_scores import (
+    answer_metrics,
+    humaneval_result,
+    report_credit,
+    run_answer_tests,
+    sampled_means,
+)
 from sparring.evaluation.crossplay import cross_play, elo_ratings, solution_code, win_rates
 from sparring.evaluation.hacking import hacking_signals, special_case_share
-from sparring.evaluation.humaneval import evaluate_humaneval_samples, run_jobs
 from sparring.evaluation.rounds import (
     read_round_tests,
     round_metrics,
     summarize_round,
     validate_rows,
 )
-from sparring.problems.programs import defines_asked_function, humaneval_tests
 from sparring.rewards.bank import BANK_FILE, read_bank, rows_by_round, tests_by_problem
 from sparring.sandbox.limits import trusted_limits, untrusted_limits
 
@@ -82,10 +89,62 @@ def model_metrics(
     if countdown is None:
         units = answer_units(cfg, eval_problems, val_problems, solve, sampled)
         countdown = progress.Countdown(units)
+    samples = cfg.data.val_samples if sampled else 0
+    first, val_sampled = _answers(
+        cfg, model_name, eval_problems, val_problems, solve, samples, limits, countdown, name,
+        cache_model, pool,
+    )  # fmt: skip
+    he = humaneval_result(eval_problems, first[: len(eval_problems)], limits, countdown, name)
+    codes = {
+        pid: solution_code(solve[pid], c)
+        for pid, c in zip(solve, first[len(eval_problems) :], strict=True)
+    }
+    bank_reports, val_reports = run_answer_tests(codes, bank, val_problems, limits, countdown, name)
+    credits = [
+        report_credit(p, codes[p.id], rep, len(bank.get(p.id, [])), cfg)
+        for p, rep in zip(val_problems, val_reports, strict=True)
+    ]
+    special = special_case_share(
+        [(codes[pid], ts, solve[pid].function_name) for pid, ts in bank.items() if codes.get(pid)]
+    )
+    metrics = answer_metrics(model_name, he, bank_reports, credits, special)
+    if val_sampled is not None:
+        metrics["val_sampled"] = val_sampled
+        for measure, per in val_sampled.items():
+            metrics[f"val_sampled_{measure}"] = sum(per.values()) / len(per) if per else None
+    return metrics, codes
 
+
+def _load(cfg: Any, model_name: str) -> Any:
+    """The answerer `model_name` loaded for sampling, on the answerer's device, the rollout
+    batch's rows at a time."""
     device, rows = cfg.model_for("answerer").device, cfg.grpo.rollout_batch_size
-    loaded = load_answerer(model_name, device=device, rows=rows)
-    stages = ("code",) if cfg.reasoning.direct else tuple(cfg.reasoning.stages)
+    return load_answerer(model_name, device=device, rows=rows)
+
+
+def _stages(cfg: Any) -> tuple[str, ...]:
+    """The stages an answer is asked for: the code alone, or the config's reasoning stages."""
+    return ("code",) if cfg.reasoning.direct else tuple(cfg.reasoning.stages)
+
+
+def _answers(
+    cfg: Any,
+    model_name: str,
+    eval_problems: Sequence[Problem],
+    val_problems: Sequence[Problem],
+    solve: Mapping[str, Problem],
+    samples: int,
+    limits: Any,
+    countdown: progress.Countdown,
+    name: str,
+    cache_model: str | None,
+    pool: dict[str, list[Any]] | None,
+) -> tuple[list[str], dict[str, dict[str, float]] | None]:
+    """(one greedy answer per problem, '' where none: the eval problems, then `solve`'s; the
+    `samples` sampled answers' measures per val problem, None without samples), with the
+    model loaded once for both and let go before any test runs."""
+    loaded = _load(cfg, model_name)
+    stages = _stages(cfg)
     # Two calls: the problems every run of a config shares (cacheable), then the training
     # problems this run's bank attacked (its own); solve lists the val problems first.
     val_ids = {p.id for p in val_problems}
@@ -101,7 +160,6 @@ def model_metrics(
                 cfg, model_name, part, loaded, seed=cfg.seed, stages=stages,
                 countdown=countdown, what=f"{name}: {what}", cache_model=cached,
             )  # fmt: skip
-    samples = cfg.data.val_samples if sampled else 0
     val_sampled = None
     if samples and val_problems:
         val_sampled = _sampled_measures(
@@ -109,62 +167,7 @@ def model_metrics(
             pool,
         )  # fmt: skip
     del loaded
-    first = [c[0] if c else "" for c in completions]
-    he_samples = [
-        {"task_id": p.id, "completion": c}
-        for p, c in zip(eval_problems, first[: len(eval_problems)], strict=True)
-    ]
-    he = evaluate_humaneval_samples(he_samples, eval_problems, limits) if he_samples else {}
-    if he_samples:
-        score = he.get("pass@1", 0.0)
-        countdown.done(f"{name}: HumanEval pass@1={score:.3g} ({len(he_samples)} tasks)")
-    codes = {
-        pid: solution_code(solve[pid], c)
-        for pid, c in zip(solve, first[len(eval_problems) :], strict=True)
-    }
-    bank_items = [(pid, ts) for pid, ts in sorted(bank.items()) if pid in codes]
-    bank_jobs = [(codes[pid], ts) for pid, ts in bank_items]
-    val_jobs = [(codes[p.id], [*p.baseline_tests, *bank.get(p.id, [])]) for p in val_problems]
-    reports = run_jobs(bank_jobs + val_jobs, limits)
-    bank_reports, val_reports = reports[: len(bank_jobs)], reports[len(bank_jobs) :]
-    countdown.done(
-        f"{name}: held-out {len(val_jobs)} problems, bank {len(bank_jobs)} problems "
-        f"({sum(len(ts) for _, ts in bank_jobs)} tests) run"
-    )
-    passed = sum(rep.passed for rep in bank_reports)
-    total = sum(rep.total for rep in bank_reports)
-    credits = [
-        report_credit(p, codes[p.id], rep, len(bank.get(p.id, [])), cfg)
-        for p, rep in zip(val_problems, val_reports, strict=True)
-    ]
-    special = special_case_share(
-        [(codes[pid], ts, solve[pid].function_name) for pid, ts in bank.items() if codes.get(pid)]
-    )
-    judged = [c for c in credits if c.reward is not None]
-    n = len(judged)
-    metrics = {
-        "model": model_name,
-        "humaneval_pass@1": he.get("pass@1"),
-        "bank_pass_rate": passed / total if total else None,
-        "bank_strict_rate": (
-            sum(r.passed == r.total > 0 for r in bank_reports) / len(bank_reports)
-            if bank_reports
-            else None
-        ),
-        "answerer_reward": rewards.mean_or_none([c.reward for c in credits]),
-        "val_raw_fraction": sum(c.raw_fraction for c in judged) / n if n else None,
-        "val_discriminating_fraction": (
-            sum(c.discriminating_fraction for c in judged) / n if n else None
-        ),
-        "val_strict_pass_at_1": sum(c.strict for c in judged) / n if n else None,
-        "trivial_share": sum(c.trivial for c in credits) / len(credits) if credits else None,
-        "special_case_share": special,
-    }
-    if val_sampled is not None:
-        metrics["val_sampled"] = val_sampled
-        for measure, per in val_sampled.items():
-            metrics[f"val_sampled_{measure}"] = sum(per.values()) / len(per) if per else None
-    return metrics, codes
+    return [c[0] if c else "" for c in completions], val_sampled
 
 
 SIZED_CHUNK = 8  # problems per budget: the torch sampler's batch
@@ -272,7 +275,7 @@ def _sampled_measures(
         temperature=cfg.grpo.temperature,
         top_p=cfg.grpo.top_p,
         seed=cfg.seed + 1 if seed is None else seed,
-        stages=("code",) if cfg.reasoning.direct else tuple(cfg.reasoning.stages),
+        stages=_stages(cfg),
         countdown=countdown,
         what=f"{name}: sampled held-out answers",
         cache_model=cache_model,
@@ -295,55 +298,9 @@ def sampled_scores(
     """`val_sampled` of one model on `problems` alone, drawn as `model_metrics` draws (or with
     another `seed`); with `cache`, through the completion cache (none drawn after a cached call)."""
     cached = completion_cache.identity_if_enabled(model_name) if cache else None
-    device, rows = cfg.model_for("answerer").device, cfg.grpo.rollout_batch_size
-    loaded = load_answerer(model_name, device=device, rows=rows)
+    loaded = _load(cfg, model_name)
     args = (problems, cfg.data.val_samples, loaded, trusted_limits(cfg), None, name, cached)
     return _sampled_measures(cfg, model_name, *args, seed=seed)
-
-
-def sampled_means(
-    problems: Sequence[Problem], texts: Sequence[str], credits: Sequence[Any]
-) -> dict[str, dict[str, float]]:
-    """Per measure, per problem, the mean over its sampled answers (`problems[i]` answered by
-    `texts[i]`, scored `credits[i]`, a rewards.AnswererCredit): discriminating, strict, raw;
-    `defines` (the share defining the asked-for function with its parameters: what the
-    format-only control pays); `defining` (discriminating over the answers that define it:
-    what a clean `def` does not explain; absent where none does); `pass_at_n` (some answer
-    passes every test). An answer the sandbox could not judge counts only in `defines`. Pure."""
-    out: dict[str, dict[str, list[float]]] = {
-        "discriminating": {}, "strict": {}, "raw": {}, "defines": {}, "defining": {},
-    }  # fmt: skip
-    for p, c, text in zip(problems, credits, texts, strict=True):
-        defines = None
-        if p.function_signature and not p.entry_point:  # what the format-only control pays
-            defines = defines_asked_function(text, p.function_signature)
-            out["defines"].setdefault(p.id, []).append(float(defines))
-        if c.reward is None:
-            continue  # sandbox failure: no signal
-        if defines:  # what a clean `def` does not explain: correctness among defining answers
-            out["defining"].setdefault(p.id, []).append(c.discriminating_fraction)
-        out["discriminating"].setdefault(p.id, []).append(c.discriminating_fraction)
-        out["strict"].setdefault(p.id, []).append(float(c.strict))
-        out["raw"].setdefault(p.id, []).append(c.raw_fraction)
-    means = {m: {pid: sum(v) / len(v) for pid, v in per.items()} for m, per in out.items()}
-    # pass@n: some sample passes every test (the ceiling that sharpening the policy can reach)
-    means["pass_at_n"] = {pid: max(v) for pid, v in out["strict"].items()}
-    return means
-
-
-def report_credit(problem: Problem, code: str, report: Any, n_banked: int, cfg: Any = None):
-    """`rewards.AnswererCredit` of `code` from its RunReport on the problem's baseline tests
-    followed by `n_banked` banked tests ('' code = did not parse)."""
-    n_tests = len(humaneval_tests(problem)) if problem.entry_point else len(problem.baseline_tests)
-    mask, trivial = rewards.credit_view(n_tests, problem.trivial_passes, n_banked)
-    weights = cfg.rewards.difficulty_weights if cfg is not None else None
-    if not code:
-        return rewards.answerer_credit(None, mask, trivial, problem.difficulty, weights)
-    if report.infra_error is not None or len(report.results) != len(mask):
-        passed: list[bool | None] = [None] * len(mask)
-    else:
-        passed = [r.passed for r in report.results]
-    return rewards.answerer_credit(passed, mask, trivial, problem.difficulty, weights)
 
 
 def evaluate_snapshots(
