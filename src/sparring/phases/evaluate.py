@@ -26,7 +26,7 @@ from typing import Any
 
 from sparring import tracking
 from sparring.backends import lineage
-from sparring.config import Config
+from sparring.config import Config, to_dict
 from sparring.evaluation import arms, generator_heldout, intervals, learning
 from sparring.evaluation import report as report_mod
 from sparring.evaluation.hacking import hacking_signals
@@ -55,61 +55,114 @@ def evaluate(
     from sparring.phases.sandboxed import require_isolation
 
     require_isolation(cfg)  # before six minutes of sampling, not after
-    val_file = Path(data_dir) / "val.jsonl"
-    val = read_jsonl(val_file) if val_file.is_file() else []
-    sets = heldout_sets(val)
-    tasks = intervals.task_keys({p.id: p.tags for p in val})  # instances of a task: one unit
+    val, sets, tasks = heldout_problems(data_dir)
     base_pool: dict[str, list] = {}  # the base answerer's sampled held-out answers, labelled
-    generators: dict = {}
     with tempfile.TemporaryDirectory() as cache:
         entries = resolve_snapshots(manifest_path, cache)
-        rounds = [e for e in entries if not e.get("label")]
-        # a writer-only run's answerer is the base model: scored once, as the base, for the
-        # writers' held-out pool; no answerer snapshot
-        answerers = [] if writer_only(cfg) else [e["answerer_path"] for e in rounds]
-        report = evaluate_snapshots(
-            cfg,
-            data_dir,
-            answerers,
-            [e["tests_path"] for e in rounds],
-            bank_path,
-            out_dir,
-            base_pool=base_pool,
-        )
-        if len(rounds) < len(entries):
-            report = _add_labelled(cfg, report, entries, data_dir, bank_path, out_dir)
+        report = score_snapshots(cfg, entries, data_dir, bank_path, out_dir, base_pool)
         if cfg.data.val_samples:  # the final models are read from the download cache
-            try:
-                generators = _generators_heldout(cfg, entries, val, sets, tasks, base_pool)
-            except Exception as exc:  # an added measure: the answerer's measures still stand
-                log.warning("generators not measured held out: %s", exc, exc_info=True)
-            # held-out gains per stage and per set, bootstrap intervals; against the start
-            report["learning"] = learning.learning_summary(report, cfg.seed, sets, tasks)
-            report["learning"].update(generators)
-            start = lineage.start_of(entries[-1]["answerer_path"] if entries else None)
-            report["learning"]["start"] = start
-            final = rounds[-1]["answerer_path"] if rounds else ""
-            seed = gate_seed(cfg, start)
-            start_measures(cfg, start, final, val, sets, tasks, report, seed)
+            learned = learning_report(cfg, report, entries, val, sets, tasks, base_pool)
+            report["learning"] = learned
     if cfg.data.val_samples:
-        per_problem = learning.heldout_per_problem(report, sets)
-        report["learning"]["per_problem"] = per_problem
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        heldout_file = Path(out_dir) / HELDOUT_FILE
-        from sparring.config import to_dict
+        file_heldout(cfg, report, sets, tasks, out_dir)
+    write_reports(cfg, report, out_dir, parent_run_id)
+    metrics = snapshot_metrics(report, entries)
+    if report.get("learning"):
+        metrics.update(learning.flat_metrics(report["learning"]))
+    metrics["report_files"] = float(
+        report_mod.log_to_mlflow(out_dir)
+    )  # PNGs + report.md, this child run
+    return metrics
 
-        params = tracking.flatten(to_dict(cfg))
-        record = new_heldout(
-            per_problem, tasks, reward=cfg.rewards.answerer, seed=cfg.seed,
-            config_digest=cfg.digest(), arm={f: params[f] for f in arms.ARM_FIELDS},
-            start=start,
-            code=lineage.code_digest(),
-            measures={
-                m: learning.heldout_per_problem(report, sets, m) for m in STORED_MEASURES
-            },
-        )  # fmt: skip
-        record.save(heldout_file)
-        tracking.log_artifacts([heldout_file], "learning")  # where a control run finds it
+
+def heldout_problems(data_dir: str) -> tuple[list[Problem], dict[str, list[str]], dict[str, str]]:
+    """(val.jsonl's problems, the held-out sets' problem ids, each problem's task key: the
+    instances of one task are one unit in every interval)."""
+    val_file = Path(data_dir) / "val.jsonl"
+    val = read_jsonl(val_file) if val_file.is_file() else []
+    return val, heldout_sets(val), intervals.task_keys({p.id: p.tags for p in val})
+
+
+def score_snapshots(
+    cfg: Config,
+    entries: list[dict],
+    data_dir: str,
+    bank_path: str,
+    out_dir: str,
+    base_pool: dict[str, list],
+) -> dict:
+    """The report of every round's answerer snapshot, the labelled ones (the warm start) judged
+    like a round; `base_pool` gets the base answerer's sampled held-out answers."""
+    rounds = [e for e in entries if not e.get("label")]
+    # a writer-only run's answerer is the base model: scored once, as the base, for the
+    # writers' held-out pool; no answerer snapshot
+    answerers = [] if writer_only(cfg) else [e["answerer_path"] for e in rounds]
+    report = evaluate_snapshots(
+        cfg,
+        data_dir,
+        answerers,
+        [e["tests_path"] for e in rounds],
+        bank_path,
+        out_dir,
+        base_pool=base_pool,
+    )
+    if len(rounds) < len(entries):
+        report = _add_labelled(cfg, report, entries, data_dir, bank_path, out_dir)
+    return report
+
+
+def learning_report(
+    cfg: Config,
+    report: dict,
+    entries: list[dict],
+    val: list[Problem],
+    sets: dict[str, list[str]],
+    tasks: dict[str, str],
+    base_pool: dict[str, list],
+) -> dict:
+    """report["learning"]: held-out gains per stage and per set with bootstrap intervals, the
+    generators measured held out, the answerer's start record, and the measures against that
+    start (which `start_measures` adds to the report)."""
+    generators: dict = {}
+    try:
+        generators = _generators_heldout(cfg, entries, val, sets, tasks, base_pool)
+    except Exception as exc:  # an added measure: the answerer's measures still stand
+        log.warning("generators not measured held out: %s", exc, exc_info=True)
+    report["learning"] = learning.learning_summary(report, cfg.seed, sets, tasks)
+    report["learning"].update(generators)
+    start = lineage.start_of(entries[-1]["answerer_path"] if entries else None)
+    report["learning"]["start"] = start
+    rounds = [e for e in entries if not e.get("label")]
+    final = rounds[-1]["answerer_path"] if rounds else ""
+    start_measures(cfg, start, final, val, sets, tasks, report, gate_seed(cfg, start))
+    return report["learning"]
+
+
+def file_heldout(
+    cfg: Config, report: dict, sets: dict[str, list[str]], tasks: dict[str, str], out_dir: str
+) -> None:
+    """heldout.json in out_dir (per set, per problem, base and final, with task keys, reward,
+    seed, config digest, the answerer's start record and the code version), logged to the
+    phase's run under learning/, where a control run and a study find it."""
+    per_problem = learning.heldout_per_problem(report, sets)
+    report["learning"]["per_problem"] = per_problem
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    heldout_file = Path(out_dir) / HELDOUT_FILE
+    params = tracking.flatten(to_dict(cfg))
+    record = new_heldout(
+        per_problem, tasks, reward=cfg.rewards.answerer, seed=cfg.seed,
+        config_digest=cfg.digest(), arm={f: params[f] for f in arms.ARM_FIELDS},
+        start=report["learning"]["start"],
+        code=lineage.code_digest(),
+        measures={m: learning.heldout_per_problem(report, sets, m) for m in STORED_MEASURES},
+    )  # fmt: skip
+    record.save(heldout_file)
+    tracking.log_artifacts([heldout_file], "learning")  # where a control run finds it
+
+
+def write_reports(cfg: Config, report: dict, out_dir: str, parent_run_id: str) -> None:
+    """report.json, and with learning or step curves (read from MLflow when the run has a
+    parent) the report's markdown and figures, in out_dir."""
     if parent_run_id:
         try:
             report["step_curves"] = tracking.step_curves(cfg, parent_run_id)
@@ -121,13 +174,6 @@ def evaluate(
         report_mod.write_report(report, out_dir)
     if not (Path(out_dir) / "report.json").exists():
         report_mod.write_json(report, out_dir)
-    metrics = snapshot_metrics(report, entries)
-    if report.get("learning"):
-        metrics.update(learning.flat_metrics(report["learning"]))
-    metrics["report_files"] = float(
-        report_mod.log_to_mlflow(out_dir)
-    )  # PNGs + report.md, this child run
-    return metrics
 
 
 def start_measures(
