@@ -14,15 +14,17 @@ selection modules beside this one) or the labelled warm-start snapshot and the M
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparring import progress
 from sparring.backends.sampler import load_answerer, sample_answers
 from sparring.evaluation import completion_cache
+from sparring.evaluation import report as report_mod
 from sparring.evaluation.answer_scores import (
     answer_metrics,
     humaneval_result,
@@ -32,13 +34,15 @@ from sparring.evaluation.answer_scores import (
 )
 from sparring.evaluation.crossplay import cross_play, elo_ratings, solution_code, win_rates
 from sparring.evaluation.hacking import hacking_signals, special_case_share
-from sparring.evaluation.rounds import (
-    read_round_tests,
-    round_metrics,
-    summarize_round,
-    validate_rows,
+from sparring.evaluation.run_inputs import (
+    Round,
+    base_and_snapshots,
+    problem_sets,
+    problems_to_solve,
+    read_rounds,
 )
-from sparring.rewards.bank import BANK_FILE, read_bank, rows_by_round, tests_by_problem
+from sparring.evaluation.selection import choose_best
+from sparring.rewards.bank import BANK_FILE, read_bank, tests_by_problem
 from sparring.sandbox.limits import trusted_limits, untrusted_limits
 
 if TYPE_CHECKING:
@@ -332,111 +336,152 @@ def evaluate_snapshots(
     the cross-play matrix (columns: each round's valid tests). A snapshot of round r takes round
     r's test validity and duplicate rate, and its hacking signals are judged on rounds 1..r.
     """
-    from sparring.problems import read_jsonl
-
-    data = Path(data_dir)
-    out = Path(out_dir)
+    data, out = Path(data_dir), Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-
-    def problems_of(name: str) -> list[Problem]:
-        p = data / name
-        return read_jsonl(p) if p.is_file() else []
-
-    eval_problems = problems_of("eval.jsonl")
-    if cfg.data.humaneval_limit:
-        eval_problems = eval_problems[: cfg.data.humaneval_limit]
-    val_problems = problems_of("val.jsonl")
-    known = {p.id: p for p in [*problems_of("train.jsonl"), *val_problems]}
+    eval_problems, val_problems, known = problem_sets(data, cfg.data.humaneval_limit)
     limits = trusted_limits(cfg)
     bank_rows = read_bank(bank_path or data / BANK_FILE)
     bank = tests_by_problem(bank_rows)
-    sim = cfg.rewards.duplicate_similarity
-
-    # rounds: (number, valid tests per problem, summary)
-    rounds: list[tuple[int, dict[str, list[str]], dict[str, Any]]] = []
-    for j, path in enumerate(round_tests):
-        rows, raw = read_round_tests(path)
-        if raw:
-            expected = cfg.rewards.reference_expected
-            rows = validate_rows(rows, known, untrusted_limits(cfg), expected)
-        number = next((r["round"] for r in rows if isinstance(r.get("round"), int)), j + 1)
-        valid = [r for r in rows if r.get("valid", True)]
-        rounds.append(
-            (number, tests_by_problem(valid), summarize_round(rows, round_metrics(path), sim))
-        )
-    if not round_tests:
-        for n, rows in rows_by_round(bank_rows).items():  # the bank's lineage
-            rounds.append((n, tests_by_problem(rows), summarize_round(rows, None, sim)))
-    summaries = [{"round": n, **summary} for n, _, summary in rounds]
-
-    models = list(answerer_models)
-    if len(models) == len(rounds) + 1:
-        base_name, models = models[0], models[1:]
-    else:
-        base_name = cfg.model_for("answerer").name
-    attacked = {pid for t in [bank, *(r[1] for r in rounds)] for pid in t if pid in known}
-    solve = {p.id: p for p in val_problems}
-    solve.update({pid: known[pid] for pid in sorted(attacked)})
-
-    log.info("evaluating the base model %s", base_name)
-    total = 1 + len(models)
-    # Time left counted in answers to generate (most of the time); base and final sample too.
-    units = sum(
-        answer_units(cfg, eval_problems, val_problems, solve, sampled=i in (0, len(models)))
-        for i in range(total)
-    )
-    countdown = progress.Countdown(units, progress.LABEL or "evaluate")
-
-    def announce(done: int, label: str, metrics: dict[str, Any]) -> None:
-        shown = " ".join(
-            f"{k}={metrics[k]:.3g}"
-            for k in ("humaneval_pass@1", "val_discriminating_fraction", "bank_pass_rate")
-            if isinstance(metrics.get(k), (int, float))
-        )
-        countdown.done(f"snapshot {done}/{total} {label} done: {shown}")
-
-    baseline, base_codes = model_metrics(
-        cfg, base_name, eval_problems, val_problems, solve, bank, limits,
-        countdown=countdown, name="base", cache=True, pool=base_pool,
+    rounds = read_rounds(
+        round_tests, bank_rows, known, untrusted_limits(cfg), cfg.rewards.reference_expected,
+        cfg.rewards.duplicate_similarity,
     )  # fmt: skip
-    announce(1, "base", baseline)
+    summaries = [{"round": n, **summary} for n, _, summary in rounds]
+    base_name, models = base_and_snapshots(
+        answerer_models, len(rounds), cfg.model_for("answerer").name
+    )
+    solve = problems_to_solve(val_problems, known, bank, rounds)
+    countdown = _countdown(cfg, eval_problems, val_problems, solve, len(models))
+    measure = functools.partial(
+        model_metrics, cfg, eval_problems=eval_problems, val_problems=val_problems, solve=solve,
+        bank=bank, limits=limits, countdown=countdown,
+    )  # fmt: skip
+    baseline, snapshots, all_codes = _evaluate_models(
+        measure, base_name, models, rounds, summaries, cfg.selection, base_pool, countdown
+    )
+    report = _cross_play_report(
+        baseline, snapshots, rounds, summaries, all_codes, limits, countdown
+    )
+    best, score, reason = choose_best(cfg, report)
+    report["selection"] = {"index": best, "score": score, "reason": reason}
+    report_mod.write_json(report, out)
+    report_mod.write_report(report, out)
+    return report
+
+
+def _countdown(
+    cfg: Any,
+    eval_problems: Sequence[Problem],
+    val_problems: Sequence[Problem],
+    solve: Mapping[str, Problem],
+    n_snapshots: int,
+) -> progress.Countdown:
+    """The evaluation's progress, counted in answers to generate (most of the time); the base
+    and the final snapshot sample too."""
+    units = sum(
+        answer_units(cfg, eval_problems, val_problems, solve, sampled=i in (0, n_snapshots))
+        for i in range(1 + n_snapshots)
+    )
+    return progress.Countdown(units, progress.LABEL or "evaluate")
+
+
+def _evaluate_models(
+    measure: Callable[..., tuple[dict[str, Any], dict[str, str]]],
+    base_name: str,
+    models: Sequence[str],
+    rounds: Sequence[Round],
+    summaries: Sequence[dict[str, Any]],
+    gate: Any,
+    base_pool: dict[str, list[Any]] | None,
+    countdown: progress.Countdown,
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, str]]]:
+    """(the base model's metrics, each snapshot's with its round and hacking gate, every model's
+    code per problem, base first): `measure` (model_metrics with the run's problems) of the
+    base model, then of each snapshot in order, a progress line after each."""
+    total = 1 + len(models)
+    log.info("evaluating the base model %s", base_name)
+    baseline, base_codes = measure(base_name, name="base", cache=True, pool=base_pool)
+    _announce(countdown, 1, total, "base", baseline)
     baseline.update(round=0, base=True)
     snapshots, all_codes = [], [base_codes]
     for i, model_name in enumerate(models):
         log.info("evaluating snapshot %d: %s", i, model_name)
-        metrics, codes = model_metrics(
-            cfg, model_name, eval_problems, val_problems, solve, bank, limits,
+        metrics, codes = measure(
+            model_name,
             sampled=i == len(models) - 1,  # base and final: the learning measures
-            countdown=countdown, name=f"snapshot {i + 1}",
+            name=f"snapshot {i + 1}",
             cache=i == len(models) - 1,  # the next scheduled run may start from it
-        )  # fmt: skip
+        )
         all_codes.append(codes)
-        announce(i + 2, f"snapshot {i + 1}", metrics)
-        k = min(i, len(rounds) - 1)
-        number = rounds[i][0] if i < len(rounds) else i + 1
-        history = [dict(s) for s in summaries[: k + 1]] if rounds else [{}]
-        history[-1]["special_case_share"] = metrics["special_case_share"]
-        history[-1]["trivial_share"] = metrics["trivial_share"]
-        history.insert(0, {"trivial_share": baseline["trivial_share"]})  # the gate's reference
-        flat = _training_metrics(model_name).get("flat_group_share")
-        if flat is not None:  # the snapshot's own GRPO groups win over the round's sidecar
-            history[-1]["flat_group_share"] = flat
-        hacking = hacking_signals(history, cfg.selection)
-        summary = summaries[k] if rounds else {}
+        _announce(countdown, i + 2, total, f"snapshot {i + 1}", metrics)
         metrics.update(
-            round=number,
-            test_validity=summary.get("test_validity"),
-            duplicate_rate=summary.get("duplicate_rate"),
-            hacking=hacking,
-            promotable=not hacking["tripped"] and metrics["answerer_reward"] is not None,
+            _standing(i, model_name, metrics, baseline["trivial_share"], rounds, summaries, gate)
         )
         snapshots.append(metrics)
+    return baseline, snapshots, all_codes
+
+
+def _announce(
+    countdown: progress.Countdown, done: int, total: int, label: str, metrics: Mapping[str, Any]
+) -> None:
+    """`snapshot DONE/TOTAL LABEL done:` and the model's headline measures."""
+    shown = " ".join(
+        f"{k}={metrics[k]:.3g}"
+        for k in ("humaneval_pass@1", "val_discriminating_fraction", "bank_pass_rate")
+        if isinstance(metrics.get(k), (int, float))
+    )
+    countdown.done(f"snapshot {done}/{total} {label} done: {shown}")
+
+
+def _standing(
+    i: int,
+    model_name: str,
+    metrics: Mapping[str, Any],
+    base_trivial_share: float | None,
+    rounds: Sequence[Round],
+    summaries: Sequence[dict[str, Any]],
+    gate: Any,
+) -> dict[str, Any]:
+    """Snapshot `i`'s round, its round's test validity and duplicate rate, its hacking signals
+    (judged on rounds 1..its own, the base model's trivial share first: the gate's reference)
+    and whether it may be promoted."""
+    k = min(i, len(rounds) - 1)
+    number = rounds[i][0] if i < len(rounds) else i + 1
+    history = [dict(s) for s in summaries[: k + 1]] if rounds else [{}]
+    history[-1]["special_case_share"] = metrics["special_case_share"]
+    history[-1]["trivial_share"] = metrics["trivial_share"]
+    history.insert(0, {"trivial_share": base_trivial_share})  # the gate's reference
+    flat = _training_metrics(model_name).get("flat_group_share")
+    if flat is not None:  # the snapshot's own GRPO groups win over the round's sidecar
+        history[-1]["flat_group_share"] = flat
+    hacking = hacking_signals(history, gate)
+    summary = summaries[k] if rounds else {}
+    return {
+        "round": number,
+        "test_validity": summary.get("test_validity"),
+        "duplicate_rate": summary.get("duplicate_rate"),
+        "hacking": hacking,
+        "promotable": not hacking["tripped"] and metrics["answerer_reward"] is not None,
+    }
+
+
+def _cross_play_report(
+    baseline: dict[str, Any],
+    snapshots: list[dict[str, Any]],
+    rounds: Sequence[Round],
+    summaries: list[dict[str, Any]],
+    all_codes: list[dict[str, str]],
+    limits: Any,
+    countdown: progress.Countdown,
+) -> dict[str, Any]:
+    """The report before the selection: the models' metrics, the rounds, and the cross-play of
+    every model's code against each round's valid tests with its win rates and Elo ratings."""
     columns = [tests for _, tests, _ in rounds]
     matrix = cross_play(all_codes, columns, limits) if columns else []
     if columns:
         countdown.done(f"cross-play {len(all_codes)} answerers x {len(columns)} rounds' tests run")
     answerer_elo, generator_elo = elo_ratings(matrix) if matrix else ([], [])
-    report: dict[str, Any] = {
+    return {
         "baseline": baseline,
         "snapshots": snapshots,
         "rounds": summaries,
@@ -446,12 +491,3 @@ def evaluate_snapshots(
         "cross_play_columns": [f"round {n}" for n, _, _ in rounds],
         "elo": {"answerer": answerer_elo, "generator": generator_elo},
     }
-    from sparring.evaluation.selection import choose_best
-
-    best, score, reason = choose_best(cfg, report)
-    report["selection"] = {"index": best, "score": score, "reason": reason}
-    from sparring.evaluation import report as report_mod
-
-    report_mod.write_json(report, out)
-    report_mod.write_report(report, out)
-    return report
