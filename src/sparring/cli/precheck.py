@@ -6,15 +6,19 @@ PRECHECK lines, and its files (`--out DIR`: precheck.json, pool.jsonl, answers.j
 of flags per sampled answer); `sparring precheck size-n --rows answers.jsonl`, the answers a
 task the oracle needs to reach a target, printed per level from those rows alone; and `sparring
 pool-catch`, the test writers' catch on that pool afterwards (a study's trained generators
-against the base one and the fuzzer). Does not cover: the sampling, judging and statistics
-(sparring.experiments.precheck, sparring.experiments.pool_catch,
-sparring.experiments.sizing_oracle).
+against the base one and the fuzzer); `sparring precheck select` (N answers a task and each
+test source's tests and verdicts, as choose rows: rows.jsonl) and `sparring precheck
+select-report --rows FILE...` (every rule re-scored from those rows, with intervals). Does not
+cover: the sampling, judging and statistics (sparring.experiments.precheck,
+sparring.experiments.pool_catch, sparring.experiments.sizing_oracle,
+sparring.experiments.selection_rows, sparring.evaluation.choose).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from sparring.cli.calibrate import int_list
 from sparring.cli.common import add_config_args, config_from_args, output_dir, write_output
@@ -39,21 +43,7 @@ def add_commands(sub) -> None:
             "many answers it will sample before starting."
         ),
     )
-    add_config_args(p, without=f"{DEFAULT_CONFIG} is used")
-    p.add_argument("--seed", type=int, default=2, help="instance seed (default 2: development)")
-    p.add_argument("--levels", default="2,3", help="comma-separated levels (default 2,3)")
-    p.add_argument(
-        "--families",
-        default="",
-        help="comma-separated families (default: the config's trained families)",
-    )
-    p.add_argument(
-        "--per-family",
-        type=int,
-        default=0,
-        metavar="N",
-        help="instances per family and level (default 0: the fewest giving 800 answers a level)",
-    )
+    _add_instance_args(p, "the fewest giving 800 answers a level")
     p.add_argument(
         "--samples-per-instance",
         dest="samples",
@@ -62,9 +52,7 @@ def add_commands(sub) -> None:
         metavar="N",
         help="answers sampled per instance (default 8)",
     )
-    p.add_argument("--given-tests", type=int, default=3, metavar="K", help="given tests (3)")
     _add_writer_args(p, "base generator completions per pool problem (default 4)")
-    p.add_argument("--model", default="", help="answerer to sample (default: the config's)")
     p.add_argument(
         "--generator-model", default="", help="generator to sample (default: the config's)"
     )
@@ -75,7 +63,10 @@ def add_commands(sub) -> None:
         help="write precheck.json, pool.jsonl and answers.jsonl (each answer's flags)",
     )
     p.set_defaults(func=_precheck)
-    _add_size_n(p)
+    sub_of_precheck = p.add_subparsers(dest="precheck_command", metavar="SUBCOMMAND")
+    _add_size_n(sub_of_precheck)
+    _add_select(sub_of_precheck)
+    _add_select_report(sub_of_precheck)
 
     p = sub.add_parser(
         "pool-catch",
@@ -106,11 +97,10 @@ def add_commands(sub) -> None:
     p.set_defaults(func=_pool_catch)
 
 
-def _add_size_n(precheck: argparse.ArgumentParser) -> None:
+def _add_size_n(sub) -> None:
     """`sparring precheck size-n`: N sized from a filed pre-check's answers.jsonl, no model."""
     from sparring.experiments.sizing_oracle import MAX_N, TARGET
 
-    sub = precheck.add_subparsers(dest="precheck_command", metavar="SUBCOMMAND")
     text = (
         "Reads a pre-check's answers.jsonl (each sampled answer's flags) and prints per level: "
         "tasks, the mean per-task every-test pass rate, the oracle (some of N answers a task "
@@ -158,6 +148,210 @@ def _size_n(args: argparse.Namespace) -> int:
     )
     print("\n".join(sizing_oracle.format_lines(sized)))
     return 0
+
+
+def _add_select(sub) -> None:
+    """`sparring precheck select`: N answers a task and each source's tests, as choose rows."""
+    p = sub.add_parser(
+        "select",
+        help="N answers a task, judged, with each test source's tests and verdicts (rows.jsonl)",
+        description=(
+            "Samples --n answers a problem of the answerer (the config's, or --model) on family "
+            "instances of --seed at --levels, as the pre-check samples them; judges each (passes "
+            "the --given-tests K given tests; passes every test, the stated case included); has "
+            "each --source write at most --k valid tests a problem as the reward sees it (the "
+            "tests failing the reference are kept too, marked invalid, so they are counted and "
+            "never choose) and runs every answer on every test. Writes DIR/rows.jsonl (one "
+            "choose row a task: every answer's flags, code and verdicts; `precheck "
+            "select-report` re-scores any rule from it) and DIR/select.json (the settings), "
+            "then prints the report."
+        ),
+    )
+    _add_instance_args(p, "the fewest giving 100 tasks a level")
+    p.add_argument("--n", type=int, required=True, metavar="N", help="answers sampled a problem")
+    p.add_argument("--k", type=int, default=0, metavar="k",
+                   help="valid tests a source keeps a problem (0: steps.fuzz_tests)")  # fmt: skip
+    p.add_argument(
+        "--source",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="a test source (repeatable): fuzz, base (the config's generator) or writer:PATH "
+        "(a generator model or folder), named fuzz, base, writer; NAME=SPEC names it",
+    )
+    p.add_argument("--generator-samples", type=int, default=4, metavar="N",
+                   help="completions a problem a generator samples (default 4)")  # fmt: skip
+    p.add_argument("--out", required=True, metavar="DIR", help="write rows.jsonl and select.json")
+    p.set_defaults(func=_select)
+
+
+def _add_select_report(sub) -> None:
+    """`sparring precheck select-report`: every rule re-scored from filed rows, no model."""
+    from sparring.experiments.selection_rows import BOOTSTRAP
+
+    p = sub.add_parser(
+        "select-report",
+        help="each rule's score, the oracle and contrasts with none, from select's rows.jsonl",
+        description=(
+            "Reads rows.jsonl files of `precheck select` and prints per level and pooled: the "
+            "oracle (some answer passes every test), each rule's score (the share of tasks "
+            "whose chosen answer passes every test, ties scored exactly), the tests it kept and "
+            "dropped per task, the share of right answers its tests reject, and contrasts "
+            "X - none, each with a 95% percentile bootstrap interval. Several --rows files are "
+            "several writer seeds over the same answers: each resample draws whole files, then "
+            "tasks (a task with all its instances); each file's contrast is printed too. "
+            "Samples and runs nothing."
+        ),
+    )
+    p.add_argument("--rows", action="append", required=True, metavar="FILE",
+                   help="a select rows.jsonl (repeatable: one a writer seed)")  # fmt: skip
+    p.add_argument(
+        "--sources",
+        default="",
+        help="comma-separated rules, e.g. none,fuzz,writer,fuzz+writer (default: none and "
+        "every source of the first row)",
+    )
+    p.add_argument("--bootstrap", type=int, default=BOOTSTRAP, metavar="N",
+                   help=f"resamples per interval (default {BOOTSTRAP})")  # fmt: skip
+    p.add_argument("--bootstrap-seed", type=int, default=0, help="the resamples' seed (default 0)")
+    p.set_defaults(func=_select_report)
+
+
+def _select(args: argparse.Namespace) -> int:
+    from sparring.evaluation.calibration import calibration_problems
+    from sparring.evaluation.choose import rows_jsonl
+    from sparring.experiments import precheck, selection_rows
+
+    if args.n < 1:
+        raise SparringError(f"--n {args.n}: use N >= 1 answers a problem")
+    if args.k < 0 or args.generator_samples < 1:
+        raise SparringError("--k: use k >= 1 (0: steps.fuzz_tests); --generator-samples: >= 1")
+    levels = _levels(args)
+    out = output_dir(args.out, "--out")  # before the sampling
+    cfg, families = _config_and_families(args)
+    try:
+        sources = selection_rows.parse_sources(args.source, cfg.model_for("generator").name)
+    except ValueError as exc:
+        raise SparringError(f"--source: {exc}") from None
+    per_family = args.per_family or precheck.per_family_for(
+        len(families), 1, selection_rows.MIN_TASKS
+    )
+    k = args.k or cfg.steps.fuzz_tests
+    problems = calibration_problems(cfg, args.seed, per_family, families, levels)
+    print(
+        f"SELECT plan: {len(problems)} problems ({len(families)} families x {per_family} "
+        f"instances x levels {','.join(map(str, levels))}, seed {args.seed}) x {args.n} answers; "
+        f"K={args.given_tests} given tests; sources "
+        f"{', '.join(s.name for s in sources) or '(none)'}, k={k} tests each, "
+        f"{args.generator_samples} completions a problem a generator",
+        flush=True,
+    )
+    result = selection_rows.run_selection(
+        cfg, problems, args.model, args.n, k, sources, args.seed, args.given_tests,
+        args.generator_samples,
+    )  # fmt: skip
+    rows = result["rows"]
+    settings = {
+        "config": args.config, "model": args.model or cfg.model_for("answerer").name,
+        "seed": args.seed, "levels": levels, "families": families, "per_family": per_family,
+        "given_tests": args.given_tests, "n": args.n, "k": k,
+        "generator_samples": args.generator_samples,
+        "sources": {s.name: s.spec for s in sources},
+    }  # fmt: skip
+    write_output(out / "rows.jsonl", rows_jsonl(rows), "--out")
+    record = {"settings": settings, "timing": result["timing"]}
+    write_output(out / "select.json", json.dumps(record, indent=1), "--out")
+    print(f"SELECT rows: {len(rows)} tasks in {out / 'rows.jsonl'}")
+    report = selection_rows.select_report([rows], [s.name for s in sources])
+    print("\n".join(selection_rows.format_report(report)))
+    return 0
+
+
+def _select_report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from sparring.evaluation.choose import NONE, read_rows
+    from sparring.experiments import selection_rows
+
+    if args.bootstrap < 1:
+        raise SparringError(f"--bootstrap {args.bootstrap}: use N >= 1 resamples")
+    files = []
+    for path in args.rows:
+        if not Path(path).is_file():
+            raise SparringError(f"--rows {path}: no such file (a precheck select rows.jsonl)")
+        try:
+            rows = read_rows(path)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise SparringError(f"--rows: {exc}") from None
+        if not rows:
+            raise SparringError(f"--rows {path}: holds no rows")
+        files.append(rows)
+    sources = [s.strip() for s in args.sources.split(",") if s.strip()]
+    sources = sources or [NONE, *files[0][0]["tests"]]
+    try:
+        report = selection_rows.select_report(files, sources, args.bootstrap, args.bootstrap_seed)
+    except ValueError as exc:
+        raise SparringError(f"--sources: {exc}") from None
+    tasks = len({row["task"] for rows in files for row in rows})
+    print(
+        f"SELECT plan: {len(files)} rows file(s) (writer seeds), "
+        f"{sum(map(len, files))} rows, {tasks} tasks; rules {', '.join(sources)}; "
+        f"{args.bootstrap} resamples drawing whole files, then tasks "
+        f"(seed {args.bootstrap_seed})"
+    )
+    print("\n".join(selection_rows.format_report(report)))
+    return 0
+
+
+def _add_instance_args(p: argparse.ArgumentParser, sized: str) -> None:
+    """What precheck and select sample on and with: the config, the instances, the answerer."""
+    add_config_args(p, without=f"{DEFAULT_CONFIG} is used")
+    p.add_argument("--seed", type=int, default=2, help="instance seed (default 2: development)")
+    p.add_argument("--levels", default="2,3", help="comma-separated levels (default 2,3)")
+    p.add_argument(
+        "--families",
+        default="",
+        help="comma-separated families (default: the config's trained families)",
+    )
+    p.add_argument(
+        "--per-family",
+        type=int,
+        default=0,
+        metavar="N",
+        help=f"instances per family and level (default 0: {sized})",
+    )
+    p.add_argument("--given-tests", type=int, default=3, metavar="K", help="given tests (3)")
+    p.add_argument("--model", default="", help="answerer to sample (default: the config's)")
+
+
+def _levels(args: argparse.Namespace) -> list[int]:
+    """--levels checked (and --seed, --per-family, --given-tests), before any model loads."""
+    from sparring.problems.families import DEFINED_LEVELS
+
+    if args.seed < 0 or args.per_family < 0 or args.given_tests < 1:
+        raise SparringError("--seed: use >= 0; --per-family: >= 0 (0: sized); --given-tests: >= 1")
+    levels = int_list(args.levels, "--levels")
+    if not levels or any(level not in DEFINED_LEVELS for level in levels):
+        raise SparringError(f"--levels {args.levels!r}: use levels among {list(DEFINED_LEVELS)}")
+    return levels
+
+
+def _config_and_families(args: argparse.Namespace) -> tuple[Any, list[str]]:
+    """The config (default configs/learn.yaml) and --families, checked (default: trained)."""
+    from sparring.problems.families import FAMILIES
+    from sparring.problems.families.sets import trained_families
+
+    if not args.config:
+        args.config = DEFAULT_CONFIG
+    cfg = config_from_args(args)
+    families = [f for f in args.families.split(",") if f.strip()] or trained_families(
+        cfg.data.families
+    )
+    for name in families:
+        if name not in FAMILIES:
+            known = ", ".join(FAMILIES)
+            raise SparringError(f"--families: unknown family {name!r}; known: {known}")
+    return cfg, families
 
 
 def _add_writer_args(p: argparse.ArgumentParser, samples_help: str) -> None:
@@ -226,33 +420,15 @@ def _pool_catch(args: argparse.Namespace) -> int:
 
 def _precheck(args: argparse.Namespace) -> int:
     from sparring.experiments import precheck
-    from sparring.problems.families import DEFINED_LEVELS, FAMILIES
-    from sparring.problems.families.sets import trained_families
 
-    if args.seed < 0:
-        raise SparringError(f"--seed {args.seed}: use a seed >= 0")
-    if args.per_family < 0 or args.samples < 1 or args.generator_samples < 0:
+    if args.samples < 1 or args.generator_samples < 0 or args.tests_per_problem < 0:
         raise SparringError(
-            "--per-family (0: sized), --samples-per-instance (>= 1), --generator-samples (>= 0)"
+            "--samples-per-instance (>= 1), --generator-samples (>= 0), --tests-per-problem "
+            "(k >= 1; 0: steps.fuzz_tests)"
         )
-    if args.given_tests < 1 or args.tests_per_problem < 0:
-        raise SparringError(
-            "--given-tests: use K >= 1; --tests-per-problem: use k >= 1 (0: steps.fuzz_tests)"
-        )
-    levels = int_list(args.levels, "--levels")
-    if not levels or any(level not in DEFINED_LEVELS for level in levels):
-        raise SparringError(f"--levels {args.levels!r}: use levels among {list(DEFINED_LEVELS)}")
+    levels = _levels(args)
     out = output_dir(args.out, "--out") if args.out else None  # before an hour of sampling
-    if not args.config:
-        args.config = DEFAULT_CONFIG
-    cfg = config_from_args(args)
-    families = [f for f in args.families.split(",") if f.strip()] or trained_families(
-        cfg.data.families
-    )
-    for name in families:
-        if name not in FAMILIES:
-            known = ", ".join(FAMILIES)
-            raise SparringError(f"--families: unknown family {name!r}; known: {known}")
+    cfg, families = _config_and_families(args)
     per_family = args.per_family or precheck.per_family_for(len(families), args.samples)
     k = args.tests_per_problem or cfg.steps.fuzz_tests
     a_level = len(families) * per_family * args.samples
