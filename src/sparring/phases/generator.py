@@ -1,14 +1,17 @@
 """The generator phase: GRPO of the test writer (or proposer) against a frozen answerer.
 
 Covers: sampling the frozen answerer snapshot once (`sample_frozen_solutions`; over a pool, in
-process or behind the server: `sample_frozen_pool`, the answerer phase's screen too),
-`train_generator` (rewarded against those cached solutions; writes the generated tests and
-frozen solutions), the proposer mode's reward, and the dry run's mutated baseline tests
-(`fallback_tests`). Does not cover: the rewards' rules (sparring.rewards.code_duel), which
-problems get final tests (sparring.phases.final_tests), validation (sparring.phases.validate)
-or the generator that does not learn (`generator_mode: fuzz`,
-sparring.phases.fuzz, which `train_generator` hands the phase to).
-"""
+process or behind the server: `sample_frozen_pool`, the answerer phase's screen too), and
+`train_generator` in its steps: the dry run (`write_dry_run`, with the mutated baseline tests of
+`fallback_tests`), the frozen answerer sampled once and its solutions written (`sample_frozen`),
+the draw those solutions order (`order_by_frozen`: the zone first; for the catch reward the
+catchable problems only), the test writer's GRPO against them (`train_test_writer`, its reward
+`writer_reward`, its catch at the first and last step `catch_step_metrics`), its final tests
+(`sample_final_tests`, `written_tests`) and the trained model's record. Does not cover: the
+rewards' rules (sparring.rewards.code_duel), the proposer mode (`generator_mode: problems`,
+sparring.phases.proposer), which problems get final tests (sparring.phases.final_tests),
+validation (sparring.phases.validate) or the generator that does not learn (`generator_mode:
+fuzz`, sparring.phases.fuzz, which `train_generator` hands the phase to)."""
 
 from __future__ import annotations
 
@@ -17,13 +20,18 @@ import gc
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sparring import backends
-from sparring.backends.base import Sampled
+from sparring import progress as lines
+from sparring.backends import sampler
+from sparring.backends.base import Sampled, copy_model
 from sparring.backends.budget import completion_tokens
-from sparring.config import Config
+from sparring.config import Config, RewardsConfig
 from sparring.distributed import ranks
+from sparring.evaluation.completion_cache import identity_if_enabled, loaded_on, through_cache
+from sparring.evaluation.intervals import side_summary
 from sparring.phases.common import (
     check_shared_beta,
     derived_seed,
@@ -35,6 +43,10 @@ from sparring.phases.common import (
     write_lines,
 )
 from sparring.phases.final_tests import final_problems, final_rows
+from sparring.phases.fuzz import fuzz_generator
+from sparring.phases.proposer import train_proposer
+from sparring.phases.sandboxed import require_isolation
+from sparring.phases.schedule import reasoning_stages
 from sparring.phases.zone import (
     catchable_problems,
     draw_in_zone,
@@ -42,7 +54,10 @@ from sparring.phases.zone import (
     in_zone,
 )
 from sparring.problems import Problem, programs, prompts
+from sparring.rewards import code_duel
+from sparring.sandbox import Sandbox
 from sparring.sandbox.limits import untrusted_limits
+from sparring.serving.duel import ServedAnswerer
 
 
 def _equality(test: str) -> tuple[ast.expr, ast.expr] | None:
@@ -99,11 +114,6 @@ def sample_frozen_solutions(
     phase passes its own label). With `cache_model` (a completion_cache.model_identity), the
     completions come from, or go to, the completion cache: the arms of a study that start from
     one base model with one seed sample its pool once (a hit reports no sampling time)."""
-    from sparring.backends.sampler import sample_answers
-    from sparring.evaluation.completion_cache import loaded_on, through_cache
-    from sparring.phases.schedule import reasoning_stages
-    from sparring.problems.prompts import answerer_messages
-
     stages = reasoning_stages(cfg, round_index)
     settings = {
         "max_new_tokens": completion_tokens(cfg, answerer.tokenizer, problems),
@@ -113,11 +123,13 @@ def sample_frozen_solutions(
     fresh: list[Sampled] = []
 
     def sample() -> list[list[str]]:
-        fresh.append(sample_answers(answerer, problems, stages=stages, bar=progress, **settings))
+        fresh.append(
+            sampler.sample_answers(answerer, problems, stages=stages, bar=progress, **settings)
+        )
         return fresh[-1].texts
 
     if cache_model and problems:
-        messages = [answerer_messages(p, stages) for p in problems]
+        messages = [prompts.answerer_messages(p, stages) for p in problems]
         mc = cfg.model_for("answerer")  # what else decides the tokens: how the model is loaded
         loaded = {"topology": cfg.topology, "configured": [mc.device, mc.dtype],
                   **loaded_on(answerer), "rows": getattr(answerer, "rows", None)}  # fmt: skip
@@ -151,21 +163,16 @@ def sample_frozen_pool(
     server`. Returns (rows, the loaded model, its tokenizer, {"seconds", "tokens_per_s"}); the
     model is loaded either way (the tokenizer sizes budgets; the proposer mode solves with it).
     One line says what was sampled; `label` names the phase in it."""
-    from sparring.backends.sampler import LoadedAnswerer
-    from sparring.evaluation import completion_cache
-
     start = time.perf_counter()
     frozen, tok = backend.load_frozen(cfg, model)
     # steps.frozen_rows, else a training rollout's rows: on a CPU a wider decode step costs
     # little more (docs/training.md), and the frozen samples are most of this phase's time
-    answerer: Any = LoadedAnswerer(backend, frozen, tok, sampling_rows(cfg))
+    answerer: Any = sampler.LoadedAnswerer(backend, frozen, tok, sampling_rows(cfg))
     if cfg.serving.mode == "server":
-        from sparring.serving.duel import ServedAnswerer
-
         answerer = ServedAnswerer(cfg, model, tok)
     stats: list[Sampled] = []
     # served answers are the server's to reproduce; in process, the cache's
-    cached = None if cfg.serving.mode == "server" else completion_cache.identity_if_enabled(model)
+    cached = None if cfg.serving.mode == "server" else identity_if_enabled(model)
 
     def sample_share(part: list[Problem]) -> list[dict[str, Any]]:
         rows, sampled = sample_frozen_solutions(
@@ -177,8 +184,6 @@ def sample_frozen_pool(
     rows = ranks.shard_and_gather(problems, sample_share)
     seconds = time.perf_counter() - start
     if ranks.world().main:
-        from sparring import progress as lines
-
         lines.say(
             f"{lines.LABEL or label} frozen answerer: "
             f"{len(problems) * cfg.steps.frozen_samples} solutions on {len(problems)} problems "
@@ -205,71 +210,150 @@ def train_generator(
     generator does not learn: sparring.phases.fuzz writes the phase's outputs instead."""
     init_model = init_model or None
     if cfg.generator_mode == "fuzz":
-        from sparring.phases.fuzz import fuzz_generator
-
-        return fuzz_generator(
-            cfg, round_index, data_dir, init_model, out_model, out_tests, out_frozen_solutions,
-            phase,
-        )  # fmt: skip
-    frozen_answerer = frozen_answerer or cfg.model_for("answerer").name
+        return fuzz_generator(cfg, round_index, data_dir, init_model, out_model, out_tests,
+                              out_frozen_solutions, phase)  # fmt: skip
     steps = planned_steps(cfg, phase, "generator", round_index)
-    # each planned phase samples its frozen answerer with its own seed; the default label keeps
-    # the seed it always had (pipelines compiled before labels were phase names pass none)
-    frozen_label = "frozen" if phase == "generator" else f"{phase}-frozen"
     pool = train_problems(data_dir)
     problems = draw_in_zone(cfg, pool, {}, round_index, phase)
     base = backends.base_name(cfg, "generator", init_model)
-    meta = {"round": round_index, "phase": phase, "mode": cfg.generator_mode,
-            "problems_drawn": drawn_digest(problems)}  # fmt: skip
     metrics: dict[str, float] = {"problems": float(len(problems)), "dry_run": float(cfg.dry_run)}
     if cfg.dry_run or steps == 0:
-        from sparring.backends.base import copy_model
-
-        write_lines(out_frozen_solutions, [{"problem_id": p.id, "solutions": []} for p in problems])
-        tested = final_problems(cfg, problems, pool)
-        rows = [
-            {"problem_id": p.id, "tests": fallback_tests(p), "round": round_index} for p in tested
-        ]
-        write_lines(out_tests, rows)
-        copy_model(
-            init_model or cfg.model_for("generator").name, out_model, {**meta, "role": "generator"}
-        )
-        metrics["generated_tests"] = float(sum(len(r["tests"]) for r in rows))
+        meta = generator_record(round_index, phase, cfg.generator_mode, problems)
+        metrics["generated_tests"] = write_dry_run(
+            problems, final_problems(cfg, problems, pool), round_index, meta,
+            init_model or cfg.model_for("generator").name, out_model, out_tests,
+            out_frozen_solutions,
+        )  # fmt: skip
         return metrics
     check_shared_beta(cfg)
-    from sparring.phases.sandboxed import require_isolation
-
     require_isolation(cfg)  # before the models load: its tests run against the answers
-
-    from sparring.rewards import code_duel
-    from sparring.sandbox import Sandbox
-
     backend = backends.get(cfg.backend)
-    # Sampled once: with several training processes each samples a share, all get every row.
-    # With steps.screen_pool on every training problem: the zone of the whole pool.
-    screened = pool if cfg.steps.screen_pool else problems
-    frozen_rows, frozen, ftok, sampling = sample_frozen_pool(
-        cfg, backend, frozen_answerer, screened, round_index, frozen_label, "train-generator"
+    screened = pool if cfg.steps.screen_pool else problems  # screened: the whole pool's zone
+    answerer = frozen_answerer or cfg.model_for("answerer").name
+    solutions, frozen, ftok, sampled = sample_frozen(
+        cfg, backend, answerer, screened, round_index, phase, out_frozen_solutions
     )
-    metrics["frozen_sampling_s"] = sampling["seconds"]
-    metrics["frozen_tokens_per_s"] = sampling["tokens_per_s"]
-    write_lines(out_frozen_solutions, frozen_rows)
-    solutions = {r["problem_id"]: [s for s in r["solutions"] if s] for r in frozen_rows}
-    metrics["frozen_parse_rate"] = sum(len(v) for v in solutions.values()) / max(
-        1, len(screened) * cfg.steps.frozen_samples
+    proposer = cfg.generator_mode == "problems"
+    catch_only = cfg.rewards.generator == "catch" and not proposer
+    drawn, ordered = order_by_frozen(cfg, pool, problems, solutions, round_index, phase, catch_only)
+    metrics.update({**sampled, **ordered})
+    seed = derived_seed(cfg, round_index, phase)
+    if proposer:
+        model, tok, out_rows, trained = train_proposer(
+            cfg, backend, init_model, (frozen, ftok), drawn.problems, steps, seed, round_index
+        )
+    else:
+        frozen = None  # the cached solutions are all the phase needs (a shared base stays cached)
+        gc.collect()
+        model, tok, out_rows, trained = train_test_writer(
+            cfg, backend, init_model, drawn, steps, seed, round_index
+        )
+    metrics.update({**trained, "generated_tests": write_tests(out_tests, out_rows)})
+    meta = generator_record(round_index, phase, cfg.generator_mode, drawn.problems)
+    record = trained_record(cfg, "generator", base, meta, init_model)
+    backend.save_trained(cfg, model, tok, out_model, record)
+    return metrics
+
+
+def generator_record(
+    round_index: int, phase: str, mode: str, problems: list[Problem]
+) -> dict[str, Any]:
+    """What the trained (or copied) model's record says of the phase and its draw."""
+    return {"round": round_index, "phase": phase, "mode": mode,
+            "problems_drawn": drawn_digest(problems)}  # fmt: skip
+
+
+def write_tests(path: str, rows: list[dict[str, Any]]) -> float:
+    """Write the phase's test rows; how many tests they hold."""
+    write_lines(path, rows)
+    return float(sum(len(r["tests"]) for r in rows))
+
+
+def write_dry_run(
+    problems: list[Problem],
+    tested: list[Problem],
+    round_index: int,
+    meta: dict[str, Any],
+    start: str,
+    out_model: str,
+    out_tests: str,
+    out_frozen_solutions: str,
+) -> float:
+    """A dry run's outputs (or a phase of no steps'): no frozen answers for `problems`, the
+    `fallback_tests` of each problem of `tested`, and the model `start` copied as the trained
+    one; how many tests were written."""
+    write_lines(out_frozen_solutions, [{"problem_id": p.id, "solutions": []} for p in problems])
+    rows = [{"problem_id": p.id, "tests": fallback_tests(p), "round": round_index} for p in tested]
+    written = write_tests(out_tests, rows)
+    copy_model(start, out_model, {**meta, "role": "generator"})
+    return written
+
+
+def sample_frozen(
+    cfg: Config,
+    backend: Any,
+    answerer: str,
+    screened: list[Problem],
+    round_index: int,
+    phase: str,
+    out_frozen_solutions: str,
+) -> tuple[dict[str, list[str]], Any, Any, dict[str, float]]:
+    """The frozen answerer `answerer` sampled once on `screened` (`sample_frozen_pool`: with
+    several training processes each samples a share, all get every row), its answers written to
+    `out_frozen_solutions`. Returns (the parsed answers per problem, the loaded model, its
+    tokenizer, the sampling's metrics)."""
+    # each planned phase samples its frozen answerer with its own seed; the default label keeps
+    # the seed it always had (pipelines compiled before labels were phase names pass none)
+    label = "frozen" if phase == "generator" else f"{phase}-frozen"
+    rows, frozen, ftok, sampling = sample_frozen_pool(
+        cfg, backend, answerer, screened, round_index, label, "train-generator"
     )
+    write_lines(out_frozen_solutions, rows)
+    solutions = {r["problem_id"]: [s for s in r["solutions"] if s] for r in rows}
+    parsed = sum(len(v) for v in solutions.values())
+    metrics = {
+        "frozen_sampling_s": sampling["seconds"],
+        "frozen_tokens_per_s": sampling["tokens_per_s"],
+        "frozen_parse_rate": parsed / max(1, len(screened) * cfg.steps.frozen_samples),
+    }
+    return solutions, frozen, ftok, metrics
+
+
+@dataclass(frozen=True)
+class FrozenDraw:
+    """A generator phase's draw as the frozen answers ordered it: the training `pool`, the
+    drawn `problems`, the frozen answerer's parsed answers per problem (`solutions`) and the zone
+    they show (empty without `steps.screen_pool`)."""
+
+    pool: list[Problem]
+    problems: list[Problem]
+    solutions: dict[str, list[str]]
+    zone: dict[str, dict[str, float]]
+
+
+def order_by_frozen(
+    cfg: Config,
+    pool: list[Problem],
+    problems: list[Problem],
+    solutions: dict[str, list[str]],
+    round_index: int,
+    phase: str,
+    catch_only: bool,
+) -> tuple[FrozenDraw, dict[str, float]]:
+    """The draw as the frozen answers order it, and the metrics of that: with
+    `steps.screen_pool`, drawn anew by the zone they show; with `catch_only`, cut to the problems
+    where a frozen answer passes the given tests (all of them when there are none)."""
+    zone: dict[str, dict[str, float]] = {}
+    metrics: dict[str, float] = {}
     # validation recomputes this zone for zone.json in its own task (seconds of sandbox time);
     # here it only orders the generator's draw
-    zone: dict[str, dict[str, float]] = {}
     if cfg.steps.screen_pool:  # the generator writes tests where the answers differ, first
         with Sandbox(untrusted_limits(cfg)) as sb:
             zone = frozen_zone(cfg, {p.id: p for p in pool}, solutions, sb)
         problems = draw_in_zone(cfg, pool, zone, round_index, phase)
-        meta["problems_drawn"] = drawn_digest(problems)
         metrics["problems_in_zone"] = float(sum(in_zone(zone.get(p.id)) for p in problems))
         metrics["pool_in_zone"] = float(sum(in_zone(z) for z in zone.values()))
-    proposer = cfg.generator_mode == "problems"
-    if cfg.rewards.generator == "catch" and not proposer:
+    if catch_only:
         # the catch reward pays only where a frozen answer passes the given tests: train there
         # only (at levels 2-3 about 4 problems in 10 hold one of 8 answers; drawn at random, a
         # step's 4 problems held 0 to 3 of them, 2026-12-03; TRL shuffles the dataset, so an
@@ -279,162 +363,104 @@ def train_generator(
         metrics["pool_catchable"] = float(len(catchable))
         metrics["problems_catchable"] = float(sum(p.id in catchable for p in problems))
         problems = [p for p in problems if p.id in catchable] or problems
-        meta["problems_drawn"] = drawn_digest(problems)
-    if not proposer:
-        del frozen  # the cached solutions are all the phase needs (a shared base stays cached)
-        gc.collect()
+    return FrozenDraw(pool, problems, solutions, zone), metrics
+
+
+def train_test_writer(
+    cfg: Config,
+    backend: Any,
+    init_model: str | None,
+    drawn: FrozenDraw,
+    steps: int,
+    seed: int,
+    round_index: int,
+) -> tuple[Any, Any, list[dict[str, Any]], dict[str, float]]:
+    """GRPO of the test writer on the drawn problems, its tests rewarded against the frozen
+    answers (`writer_reward`), then its final tests (`final_rows`). Returns (the trained
+    model, its tokenizer, a row of tests per problem it writes for, the training's metrics)."""
+    from datasets import Dataset  # heavy (pyarrow): imported when a phase trains
+
     model, tok, peft_config = backend.load_trainable(cfg, "generator", init_model)
-    seed = derived_seed(cfg, round_index, phase)
-    w = cfg.rewards
-    weights = {
-        "validity": w.validity,
-        "hardness": w.hardness,
-        "diversity": w.diversity,
-        "consistency": w.consistency,
-    }
-    from datasets import Dataset
-
-    role = "proposer" if proposer else "generator"
+    problems = drawn.problems
+    asked = (cfg.steps.generator_tests, cfg.steps.generator_stated_cases)
+    rows = [{"prompt": prompts.generator_messages(p, *asked), "problem_id": p.id} for p in problems]
     with Sandbox(untrusted_limits(cfg)) as sb, tempfile.TemporaryDirectory() as tmp:
-        if proposer:
-            reward_fn = _ProposerRewardFn(cfg, sb, frozen, ftok, round_index)
-            rows = [{"prompt": prompts.proposer_messages(p), "problem_id": p.id} for p in problems]
-        else:
-            infos = {p.id: code_duel.problem_info(p, solutions[p.id]) for p in problems}
-            scorer = code_duel.GeneratorScorer(
-                infos,
-                sb,
-                weights,
-                w.duplicate_similarity,
-                reference_expected=w.reference_expected,
-                reward=w.generator,
-            )
-            reward_fn = code_duel.GeneratorRewardFn(scorer)
-            asked = (cfg.steps.generator_tests, cfg.steps.generator_stated_cases)
-            rows = [
-                {"prompt": prompts.generator_messages(p, *asked), "problem_id": p.id}
-                for p in problems
-            ]
+        reward_fn = writer_reward(cfg.rewards, sb, drawn.solutions, problems)
         model, trl_metrics = backend.train(
-            cfg,
-            model,
-            tok,
-            Dataset.from_list(rows),
-            reward_fn,
-            steps,
-            tmp,
-            seed,
-            peft_config,
-            problems,
-            role,
-        )
-        metrics.update(trl_metrics)
-        metrics.update(reward_metrics(reward_fn.rewards, reward_fn.history, cfg))
+            cfg, model, tok, Dataset.from_list(rows), reward_fn, steps, tmp, seed, peft_config,
+            problems, "generator",
+        )  # fmt: skip
+        metrics = {**trl_metrics, **reward_metrics(reward_fn.rewards, reward_fn.history, cfg)}
         backend.use_role(model, "generator")
-        # the proposer's output is what it proposed while training: no final sampling
-        asked_rows = [] if proposer else final_rows(cfg, rows, zone, problems, pool)
-        if asked_rows:  # minutes on a CPU: say so, then a bar
-            from sparring import progress as lines
+        asked_rows = final_rows(cfg, rows, drawn.zone, problems, drawn.pool)
+        final = sample_final_tests(cfg, backend, model, tok, asked_rows, problems, seed)
+    generated = ranks.merge_lists(reward_fn.scorer.generated)  # every process's completions
+    if cfg.rewards.generator == "catch":  # the first and last step's catch, over every process's
+        metrics.update(catch_step_metrics(ranks.all_gather(reward_fn.catch_calls)))
+    tested = final_problems(cfg, problems, drawn.pool)
+    out_rows = written_tests(tested, generated, asked_rows, final, round_index)
+    return model, tok, out_rows, {**metrics, "final_tests_problems": float(len(asked_rows))}
 
-            lines.say(
-                f"{lines.LABEL or 'train-generator'} final tests: {len(asked_rows)} problems x "
-                f"{cfg.steps.final_samples} completions"
-            )
-        final = (
-            backend.sample(
-                model,
-                tok,
-                [r["prompt"] for r in asked_rows],
-                max_new_tokens=completion_tokens(cfg, tok, problems, role),
-                temperature=cfg.grpo.temperature,
-                top_p=cfg.grpo.top_p,
-                num_samples=cfg.steps.final_samples,
-                seed=seed,
-                batch_size=sampling_rows(cfg),
-                progress=True,
-            ).texts
-            if asked_rows
-            else []
-        )
-    if proposer:
-        out_rows = [
-            {
-                "problem_id": p.id,
-                "tests": [],
-                "round": round_index,
-                "proposed": reward_fn.proposed.get(p.id, []),
-            }
-            for p in problems
-        ]
-    else:
-        out_rows = []
-        generated = ranks.merge_lists(scorer.generated)  # every process's training completions
-        if w.generator == "catch":  # the first and last step's catch, over every process's
-            metrics.update(catch_step_metrics(ranks.all_gather(reward_fn.catch_calls)))
-        written = {r["problem_id"]: texts for r, texts in zip(asked_rows, final, strict=True)}
-        for p in final_problems(cfg, problems, pool):
-            tests = list(generated.get(p.id, []))
-            for text in written.get(p.id, ()):
-                for t in prompts.extract_tests(text, p.function_name):
-                    if t not in tests:
-                        tests.append(t)
-            out_rows.append({"problem_id": p.id, "tests": tests, "round": round_index})
-        metrics["final_tests_problems"] = float(len(asked_rows))
-    write_lines(out_tests, out_rows)
-    metrics["generated_tests"] = float(sum(len(r["tests"]) for r in out_rows))
-    backend.save_trained(
-        cfg, model, tok, out_model, trained_record(cfg, "generator", base, meta, init_model)
+
+def writer_reward(
+    w: RewardsConfig, sandbox: Any, solutions: dict[str, list[str]], problems: list[Problem]
+) -> code_duel.GeneratorRewardFn:
+    """The test writer's reward (`rewards:` as `w`): its tests on each problem of `problems`
+    scored against the frozen answers `solutions` of it (sparring.rewards.generator_scoring)."""
+    weights = {k: getattr(w, k) for k in ("validity", "hardness", "diversity", "consistency")}
+    infos = {p.id: code_duel.problem_info(p, solutions[p.id]) for p in problems}
+    scorer = code_duel.GeneratorScorer(
+        infos, sandbox, weights, w.duplicate_similarity,
+        reference_expected=w.reference_expected, reward=w.generator,
+    )  # fmt: skip
+    return code_duel.GeneratorRewardFn(scorer)
+
+
+def sample_final_tests(
+    cfg: Config,
+    backend: Any,
+    model: Any,
+    tok: Any,
+    asked_rows: list[dict[str, Any]],
+    problems: list[Problem],
+    seed: int,
+) -> list[list[str]]:
+    """`steps.final_samples` completions of the trained generator for each row of `asked_rows`
+    ([] for none), said first: minutes on a CPU, then a bar."""
+    if not asked_rows:
+        return []
+    lines.say(
+        f"{lines.LABEL or 'train-generator'} final tests: {len(asked_rows)} problems x "
+        f"{cfg.steps.final_samples} completions"
     )
-    return metrics
+    return backend.sample(
+        model, tok, [r["prompt"] for r in asked_rows],
+        max_new_tokens=completion_tokens(cfg, tok, problems, "generator"),
+        temperature=cfg.grpo.temperature, top_p=cfg.grpo.top_p,
+        num_samples=cfg.steps.final_samples, seed=seed, batch_size=sampling_rows(cfg),
+        progress=True,
+    ).texts  # fmt: skip
 
 
-class _ProposerRewardFn:
-    """Proposer mode: goldilocks on the frozen solver's pass rate on each proposed problem."""
-
-    __name__ = "proposer_reward"
-
-    def __init__(self, cfg: Config, sandbox: Any, frozen: Any, ftok: Any, round_index: int):
-        self.cfg, self.sandbox, self.frozen, self.ftok = cfg, sandbox, frozen, ftok
-        self.round_index = round_index
-        self.rewards: list[float | None] = []
-        self.history: list[dict[str, float]] = []
-        self.proposed: dict[str, list[dict[str, Any]]] = {}
-
-    def _solve(self, proposed: list[dict[str, Any]]) -> list[list[str]]:
-        from sparring.backends.sampler import LoadedAnswerer, sample_answers
-
-        refs = [
-            Problem(f"proposed-{i}", p["description"], p["function_signature"],
-                    p["baseline_tests"], p["reference_solution"])
-            for i, p in enumerate(proposed)
-        ]  # fmt: skip
-        backend = backends.get(self.cfg.backend)
-        backend.use_role(self.frozen, "answerer")  # one base for both roles: its adapter
-        try:
-            return sample_answers(
-                LoadedAnswerer(backend, self.frozen, self.ftok),
-                refs,
-                max_new_tokens=completion_tokens(self.cfg, self.ftok, refs),
-                temperature=self.cfg.grpo.temperature,
-                num_samples=self.cfg.steps.frozen_samples,
-                seed=len(self.rewards),
-            ).texts
-        finally:
-            backend.use_role(self.frozen, "generator")
-
-    def __call__(self, prompts, completions, problem_id, **kwargs):
-        from sparring.rewards.code_duel import completion_text, proposer_rewards
-
-        texts = [completion_text(c) for c in completions]
-        out, valid = proposer_rewards(
-            texts, self.sandbox, self._solve, self.cfg.rewards.goldilocks_target
-        )
-        for pid, p in zip(problem_id, valid, strict=True):
-            if p:
-                self.proposed.setdefault(pid, []).append(p)
-        self.history.append({"proposal_validity": sum(v is not None for v in valid) / len(valid)})
-        self.rewards.extend(out)
-        return out
+def written_tests(
+    tested: list[Problem],
+    generated: Mapping[str, list[str]],
+    asked_rows: list[dict[str, Any]],
+    final: list[list[str]],
+    round_index: int,
+) -> list[dict[str, Any]]:
+    """A row per problem of `tested`: the tests written while training (`generated`), then the
+    new ones parsed from its final completions (`final`, a list per row of `asked_rows`)."""
+    written = {r["problem_id"]: texts for r, texts in zip(asked_rows, final, strict=True)}
+    out_rows = []
+    for p in tested:
+        tests = list(generated.get(p.id, []))
+        for text in written.get(p.id, ()):
+            for t in prompts.extract_tests(text, p.function_name):
+                if t not in tests:
+                    tests.append(t)
+        out_rows.append({"problem_id": p.id, "tests": tests, "round": round_index})
+    return out_rows
 
 
 def catch_step_metrics(per_process: Sequence[Sequence[Mapping[str, float]]]) -> dict[str, float]:
@@ -448,8 +474,6 @@ def catch_step_metrics(per_process: Sequence[Sequence[Mapping[str, float]]]) -> 
     >>> m["generator_catch_first"], m["generator_catch_last"], m["generator_catch_last_n"]
     (0.3333333333333333, 0.5, 2.0)
     """
-    from sparring.evaluation.intervals import side_summary
-
     calls: list[dict[str, float]] = []
     for process in per_process:
         for i, per_problem in enumerate(process):
