@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparring import progress
+from sparring.backends.budget import answer_target, completion_tokens
 from sparring.backends.sampler import load_answerer, sample_answers
 from sparring.evaluation import completion_cache
 from sparring.evaluation import report as report_mod
@@ -33,6 +34,7 @@ from sparring.evaluation.answer_scores import (
     sampled_means,
 )
 from sparring.evaluation.crossplay import cross_play, elo_ratings, solution_code, win_rates
+from sparring.evaluation.generator_heldout import labelled_pool
 from sparring.evaluation.hacking import hacking_signals, special_case_share
 from sparring.evaluation.run_inputs import (
     Round,
@@ -42,7 +44,10 @@ from sparring.evaluation.run_inputs import (
     read_rounds,
 )
 from sparring.evaluation.selection import choose_best
+from sparring.problems.prompts import answerer_messages
+from sparring.rewards import code_duel
 from sparring.rewards.bank import BANK_FILE, read_bank, tests_by_problem
+from sparring.sandbox import Sandbox
 from sparring.sandbox.limits import trusted_limits, untrusted_limits
 
 if TYPE_CHECKING:
@@ -207,8 +212,6 @@ def _generate_sized(
     one's budget, and a model that never stops (the base model, often) costs tokens in
     proportion to what it was asked. With `cache_model` (a `completion_cache.model_identity`),
     each sampling call is looked up in, or stored to, the completion cache."""
-    from sparring.backends.budget import answer_target, completion_tokens
-
     problems = list(problems)
     per = kwargs.get("num_samples", 1)
 
@@ -218,8 +221,6 @@ def _generate_sized(
 
         if not cache_model:
             return fresh()
-        from sparring.problems.prompts import answerer_messages
-
         settings = {"max_new_tokens": n, "rows": getattr(loaded, "rows", None),
                     **completion_cache.loaded_on(loaded), **kwargs}  # fmt: skip
         messages = [answerer_messages(p, settings.pop("stages", ("code",))) for p in chunk]
@@ -267,9 +268,6 @@ def _sampled_measures(
     """Per measure, per problem: the mean over `samples` sampled completions (`sampled_means`),
     drawn with `seed` (else cfg.seed + 1). Given a `pool`, the answers go there too, labelled
     (generator_heldout.labelled_pool): what the generators' held-out tests are judged on."""
-    from sparring.rewards import code_duel
-    from sparring.sandbox import Sandbox
-
     completions = _generate_sized(
         cfg,
         model_name,
@@ -289,8 +287,6 @@ def _sampled_measures(
     with Sandbox(limits) as sb:
         credits = code_duel.score_answers(flat_problems, flat_texts, sb)
     if pool is not None:
-        from sparring.evaluation.generator_heldout import labelled_pool
-
         pool.update(labelled_pool(flat_problems, flat_texts, credits))
     return sampled_means(flat_problems, flat_texts, credits)
 
