@@ -268,6 +268,39 @@ def test_long_modules_say_why_they_are_one():
     )
 
 
+# A phase reads as its steps: no function of the phases or of the evaluation is longer than this,
+# from its `def` to its last line; a longer one is doing several jobs that want names
+STEP_MAX_LINES = 60
+STEP_PACKAGES = ("phases", "evaluation")
+
+
+def long_functions(folder: Path, limit: int = STEP_MAX_LINES) -> list[str]:
+    """'file:function (N lines)' for every function under `folder` longer than `limit`."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > limit:
+                    found.append(f"{path.relative_to(folder)}:{node.name} ({n} lines)")
+    return found
+
+
+@pytest.mark.parametrize("package", STEP_PACKAGES)
+def test_phases_and_evaluation_read_as_steps(package):
+    long = long_functions(ROOT / "src" / "sparring" / package)
+    assert not long, (
+        f"functions over {STEP_MAX_LINES} lines (name their steps, each a function): {long}"
+    )
+
+
+def test_the_step_check_sees_a_long_function(tmp_path):
+    body = "\n".join(f"    x{i} = {i}" for i in range(STEP_MAX_LINES))
+    (tmp_path / "m.py").write_text(f"def short():\n    return 1\n\n\ndef long():\n{body}\n")
+    found = long_functions(tmp_path)
+    assert len(found) == 1 and ":long (61 lines)" in found[0], found
+
+
 def test_no_module_is_over_the_hard_cap():
     """Even a module that says why it is one stops at HARD_MAX_LINES: past it, it holds two."""
     over = {
