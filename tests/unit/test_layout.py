@@ -31,6 +31,9 @@ PURE = (
     "sparring.progress",
     # a phase's cost figures; choosing among sampled answers by tests
     "sparring.tracking.resources", "sparring.evaluation.choose",
+    # the evaluation's text, the scoring of one model's answers, what a run's evaluation reads
+    "sparring.evaluation.report_markdown", "sparring.evaluation.answer_scores",
+    "sparring.evaluation.run_inputs", "sparring.experiments.sizing_oracle",
     "sparring.problems.programs",
     "sparring.sandbox.limits", "sparring.sandbox.oracle",
     "sparring.backends", "sparring.backends.base", "sparring.evaluation.learning",
