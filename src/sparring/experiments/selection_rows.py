@@ -349,8 +349,9 @@ def _share(value: float | None) -> str:
 
 def format_report(report: Mapping[str, Any]) -> list[str]:
     """Per group (level, then `all`): a SELECT line with tasks, rows and the oracle; one per rule
-    (score, exact, interval, tests kept and dropped per row, right answers rejected, fallback
-    and tied rows); one per contrast X - none (interval, each file's value)."""
+    (score, exact, interval, tests kept and dropped per task: per row, a task in one file, as
+    kept/task and dropped/task; right answers rejected; fallback and tied rows); one per
+    contrast X - none (interval, each file's value)."""
     lines = []
     groups = report["scored"]["groups"]
     for group, g in report["groups"].items():
