@@ -392,6 +392,9 @@ def test_the_doc_examples():
     assert doctest.testmod(study).failed == 0
     assert doctest.testmod(sizing).failed == 0
     assert doctest.testmod(study_runner).failed == 0
+    from sparring.experiments import study_jobs
+
+    assert doctest.testmod(study_jobs).failed == 0
 
 
 def test_a_finished_run_files_the_threads_and_cpu_kind_its_rerun_reads(tmp_path, monkeypatch):

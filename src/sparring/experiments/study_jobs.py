@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 # A run's largest phase before any run of the study has filed its own figure: the generator
-# phase of configs/learn.yaml with the S arm's settings after the memory work (docs/benchmarks.md,
-# "Memory"), rounded up
-DEFAULT_PHASE_PEAK_MB = 4608.0
+# phase of configs/learn.yaml with the S arm's settings after the memory work, 6.03 GiB
+# (make bench-memory, 2026-12-06, docs/benchmarks.md), rounded up
+DEFAULT_PHASE_PEAK_MB = 6656.0
 # what a run holds beside its phase's process: `sparring run`, kfp.local's runner, the sandbox
 # workers (measured about 0.6 GiB together on 2026-12-06), rounded up
 RUN_OVERHEAD_MB = 1024.0
@@ -38,7 +38,7 @@ def run_peak_mb(records: Iterable[Mapping[str, Any]]) -> tuple[float, str]:
     ...              "r1-train-answerer": {"peak_rss_mb": 3000.0}}}, {"name": "old"}])
     (5024.0, 's-S-t1 r1-train-generator')
     >>> run_peak_mb([])
-    (5632.0, 'no finished run of the study filed its phases yet: the benchmark figure')
+    (7680.0, 'no finished run of the study filed its phases yet: the benchmark figure')
     """
     best, where = 0.0, ""
     for record in records:
