@@ -1,4 +1,4 @@
-"""Choosing one of N sampled answers by tests (issue 84, item 3), scored exactly from kept verdicts.
+"""Choosing one of N sampled answers by tests, scored exactly from kept verdicts.
 
 A task's N answers each come with: whether it passes the given tests (`given`), whether it
 passes every held-out test (`right`, the stated case included: what the choice is scored on),

@@ -1,6 +1,6 @@
 """How many answers a task (N) a study must sample for the oracle to reach a target, from a
 pre-check's per-answer rows (answers.jsonl, sparring.experiments.precheck's module docstring;
-issue 84, item 4: N sized so that the oracle is at least 0.25 at each level, at most 64).
+docs/results/selection-2026-12-06-plan.md: N sized so that the oracle is at least 0.25 at each level, at most 64).
 
 The oracle at N: some of a task's N sampled answers passes every test (the held-out ones, the
 stated case included). Per task t the estimate is 1 - (1 - p_t)^N, where p_t is the task's
@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-TARGET = 0.25  # the oracle the study wants at each level (issue 84, item 4)
+TARGET = 0.25  # the oracle the study wants at each level (the selection study's plan)
 MAX_N = 64  # the most answers a task the study samples
 SHOWN_N = (1, 8, 16, 32, 64)  # the N the printout shows
 BOOTSTRAP = 2000  # task resamples per interval
