@@ -19,9 +19,9 @@ family and level and pooled per level:
   sparring.evaluation.generator_heldout's `sample_tests`; its tests parsed as the generator
   phase does and its first k valid ones kept by validation's rule, `pick_tests`).
 
-Per answer (for sizing the selection study's N), `judge` also keeps one row, filed by `sparring precheck
---out DIR` as DIR/answers.jsonl beside precheck.json and pool.jsonl, one JSON object a line in
-sampling order (instance by instance, its samples in order):
+Per answer (for sizing the selection study's N), `judge` also keeps one row, filed by
+`sparring precheck --out DIR` as DIR/answers.jsonl beside precheck.json and pool.jsonl, one
+JSON object a line in sampling order (instance by instance, its samples in order):
 - `task`: the instance's task key (its `task:` tag, else its id: instances of one task share
   it, so they are one unit when averaging over tasks); `id`: the instance's problem id;
 - `family`, `level`: the instance's family and level; `sample`: the answer's index among the

@@ -1,4 +1,5 @@
-"""The selection study's rows (docs/results/selection-2026-12-06-plan.md): N sampled answers a task, each judged,
+"""The selection study's rows (docs/results/selection-2026-12-06-plan.md): N sampled answers a
+task, each judged,
 and each test source's tests with every answer's verdict on them, as
 sparring.evaluation.choose's rows; and the report that re-scores every rule from filed rows.
 

@@ -1,6 +1,7 @@
 """How many answers a task (N) a study must sample for the oracle to reach a target, from a
 pre-check's per-answer rows (answers.jsonl, sparring.experiments.precheck's module docstring;
-docs/results/selection-2026-12-06-plan.md: N sized so that the oracle is at least 0.25 at each level, at most 64).
+docs/results/selection-2026-12-06-plan.md: N sized so that the oracle is at least 0.25 at
+each level, at most 64).
 
 The oracle at N: some of a task's N sampled answers passes every test (the held-out ones, the
 stated case included). Per task t the estimate is 1 - (1 - p_t)^N, where p_t is the task's
