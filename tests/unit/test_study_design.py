@@ -17,6 +17,7 @@ from stand_in import stand_in_venv
 
 from sparring.cli.main import main
 from sparring.config.fields import ConfigError
+from sparring.errors import SparringError
 from sparring.experiments import filed_runs, study, study_runner
 from sparring.experiments.study_design import design_from_dict, load_design
 
@@ -148,6 +149,8 @@ def _arm_g(**body):
         (lambda d: d.update(base="configs/nope.yaml"),
          r"base: configs/nope\.yaml: no such config file"),
         (lambda d: d.pop("name"), r"name: missing; give it"),
+        (lambda d: d.update(analysis="sparring precheck select-report"),
+         r"contrasts: the study's runs are compared by its analysis"),
     ],
 )  # fmt: skip
 def test_a_mistake_in_a_study_file_is_one_line_naming_the_field(change, message):
@@ -210,3 +213,38 @@ def test_every_run_records_its_study_arm_and_the_planned_contrasts():
         load_config(design.base, ["tracking.study=s", "tracking.arm=D", "tracking.contrasts=D_F"])
     assert doctest.testmod(study_pairs).failed == 0
     assert doctest.testmod(checks).failed == 0
+
+
+SELECTION = ROOT / "configs" / "study" / "2026-12-06-selection.yaml"
+
+
+def test_a_study_compared_by_another_command_plans_no_contrast_and_says_so(tmp_path):
+    """The selection study's runs are an answerer and writers, compared by `precheck select`:
+    no contrast or measure between them, its runs say so (tracking.contrasts=none, so no LEARN
+    line pairs two of them), and a study run naming no contrast by mistake still fails."""
+    from sparring.config import load_config
+
+    design = load_design(SELECTION)
+    assert design.analysis and design.contrasts == () and design.measures == ()
+    assert {a: design.arms[a].seeds or design.seeds for a in design.arms} == {
+        "AG": (1,), "W": (1, 2, 3, 4),
+    }  # fmt: skip
+    cfg = load_config(design.base, list(design.overrides("W", 3)))
+    assert (cfg.phase_schedule, cfg.rewards.generator, cfg.training_seed) == (
+        "generator",
+        "catch",
+        3,
+    )
+    assert cfg.tracking.contrasts == "none"
+    with pytest.raises(ConfigError, match=r"tracking\.contrasts: study s names no contrast"):
+        load_config(design.base, ["tracking.study=s", "tracking.arm=D", "tracking.contrasts="])
+
+
+def test_a_study_refuses_before_running_a_run_it_could_not_file(tmp_path):
+    """No held-out samples, no heldout.json: the plan says so before hours of training."""
+    design = load_design(SELECTION)
+    with pytest.raises(SparringError, match=r"arm W \(selection-W-t1\): data\.val_samples is 0"):
+        study_runner.plan(
+            tmp_path, design, ["W"], [1], "code",
+            lambda sets: study_runner.config_digest(design.base, sets), ["data.val_samples=0"],
+        )  # fmt: skip

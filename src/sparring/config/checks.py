@@ -216,6 +216,11 @@ def _check_resources(cfg: Config) -> None:
             )
 
 
+# tracking.contrasts of a study whose runs no contrast pairs (its file's `analysis` compares
+# them): said outright, so that a study run naming none by mistake still fails
+NO_CONTRASTS = "none"
+
+
 def parse_contrasts(text: str) -> list[tuple[str, str]]:
     """tracking.contrasts as (treatment, control) arm pairs (the inverse of
     sparring.evaluation.study_pairs.contrasts_text); ConfigError naming tracking.contrasts when
@@ -225,7 +230,11 @@ def parse_contrasts(text: str) -> list[tuple[str, str]]:
     [('D', 'F'), ('S', 'G')]
     >>> parse_contrasts("")
     []
+    >>> parse_contrasts(NO_CONTRASTS)
+    []
     """
+    if text.strip() == NO_CONTRASTS:
+        return []
     out = []
     for part in filter(None, (p.strip() for p in text.split(","))):
         treatment, _, control = part.partition("-")
@@ -255,7 +264,8 @@ def _check_study(study: str, arm: str, contrasts: str) -> None:
             f"tracking.arm: {arm!r} is not an arm name (a letter, then letters, digits or '_'); "
             f"give this run's arm in study {study}"
         )
-    if not planned:
+    if not planned and contrasts.strip() != NO_CONTRASTS:
         raise ConfigError(
-            f"tracking.contrasts: study {study} names no contrast; give them, e.g. D-F,S-G"
+            f"tracking.contrasts: study {study} names no contrast; give them, e.g. D-F,S-G, "
+            f"or {NO_CONTRASTS} when no run of it is paired with another"
         )

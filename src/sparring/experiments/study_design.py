@@ -3,8 +3,10 @@
 Covers: the file's fields (its base config, the overrides every arm shares, each arm's `--set`
 overrides and what it is, its contrasts: treatment, control, rank and question, its training
 seeds, its measures: a held-out set of heldout.json in one of its measures, and where its runs
-are tracked and its report and figure go), `load_design` (a mistake is one ConfigError line
-naming the file and the field, with the fix), a run's name and overrides
+are tracked and its report and figure go, or, for a study whose runs are compared by another
+command, that command as its `analysis`: then no contrast or measure between runs),
+`load_design` (a mistake is one ConfigError line naming the file and the field, with the fix),
+a run's name and overrides
 (`StudyDesign.run_name`, `StudyDesign.overrides`).
 Does not cover: running the arms (sparring.experiments.study_runner), the statistics
 (sparring.experiments.study), whether an arm's overrides load on the base config (the runner's
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sparring.config.checks import NO_CONTRASTS
 from sparring.config.fields import ConfigError
 from sparring.config.load import read_yaml
 from sparring.evaluation.heldout import OWN_MEASURE, STORED_MEASURES
@@ -33,7 +36,7 @@ RANKS = ("primary", "secondary")
 MEASURE_NAMES = (OWN_MEASURE, *STORED_MEASURES)
 FIELDS = (
     "name", "issue", "base", "experiment", "run_prefix", "report", "figure", "seeds", "common",
-    "arms", "contrasts", "measures",
+    "arms", "contrasts", "measures", "analysis",
 )  # fmt: skip
 KEY_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 NAME = re.compile(r"[A-Za-z0-9][\w.-]*")
@@ -93,6 +96,9 @@ class StudyDesign:
     run_prefix: str = ""
     report: str = ""
     figure: str = ""
+    # the command that compares the runs when no contrast is between them (the selection
+    # study's runs are sources and answerers; `sparring precheck select-report` compares them)
+    analysis: str = ""
 
     def run_name(self, arm: str, seed: int) -> str:
         return f"{self.run_prefix}-{arm}-t{seed}"
@@ -114,7 +120,7 @@ class StudyDesign:
             key = text.partition("=")[0].strip()
             if key in RUNNER_FIELDS:
                 raise ConfigError(f"--set {text}: the study sets {key} of every run itself")
-        planned = contrasts_text((c.treatment, c.control) for c in self.contrasts)
+        planned = contrasts_text((c.treatment, c.control) for c in self.contrasts) or NO_CONTRASTS
         return (
             f"name={self.run_name(arm, seed)}",
             f"training_seed={seed}",
@@ -153,20 +159,30 @@ def design_from_dict(data: dict[str, Any], path: str = "study") -> StudyDesign:
         raise fail("base", f"{base}: no such config file (a path from the repository root)")
     seeds = _seeds(data.get("seeds"), fail)
     arms = _arms(data.get("arms"), seeds, fail)
+    analysis = _text(data, "analysis", fail, "") if data.get("analysis") is not None else ""
+    if analysis:
+        for key in ("contrasts", "measures"):
+            if data.get(key):
+                raise fail(
+                    key,
+                    f"the study's runs are compared by its analysis ({analysis}); "
+                    f"drop {key}, or drop analysis to compare the runs' held-out files",
+                )
     return StudyDesign(
         name=name,
         path=path,
         base=base,
         arms=arms,
-        contrasts=_contrasts(data.get("contrasts"), arms, fail),
+        contrasts=() if analysis else _contrasts(data.get("contrasts"), arms, fail),
         seeds=seeds,
-        measures=_measures(data.get("measures"), fail),
+        measures=() if analysis else _measures(data.get("measures"), fail),
         common=_overrides(data.get("common", []), "common", fail),
         issue=_issue(data.get("issue"), fail),
         experiment=_text(data, "experiment", fail, f"sparring-study-{name}"),
         run_prefix=_text(data, "run_prefix", fail, f"study-{name}"),
         report=_text(data, "report", fail, f"docs/results/study-{name}.json"),
         figure=_text(data, "figure", fail, f"docs/img/study-{name}.png"),
+        analysis=analysis,
     )
 
 

@@ -69,10 +69,17 @@ class Planned:
 
 
 def config_digest(config: str, sets: Sequence[str]) -> str:
-    """`Config.digest()` of the config file with `sets` applied, as `sparring run` resolves it."""
+    """`Config.digest()` of the config file with `sets` applied, as `sparring run` resolves it;
+    a SparringError when a run of it could not be filed (no held-out samples: no heldout.json)."""
     from sparring.config import load_config
 
-    return load_config(config, list(sets)).digest()
+    cfg = load_config(config, list(sets))
+    if not cfg.data.val_samples:
+        raise SparringError(
+            f"data.val_samples is 0, so its evaluate phase files no {HELDOUT} and the study "
+            "could not file the run; give data.val_samples=1 or more"
+        )
+    return cfg.digest()
 
 
 def chosen_arms(design: StudyDesign, arms: Sequence[str]) -> list[str]:
