@@ -248,3 +248,18 @@ def test_a_study_refuses_before_running_a_run_it_could_not_file(tmp_path):
             tmp_path, design, ["W"], [1], "code",
             lambda sets: study_runner.config_digest(design.base, sets), ["data.val_samples=0"],
         )  # fmt: skip
+
+
+def test_runs_at_once_find_the_store_and_the_experiment_made(tmp_path, monkeypatch):
+    """Two runs creating a fresh sqlite store together race on its migration (one died so on
+    2026-12-06): the study makes the store and its experiment once before the runs start."""
+    import mlflow
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    design = load_design(SELECTION)
+    db = tmp_path / "mlflow.db"
+    sets = [*design.overrides("W", 1), f"tracking.mlflow_uri=sqlite:///{db}"]
+    first = study_runner.prepare_store(design.base, sets)
+    assert db.is_file() and study_runner.prepare_store(design.base, sets) == first
+    exp = mlflow.MlflowClient(f"sqlite:///{db}").get_experiment(first)
+    assert exp.name == "sparring-study-selection"

@@ -132,6 +132,8 @@ def _study(args: argparse.Namespace) -> int:
             return 0
         todo = [i for i in items if i.action == "run"]
         jobs = _jobs(args.jobs, out, design, len(todo))
+        if jobs > 1:
+            study_runner.prepare_store(design.base, todo[0].overrides)
 
         def run(item, threads, prefix):
             return study_runner.run_one(item, design.base, out, threads, prefix)

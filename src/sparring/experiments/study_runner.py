@@ -82,6 +82,21 @@ def config_digest(config: str, sets: Sequence[str]) -> str:
     return cfg.digest()
 
 
+def prepare_store(config: str, sets: Sequence[str]) -> str:
+    """Create the tracking store and the study's experiment of the run `sets` describes, once,
+    before runs start at once: two runs creating a fresh sqlite store together race on its
+    schema migration (one dies with alembic's "expected to match one row"), and two creating
+    one experiment on the name. Returns the experiment's id."""
+    import mlflow
+
+    from sparring import tracking
+    from sparring.config import load_config
+
+    cfg = load_config(config, list(sets))
+    tracking.connect(cfg)
+    return tracking.ensure_experiment(mlflow.MlflowClient(), cfg.tracking.experiment)
+
+
 def chosen_arms(design: StudyDesign, arms: Sequence[str]) -> list[str]:
     """`arms` in the design's order; a SparringError naming any that is not one of its arms."""
     unknown = [a for a in arms if a not in design.arms]
