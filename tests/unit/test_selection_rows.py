@@ -15,6 +15,7 @@ import pytest
 
 from sparring.config import load_config
 from sparring.evaluation import choose
+from sparring.experiments import selection_report as rep
 from sparring.experiments import selection_rows as sr
 from sparring.problems.families import stated_case_tests, task_tag
 from sparring.problems.given_tests import given_view
@@ -32,6 +33,7 @@ def cfg():
 
 def test_doctests():
     assert doctest.testmod(sr).failed == 0
+    assert doctest.testmod(rep).failed == 0
 
 
 def _stated(p) -> str:
@@ -140,6 +142,7 @@ def test_sources_are_parsed_with_one_line_errors():
         (["writer:a", "writer:b"], "a second source named 'writer'"),
         (["none=fuzz"], "reserved"),
         (["a+b=fuzz"], "reserved"),
+        (["w-1=fuzz"], "reserved"),  # "-" would make the report's contrast w-1-none two-way
     ]:
         with pytest.raises(ValueError, match=says):
             sr.parse_sources(bad, "m")
@@ -167,7 +170,7 @@ def _files():
 
 def test_the_reports_numbers_are_score_rows_on_the_same_rows():
     a, b = _files()
-    report = sr.select_report([a, b], ["writer", "fuzz"], n_boot=300, seed=1)
+    report = rep.select_report([a, b], ["writer", "fuzz"], n_boot=300, seed=1)
     scored = choose.score_rows([*a, *b], ["writer", "fuzz"], by="level")
     assert list(report["groups"]) == ["2", "3", "all"]
     for group, g in report["groups"].items():
@@ -177,10 +180,10 @@ def test_the_reports_numbers_are_score_rows_on_the_same_rows():
         assert g["tasks"] == (3 if group != "all" else 6) and g["rows"] == 2 * g["tasks"]
     pooled = report["groups"]["all"]
     assert pooled["rules"]["writer"]["score"] == 0.5  # (6 x 1 + 6 x 0) / 12
-    assert pooled["contrasts"]["writer"]["value"] == pytest.approx(0.5 - 1 / 3)
-    assert pooled["contrasts"]["writer"]["per_file"] == pytest.approx([2 / 3, -1 / 3])
-    assert pooled["contrasts"]["fuzz"]["value"] == 0.0
-    lines = sr.format_report(report)
+    assert pooled["contrasts"]["writer-none"]["value"] == pytest.approx(0.5 - 1 / 3)
+    assert pooled["contrasts"]["writer-none"]["per_file"] == pytest.approx([2 / 3, -1 / 3])
+    assert pooled["contrasts"]["fuzz-none"]["value"] == 0.0
+    lines = rep.format_report(report)
     assert "SELECT level=all rule=writer score=0.500 (1/2) (" in "\n".join(lines)
     assert any(
         line.startswith("SELECT level=all contrast=writer-none diff=+0.167") for line in lines
@@ -191,15 +194,15 @@ def test_intervals_resample_whole_files_then_tasks():
     """Within a file every task agrees, so a resample of tasks alone would give an interval of
     one point (0.5); drawing whole files reaches both files' values (1 and 0)."""
     a, b = _files()
-    r = sr.select_report([a, b], ["writer"], n_boot=400, seed=0)["groups"]["all"]["rules"]
+    r = rep.select_report([a, b], ["writer"], n_boot=400, seed=0)["groups"]["all"]["rules"]
     assert (r["writer"]["lo"], r["writer"]["hi"]) == (0.0, 1.0)
     # seeded: a rerun repeats its intervals, another seed draws others
     one_right = [True, False, False]
     mixed = [_row(f"t{i}", 2, one_right, [True, i % 3 > 0, False]) for i in range(20)]
-    runs = [sr.select_report([mixed], ["writer"], n_boot=200, seed=s)["groups"] for s in (0, 0, 1)]
+    runs = [rep.select_report([mixed], ["writer"], n_boot=200, seed=s)["groups"] for s in (0, 0, 1)]
     assert runs[0] == runs[1] and runs[0] != runs[2]
     # one file: the writer is right on every task, so every resample scores 1
-    single = sr.select_report([a], ["writer"], n_boot=50)["groups"]["all"]["rules"]["writer"]
+    single = rep.select_report([a], ["writer"], n_boot=50)["groups"]["all"]["rules"]["writer"]
     assert (single["score"], single["lo"], single["hi"]) == (1.0, 1.0, 1.0)
 
 
@@ -234,7 +237,7 @@ def test_select_and_its_report_end_to_end_with_planted_sampling(planted, tmp_pat
     out = tmp_path / "sel"
     argv = ["precheck", "select", "--families", "list_stat", "--per-family", "1", "--n", "4",
             "--source", "good=writer:x/good", "--source", "bad=writer:x/bad",
-            "--out", str(out)]  # fmt: skip
+            "--no-heldout-filter", "--out", str(out)]  # fmt: skip
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert (
@@ -254,7 +257,7 @@ def test_select_and_its_report_end_to_end_with_planted_sampling(planted, tmp_pat
             "--sources", "none,good,bad,good+bad", "--bootstrap", "50"]  # fmt: skip
     assert main(argv) == 0
     printed = capsys.readouterr().out
-    assert "SELECT plan: 2 rows file(s) (writer seeds), 4 rows, 2 tasks" in printed
+    assert "SELECT report: 2 rows file(s) (writer seeds: " in printed and "4 rows;" in printed
     scored = choose.score_rows(rows, ["good", "bad", "good+bad"], by="level")
     for group, g in scored["groups"].items():
         for rule, r in g["rules"].items():
@@ -263,7 +266,7 @@ def test_select_and_its_report_end_to_end_with_planted_sampling(planted, tmp_pat
                 in printed
             )
         assert f"SELECT level={group} tasks=" in printed and f"oracle={g['oracle']:.3f}" in printed
-    assert "contrast=good-none diff=+0.500" in printed and "dropped/task=1.00" in printed
+    assert "contrast=good-none diff=+0.500 (1/2)" in printed and "dropped/task=1.00" in printed
 
 
 @pytest.mark.parametrize(
@@ -273,6 +276,7 @@ def test_select_and_its_report_end_to_end_with_planted_sampling(planted, tmp_pat
         (["select", "--n", "2", "--source", "fuz", "--out", "o"], "--source: source 'fuz'"),
         (["select", "--n", "2", "--levels", "9", "--out", "o"], "--levels '9'"),
         (["select", "--n", "2", "--families", "nope", "--out", "o"], "unknown family 'nope'"),
+        (["select", "--n", "2", "--out", "o"], "--levels: 2, 3 not trained by the config"),
         (["select-report", "--rows", "missing.jsonl"], "missing.jsonl: no such file"),
     ],
 )  # fmt: skip
@@ -308,3 +312,4 @@ def test_select_report_errors_on_bad_rows_and_unknown_sources(tmp_path, capsys):
     assert main(["precheck", "select-report", "--rows", str(good), "--bootstrap", "20"]) == 0
     printed = capsys.readouterr().out
     assert "rules none, fuzz, writer;" in printed  # the default: none and the row's sources
+    assert "contrasts fuzz-none, writer-none;" in printed

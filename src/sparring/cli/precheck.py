@@ -6,12 +6,15 @@ PRECHECK lines, and its files (`--out DIR`: precheck.json, pool.jsonl, answers.j
 of flags per sampled answer); `sparring precheck size-n --rows answers.jsonl`, the answers a
 task the oracle needs to reach a target, printed per level from those rows alone; and `sparring
 pool-catch`, the test writers' catch on that pool afterwards (a study's trained generators
-against the base one and the fuzzer); `sparring precheck select` (N answers a task and each
-test source's tests and verdicts, as choose rows: rows.jsonl) and `sparring precheck
-select-report --rows FILE...` (every rule re-scored from those rows, with intervals). Does not
-cover: the sampling, judging and statistics (sparring.experiments.precheck,
-sparring.experiments.pool_catch, sparring.experiments.sizing_oracle,
-sparring.experiments.selection_rows, sparring.evaluation.choose).
+against the base one and the fuzzer); `sparring precheck select` (held-out new tasks, N
+answers a task and each test source's tests and verdicts, as choose rows: rows.jsonl; `--reuse`
+adds sources to an earlier file's answers) and `sparring precheck select-report --rows FILE...`
+(every rule and `--contrast` re-scored from those rows, with intervals, the room check and the
+plan's verdicts; `--out` files it as JSON). Does not cover: the sampling, judging and statistics
+(sparring.experiments.precheck, sparring.experiments.pool_catch,
+sparring.experiments.sizing_oracle, sparring.experiments.selection_tasks,
+sparring.experiments.selection_rows, sparring.experiments.selection_report,
+sparring.evaluation.choose).
 """
 
 from __future__ import annotations
@@ -21,7 +24,13 @@ import json
 from typing import Any
 
 from sparring.cli.calibrate import int_list
-from sparring.cli.common import add_config_args, config_from_args, output_dir, write_output
+from sparring.cli.common import (
+    add_config_args,
+    config_from_args,
+    output_dir,
+    output_file,
+    write_output,
+)
 from sparring.errors import SparringError
 
 DEFAULT_CONFIG = "configs/learn.yaml"
@@ -156,18 +165,24 @@ def _add_select(sub) -> None:
         "select",
         help="N answers a task, judged, with each test source's tests and verdicts (rows.jsonl)",
         description=(
-            "Samples --n answers a problem of the answerer (the config's, or --model) on family "
-            "instances of --seed at --levels, as the pre-check samples them; judges each (passes "
-            "the --given-tests K given tests; passes every test, the stated case included); has "
-            "each --source write at most --k valid tests a problem as the reward sees it (the "
-            "tests failing the reference are kept too, marked invalid, so they are counted and "
-            "never choose) and runs every answer on every test. Writes DIR/rows.jsonl (one "
-            "choose row a task: every answer's flags, code and verdicts; `precheck "
-            "select-report` re-scores any rule from it) and DIR/select.json (the settings), "
-            "then prints the report."
+            "Draws held-out new tasks at --seed (the study's: 1) as the materialize phase draws "
+            "its new_tasks set: family instances at --levels, less every one whose function a "
+            "training problem of the config computes (compared by outputs on shared inputs; "
+            "the training problems: data.families at its seed, levels and per_family) or "
+            "whose prompt one shows; prints per level what was dropped and kept. Samples --n "
+            "answers a problem of the answerer (the config's, or --model) as the pre-check "
+            "samples them; judges each (passes the --given-tests K given tests; passes every "
+            "test, the stated case included); has each --source write at most --k valid tests "
+            "a problem as the reward sees it (the tests failing the reference are kept too, "
+            "marked invalid, so they are counted and never choose) and runs every answer on "
+            "every test. With --reuse FILE the answers and every source FILE holds are taken "
+            "from it (nothing sampled again) and only the sources it lacks write tests. Writes "
+            "DIR/rows.jsonl (one choose row a task: every answer's flags, code and verdicts; "
+            "`precheck select-report` re-scores any rule from it) and DIR/select.json (the "
+            "settings and the drops), then prints the report."
         ),
     )
-    _add_instance_args(p, "the fewest giving 100 tasks a level")
+    _add_instance_args(p, "the fewest keeping 100 tasks a level after the drops")
     p.add_argument("--n", type=int, required=True, metavar="N", help="answers sampled a problem")
     p.add_argument("--k", type=int, default=0, metavar="k",
                    help="valid tests a source keeps a problem (0: steps.fuzz_tests)")  # fmt: skip
@@ -181,26 +196,44 @@ def _add_select(sub) -> None:
     )
     p.add_argument("--generator-samples", type=int, default=4, metavar="N",
                    help="completions a problem a generator samples (default 4)")  # fmt: skip
+    p.add_argument(
+        "--reuse",
+        default="",
+        metavar="FILE",
+        help="an earlier select's rows.jsonl (select.json beside it): keep its answers and "
+        "sources, sample none again; only the --source sources it lacks write tests",
+    )
+    p.add_argument(
+        "--no-heldout-filter",
+        dest="heldout_filter",
+        action="store_false",
+        help="keep instances whose function a training problem computes (default: dropped)",
+    )
     p.add_argument("--out", required=True, metavar="DIR", help="write rows.jsonl and select.json")
     p.set_defaults(func=_select)
 
 
 def _add_select_report(sub) -> None:
     """`sparring precheck select-report`: every rule re-scored from filed rows, no model."""
-    from sparring.experiments.selection_rows import BOOTSTRAP
+    from sparring.experiments.selection_report import BOOTSTRAP
 
     p = sub.add_parser(
         "select-report",
-        help="each rule's score, the oracle and contrasts with none, from select's rows.jsonl",
+        help="each rule's score, the oracle, the room check and contrasts, from select's rows",
         description=(
             "Reads rows.jsonl files of `precheck select` and prints per level and pooled: the "
-            "oracle (some answer passes every test), each rule's score (the share of tasks "
-            "whose chosen answer passes every test, ties scored exactly), the tests it kept and "
-            "dropped per task, the share of right answers its tests reject, and contrasts "
-            "X - none, each with a 95% percentile bootstrap interval. Several --rows files are "
-            "several writer seeds over the same answers: each resample draws whole files, then "
-            "tasks (a task with all its instances); each file's contrast is printed too. "
-            "Samples and runs nothing."
+            "oracle (some answer passes every test), the room check (the share of tasks whose "
+            "answers passing the given tests include a right and a wrong one; under 0.05 a "
+            "level's contrasts cannot see a difference), the fallback (no answer passes the "
+            "given tests), each rule's score (the share of tasks whose chosen answer passes "
+            "every test, ties scored exactly; its tests kept and dropped per task; the share "
+            "of right answers its tests reject) with a 95% percentile bootstrap interval, and "
+            "each --contrast A-B: its value, the bootstrap interval, each file's value, a 95% "
+            "t-interval on those, the smallest difference the design could see and the "
+            "plan's verdict (helps / hurts when both intervals lie above / below 0). Several "
+            "--rows files are several writer seeds over the same answers: each resample draws "
+            "whole files, then tasks (a task with all its instances). Samples and runs "
+            "nothing; --out files the report as JSON, and the printed lines come from it."
         ),
     )
     p.add_argument("--rows", action="append", required=True, metavar="FILE",
@@ -211,16 +244,27 @@ def _add_select_report(sub) -> None:
         help="comma-separated rules, e.g. none,fuzz,writer,fuzz+writer (default: none and "
         "every source of the first row)",
     )
+    p.add_argument(
+        "--contrast",
+        action="append",
+        default=[],
+        metavar="A-B",
+        help="a contrast of two rules (repeatable), e.g. writer-none, writer-fuzz, "
+        "fuzz+writer-fuzz, writer-base (the plan's); default: every rule minus none",
+    )
     p.add_argument("--bootstrap", type=int, default=BOOTSTRAP, metavar="N",
                    help=f"resamples per interval (default {BOOTSTRAP})")  # fmt: skip
     p.add_argument("--bootstrap-seed", type=int, default=0, help="the resamples' seed (default 0)")
+    p.add_argument("--out", default="", metavar="FILE", help="write the report as JSON")
     p.set_defaults(func=_select_report)
 
 
 def _select(args: argparse.Namespace) -> int:
-    from sparring.evaluation.calibration import calibration_problems
-    from sparring.evaluation.choose import rows_jsonl
-    from sparring.experiments import precheck, selection_rows
+    from pathlib import Path
+
+    from sparring.evaluation.choose import NONE, rows_jsonl
+    from sparring.experiments import selection_rows
+    from sparring.experiments.selection_report import BOOTSTRAP, format_report
 
     if args.n < 1:
         raise SparringError(f"--n {args.n}: use N >= 1 answers a problem")
@@ -233,48 +277,149 @@ def _select(args: argparse.Namespace) -> int:
         sources = selection_rows.parse_sources(args.source, cfg.model_for("generator").name)
     except ValueError as exc:
         raise SparringError(f"--source: {exc}") from None
-    per_family = args.per_family or precheck.per_family_for(
-        len(families), 1, selection_rows.MIN_TASKS
-    )
+    if args.reuse and out.resolve() == Path(args.reuse).resolve().parent:
+        raise SparringError(
+            f"--out {args.out}: holds the --reuse file; write the new rows elsewhere"
+        )
+    reused = _reused(args.reuse) if args.reuse else None
     k = args.k or cfg.steps.fuzz_tests
-    problems = calibration_problems(cfg, args.seed, per_family, families, levels)
-    print(
-        f"SELECT plan: {len(problems)} problems ({len(families)} families x {per_family} "
-        f"instances x levels {','.join(map(str, levels))}, seed {args.seed}) x {args.n} answers; "
-        f"K={args.given_tests} given tests; sources "
-        f"{', '.join(s.name for s in sources) or '(none)'}, k={k} tests each, "
-        f"{args.generator_samples} completions a problem a generator",
-        flush=True,
-    )
-    result = selection_rows.run_selection(
-        cfg, problems, args.model, args.n, k, sources, args.seed, args.given_tests,
-        args.generator_samples,
-    )  # fmt: skip
-    rows = result["rows"]
+    problems, heldout, per_family = _select_problems(args, cfg, families, levels)
     settings = {
         "config": args.config, "model": args.model or cfg.model_for("answerer").name,
         "seed": args.seed, "levels": levels, "families": families, "per_family": per_family,
         "given_tests": args.given_tests, "n": args.n, "k": k,
         "generator_samples": args.generator_samples,
-        "sources": {s.name: s.spec for s in sources},
+        "sources": {s.name: s.spec for s in sources}, "heldout": heldout,
     }  # fmt: skip
+    new = sources
+    if reused is not None:
+        filed, rows = reused
+        why = selection_rows.reuse_error(filed, settings, rows, problems, sources)
+        if why:
+            raise SparringError(f"--reuse {args.reuse}: {why}")
+        new = [s for s in sources if s.name not in rows[0]["tests"]]
+        settings["sources"] = {**filed.get("sources", {}), **settings["sources"]}
+        settings["reused"] = {"rows": args.reuse, "sources": list(rows[0]["tests"])}
+    print(
+        f"SELECT plan: {len(problems)} problems ({len(families)} families x {per_family} "
+        f"instances x levels {','.join(map(str, levels))}, seed {args.seed}) x {args.n} answers; "
+        f"K={args.given_tests} given tests; sources "
+        f"{', '.join(s.name for s in sources) or '(none)'}, k={k} tests each, "
+        f"{args.generator_samples} completions a problem a generator"
+        + (
+            f"; reusing {args.reuse}: no answer sampled, new sources "
+            f"{', '.join(s.name for s in new) or '(none)'}"
+            if reused is not None
+            else ""
+        ),
+        flush=True,
+    )
+    result = selection_rows.run_selection(
+        cfg, problems, args.model, args.n, k, new, args.seed, args.given_tests,
+        args.generator_samples, None if reused is None else reused[1],
+    )  # fmt: skip
+    rows = result["rows"]
     write_output(out / "rows.jsonl", rows_jsonl(rows), "--out")
     record = {"settings": settings, "timing": result["timing"]}
     write_output(out / "select.json", json.dumps(record, indent=1), "--out")
     print(f"SELECT rows: {len(rows)} tasks in {out / 'rows.jsonl'}")
-    report = selection_rows.select_report([rows], [s.name for s in sources])
-    print("\n".join(selection_rows.format_report(report)))
+    report = _report([rows], [NONE, *rows[0]["tests"]], [], BOOTSTRAP, labels=[args.out])
+    print("\n".join(format_report(json.loads(json.dumps(report)))))
     return 0
+
+
+def _select_problems(
+    args: argparse.Namespace, cfg: Any, families: list[str], levels: list[int]
+) -> tuple[list[Any], dict[str, Any], int]:
+    """(the problems, the held-out filter's record, instances a family and level): held-out
+    new tasks (sparring.experiments.selection_tasks), or with --no-heldout-filter every
+    instance drawn, as the pre-check draws them. Prints the drops per level."""
+    from sparring.evaluation.calibration import calibration_problems
+    from sparring.experiments import precheck, selection_tasks
+    from sparring.problems.families.sets import trained_families
+
+    if not args.heldout_filter:
+        per_family = args.per_family or precheck.per_family_for(
+            len(families), 1, selection_tasks.MIN_TASKS
+        )
+        problems = calibration_problems(cfg, args.seed, per_family, families, levels)
+        print(f"SELECT held-out: no filter (--no-heldout-filter): {len(problems)} instances")
+        return problems, {"filter": False}, per_family
+    fam = cfg.data.families
+    try:
+        drawn = selection_tasks.sized_new_tasks(fam, args.seed, families, levels, args.per_family)
+    except ValueError as exc:
+        raise SparringError(str(exc)) from None
+    for level, c in drawn.levels.items():
+        print(
+            f"SELECT held-out: level {level}: {c['drawn']} instances drawn at seed {args.seed}, "
+            f"{c['dropped']} dropped (a training problem computes their function or shows "
+            f"their prompt), {c['kept']} kept ({c['tasks']} tasks)"
+        )
+    if short := drawn.short():
+        print(
+            f"SELECT held-out: under {selection_tasks.MIN_TASKS} tasks at level(s) "
+            f"{', '.join(short)} with {drawn.per_family} instances a family and level"
+        )
+    record = {
+        "filter": True,
+        "training": {"seed": fam.seed, "per_family": fam.per_family, "levels": list(fam.levels),
+                     "families": trained_families(fam)},
+        "levels": drawn.levels,
+    }  # fmt: skip
+    problems = selection_tasks.with_trivial_passes(cfg, drawn.problems)
+    return problems, record, drawn.per_family
+
+
+def _reused(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the settings of select.json beside `path`, its rows), or a one-line refusal."""
+    from pathlib import Path
+
+    from sparring.evaluation.choose import read_rows
+
+    rows_file = Path(path)
+    if not rows_file.is_file():
+        raise SparringError(f"--reuse {path}: no such file (a precheck select rows.jsonl)")
+    beside = rows_file.parent / "select.json"
+    try:
+        settings = json.loads(beside.read_text())["settings"]
+        rows = read_rows(rows_file)
+    except FileNotFoundError:
+        raise SparringError(f"--reuse {path}: no select.json beside it (its settings)") from None
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+        raise SparringError(f"--reuse {path}: not a select's rows and settings ({exc})") from None
+    if not rows:
+        raise SparringError(f"--reuse {path}: holds no rows")
+    return settings, rows
+
+
+def _report(
+    files: list[list[dict[str, Any]]],
+    rules: list[str],
+    contrasts: list[str],
+    n_boot: int,
+    seed: int = 0,
+    labels: list[str] | None = None,
+) -> dict[str, Any]:
+    """The selection report of `files` as JSON (contrast errors are one line)."""
+    from sparring.experiments.selection_report import select_report
+
+    try:
+        return select_report(files, rules, contrasts, n_boot, seed, labels or [])
+    except ValueError as exc:
+        flag = "--contrast" if "contrast" in str(exc) else "--sources"
+        raise SparringError(f"{flag}: {exc}") from None
 
 
 def _select_report(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from sparring.evaluation.choose import NONE, read_rows
-    from sparring.experiments import selection_rows
+    from sparring.experiments.selection_report import format_report
 
     if args.bootstrap < 1:
         raise SparringError(f"--bootstrap {args.bootstrap}: use N >= 1 resamples")
+    target = output_file(args.out, "--out") if args.out else None
     files = []
     for path in args.rows:
         if not Path(path).is_file():
@@ -288,18 +433,11 @@ def _select_report(args: argparse.Namespace) -> int:
         files.append(rows)
     sources = [s.strip() for s in args.sources.split(",") if s.strip()]
     sources = sources or [NONE, *files[0][0]["tests"]]
-    try:
-        report = selection_rows.select_report(files, sources, args.bootstrap, args.bootstrap_seed)
-    except ValueError as exc:
-        raise SparringError(f"--sources: {exc}") from None
-    tasks = len({row["task"] for rows in files for row in rows})
-    print(
-        f"SELECT plan: {len(files)} rows file(s) (writer seeds), "
-        f"{sum(map(len, files))} rows, {tasks} tasks; rules {', '.join(sources)}; "
-        f"{args.bootstrap} resamples drawing whole files, then tasks "
-        f"(seed {args.bootstrap_seed})"
-    )
-    print("\n".join(selection_rows.format_report(report)))
+    report = _report(files, sources, args.contrast, args.bootstrap, args.bootstrap_seed, args.rows)
+    text = json.dumps(report, indent=1)
+    if target is not None:
+        write_output(target, text, "--out")
+    print("\n".join(format_report(json.loads(text))))  # the lines the filed JSON gives
     return 0
 
 

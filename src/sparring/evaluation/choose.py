@@ -23,7 +23,7 @@ The rows (`task_row`) are plain JSON, one per task, holding every answer's verdi
 source's tests with their validity, so `score_rows` re-scores any rule from a filed file
 (`read_rows`) without sampling or running anything again.
 
-Covers: `task_row`, `check_row`, `kept_tests`, `choose`, `oracle`, `rejected_right`,
+Covers: `task_row`, `check_row`, `kept_tests`, `choose`, `oracle`, `room`, `rejected_right`,
 `score_rows`, `rows_jsonl`, `read_rows`. Does not cover: sampling the answers, writing and
 validating the tests, running them (sparring.backends.sampler, sparring.sandbox's
 `judge_tests` and `run_cached`, sparring.phases.fuzz), `sparring infer --choose` (not wired
@@ -200,6 +200,16 @@ def choose(row: Mapping[str, Any], source: str) -> dict[str, Any]:
 def oracle(row: Mapping[str, Any]) -> int:
     """1 when some sampled answer of the task passes every held-out test, else 0."""
     return int(any(a["right"] for a in row["answers"]))
+
+
+def room(row: Mapping[str, Any]) -> bool:
+    """Whether a source could change what the rule scores on this task: the candidates (the
+    answers passing the given tests, all N when none does, as `choose` takes them) include a
+    right answer and a wrong one. Elsewhere every candidate is equally right or wrong, and every
+    rule scores the task alike (1 when all are right, 0 when none is)."""
+    answers = row["answers"]
+    candidates = [a["right"] for a in answers if a["given"]] or [a["right"] for a in answers]
+    return any(candidates) and not all(candidates)
 
 
 def rejected_right(row: Mapping[str, Any], source: str) -> tuple[int, int]:
