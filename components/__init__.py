@@ -1,13 +1,18 @@
-"""Thin KFP components, one per phase; each body reads its inputs, calls its phase function in
-`sparring.phases` inside the phase's MLflow child run (`sparring.tracking.phase_run`), and writes
-its outputs and metrics.
+"""Thin KFP components, one per row of the phase table (sparring.phases.table.PHASES): each body
+imports the table and runs its row, `table.run_task("<row>", locals())`; the row's task
+(sparring.phases.kfp_tasks) reads the inputs, runs the phase inside its MLflow child run and
+writes the outputs and metrics. A component's function is named after its row (`_` for `-`),
+which is its task's name in the compiled DAG; the training components also hand the row the
+TrainJob launcher (sparring.cluster sits above the phases). tests/unit/test_phase_table.py fails
+a component that does anything else.
 
 The plain functions live in this package's modules; `make_components(cfg)` turns them into KFP
 components whose `base_image` comes from the config (trainer image; sandbox image for validation;
 MLX image when `backend: mlx`). Every component is a lightweight Python component with
 `install_kfp_package=False` and no `packages_to_install`: the images ship sparring and kfp, and
 `kfp.local.SubprocessRunner(use_venv=False)` runs the same functions in the current environment.
-Unit tests call `make_components(cfg).<name>.python_func` directly.
+A component's body runs in a process of its own with only what it imports inside it, so every
+import stays in the function. Unit tests call `make_components(cfg).<name>.python_func` directly.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from components.train_game import train_game
 from components.train_generator import train_generator
 from components.validate_tests import validate_tests
 from components.warm_start import warm_start
+from sparring.errors import SparringError
+from sparring.phases.table import PHASES
 
 FUNCTIONS = {
     "materialize": materialize,
@@ -56,8 +63,17 @@ def image_for(cfg, name: str) -> str:
     return images.mlx if cfg.backend == "mlx" else images.trainer
 
 
+def row_of(function_name: str) -> str:
+    """The phase table's row a component function runs: its name with `-` for `_`."""
+    return function_name.replace("_", "-")
+
+
 def make_components(cfg) -> SimpleNamespace:
-    """KFP components for a config: one attribute per entry of FUNCTIONS."""
+    """KFP components for a config: one attribute per entry of FUNCTIONS, each a row of the
+    phase table (a function without one is refused: it could not run)."""
+    strays = [name for name in FUNCTIONS if row_of(name) not in PHASES]
+    if strays:
+        raise SparringError(f"components with no row in sparring.phases.table.PHASES: {strays}")
     return SimpleNamespace(
         **{
             name: dsl.component(func=func, base_image=image_for(cfg, name),

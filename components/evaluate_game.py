@@ -10,11 +10,6 @@ def evaluate_game(
     report: Output[Artifact],
     metrics: Output[Metrics],
 ):
-    from sparring import tracking
-    from sparring.phases import kfp_io
-    from sparring.phases.game import evaluate_game as phase
+    from sparring.phases import table
 
-    cfg = kfp_io.config_from_yaml(config_yaml, parent_run_id)
-    with tracking.phase_run(cfg, parent_run_id, "evaluate", 2) as run:
-        result = run.log(phase(cfg, model.path, report.path))
-    kfp_io.to_kfp_metrics(metrics, result)
+    return table.run_task("evaluate-game", locals())

@@ -11,11 +11,6 @@ def init_models(
     generator: Output[Model],
     metrics: Output[Metrics],
 ):
-    from sparring import tracking
-    from sparring.phases import init_models as phase
-    from sparring.phases import kfp_io
+    from sparring.phases import table
 
-    cfg = kfp_io.config_from_yaml(config_yaml, parent_run_id)
-    with tracking.phase_run(cfg, parent_run_id, "init-models", kfp_io.SETUP_ROUND) as run:
-        result = run.log(phase.init_models(cfg, answerer.path, generator.path, use_champion))
-    kfp_io.to_kfp_metrics(metrics, result)
+    return table.run_task("init-models", locals())

@@ -12,11 +12,9 @@ def snapshot_first(
     generator: Input[Model],
     snapshots: Output[Artifact],
 ):
-    from sparring.phases.snapshot import add_snapshot
+    from sparring.phases import table
 
-    add_snapshot(
-        None, round_index, answerer.uri, tests.uri, snapshots.path, generator_uri=generator.uri
-    )
+    return table.run_task("snapshot-first", locals())
 
 
 def snapshot_next(
@@ -27,9 +25,6 @@ def snapshot_next(
     generator: Input[Model],
     snapshots: Output[Artifact],
 ):
-    from sparring.phases.snapshot import add_snapshot
+    from sparring.phases import table
 
-    add_snapshot(
-        previous.path, round_index, answerer.uri, tests.uri, snapshots.path,
-        generator_uri=generator.uri,
-    )  # fmt: skip
+    return table.run_task("snapshot-next", locals())

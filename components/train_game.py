@@ -12,14 +12,6 @@ def train_game(
     metrics: Output[Metrics],
 ) -> str:
     """Returns the MLflow parent run id (the given one, or a new one tagged with kfp_run_id)."""
-    from sparring import tracking
-    from sparring.phases import kfp_io
-    from sparring.phases.game import train_game as phase
+    from sparring.phases import table
 
-    cfg = kfp_io.config_from_yaml(config_yaml, parent_run_id)
-    run_id = kfp_io.ensure_parent_run(cfg, parent_run_id, kfp_run_id)
-    with tracking.phase_run(cfg, run_id, f"train-{cfg.game.name}", 1) as run:
-        result = run.log(phase(cfg, model.path))
-    kfp_io.to_kfp_metrics(metrics, result)
-    model.metadata["game"] = cfg.game.name
-    return run_id
+    return table.run_task("train-game", locals())

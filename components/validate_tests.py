@@ -16,10 +16,6 @@ def validate_tests(
     bank: Output[Dataset],
     metrics: Output[Metrics],
 ):
-    from sparring.phases import kfp_io, table
+    from sparring.phases import table
 
-    cfg = kfp_io.config_from_yaml(config_yaml)
-    paths = {"data": data.path, "tests": tests.path, "frozen_solutions": frozen_solutions.path,
-             "bank_in": bank_in.path}  # fmt: skip
-    result = table.run("validate-tests", cfg, round_index, paths, {"bank": bank.path})
-    kfp_io.to_kfp_metrics(metrics, result)
+    return table.run_task("validate-tests", locals())

@@ -1,18 +1,21 @@
-"""What every component does at its edges: its config, its parent run, its KFP metrics.
+"""What every component does at its edges: its arguments, its config, its parent run, its KFP
+metrics.
 
-Covers: `config_from_yaml` (the config a component receives as a YAML string; storage set up
-from it), `ensure_parent_run`, `for_parent_run` (the seed a run draws, tagged on its parent),
-the round numbers setup and final phases log under, and `to_kfp_metrics` and
-`log_problem_sets` (the problem sets a phase used, as MLflow dataset inputs of its run and,
-from materialize, of the parent run). The MLflow child run of a phase is
-`sparring.tracking.phase_run`.
-Does not cover: any phase's work (the modules beside this one).
+Covers: `TaskArgs` (a component's arguments by name, as its row of the phase table reads them),
+`config_from_yaml` (the config a component receives as a YAML string; storage set up from it),
+`ensure_parent_run`, `for_parent_run` (the seed a run draws, tagged on its parent), the round
+numbers setup, final and game phases log under, and `to_kfp_metrics` and `log_problem_sets` (the
+problem sets a phase used, as MLflow dataset inputs of its run and, from materialize, of the
+parent run). The MLflow child run of a phase is `sparring.tracking.phase_run`.
+Does not cover: any phase's work (the modules beside this one), what each row's task does with
+these (sparring.phases.kfp_tasks).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,41 @@ from sparring import storage, tracking
 from sparring.config import Config, from_dict
 
 log = logging.getLogger(__name__)
+
+
+class TaskArgs:
+    """The arguments a KFP component's function was called with, by name (its `locals()`):
+    parameters as they are, artifacts with `.path`, `.uri` and `.metadata`. A row reads the names
+    it needs; anything else in the mapping is never read. `trainjob` is the TrainJob launcher
+    (sparring.cluster.launch.run_phase) the training components hand down: the cluster room sits
+    above the phases, so the phases cannot import it."""
+
+    def __init__(self, args: Mapping[str, Any], trainjob: Callable[..., Any] | None = None):
+        self.args = dict(args)
+        self.trainjob = trainjob
+
+    def __getitem__(self, name: str) -> Any:
+        return self.args[name]
+
+    def path(self, name: str) -> str:
+        return self.args[name].path
+
+    def uri(self, name: str) -> str:
+        return self.args[name].uri
+
+    def paths(self, names: Iterable[str]) -> dict[str, str]:
+        return {name: self.path(name) for name in names}
+
+    def uris(self, names: Iterable[str]) -> dict[str, str]:
+        return {name: self.uri(name) for name in names}
+
+    def config(self) -> Config:
+        """The config as the task's parent run trains with it (`config_from_yaml`)."""
+        return config_from_yaml(self["config_yaml"], self.args.get("parent_run_id", ""))
+
+    def to_kfp_metrics(self, result: dict) -> None:
+        """`result` into the task's `metrics` output (`to_kfp_metrics`)."""
+        to_kfp_metrics(self["metrics"], result)
 
 
 def config_from_yaml(text: str, run_id: str = "") -> Config:
@@ -59,6 +97,10 @@ SETUP_ROUND = 0
 def final_round(cfg: Config) -> int:
     """The round number under which evaluate and select log (after the last round)."""
     return cfg.rounds + 1
+
+
+# The game DAG's three tasks log as rounds 1-3 of its parent run, in the order they run.
+GAME_TRAIN_ROUND, GAME_EVALUATE_ROUND, GAME_SELECT_ROUND = 1, 2, 3
 
 
 def to_kfp_metrics(artifact, result: dict) -> None:
