@@ -493,6 +493,25 @@ def test_dry_run_writes_summary_and_changes_no_weights(tmp_path, monkeypatch):
     assert (tmp_path / "data" / "eval.jsonl").read_text()
 
 
+def test_the_plain_runner_warm_starts_through_the_phase_table(tmp_path):
+    """warm-start is a row of the phase table (sparring.phases.table), run by the plain runner
+    there like every planned phase: its model and metrics in its phase folder, and round 1's
+    answerer trains on from the warm-started answerer."""
+    from sparring.plain_runner.loop import run_selfplay
+
+    summary = run_selfplay(cfg_for("dry_run=true", "rounds=1", "warm_start.steps=2"), str(tmp_path))
+    phases = summary["phases"]
+    assert [p["kind"] for p in phases][:3] == ["materialize", "warm_start", "generator"]
+    warm = tmp_path / phases[1]["name"]
+    meta = models.read_meta(warm / "model")
+    assert (meta["phase"], meta["role"], meta["base"]) == ("warm_start", "answerer", "tiny-random")
+    assert json.loads((warm / "metrics.json").read_text()) == phases[1]["metrics"]
+    assert phases[1]["metrics"]["steps"] == 0.0  # a dry run copies its init model
+    answerer = models.read_meta(summary["final"]["answerer"])
+    assert answerer["phase"] == phases[-1]["name"]  # trained on from the warm start's model:
+    assert answerer["warm_start_problems"] == meta["warm_start_problems"]  # its record carried
+
+
 def _starts(log: str) -> list[str]:
     return [line.split()[2] for line in log.splitlines() if line.split()[1:2] == ["start"]]
 

@@ -63,19 +63,13 @@ def run_phase(cfg: Config, phase: Phase, workdir: Path, state: dict[str, Any]) -
     if out.exists():
         shutil.rmtree(out)  # a killed earlier attempt of this phase
     out.mkdir(parents=True)
-    if phase.kind == "warm_start":  # only the local runners warm-start: not in the table
-        from sparring.phases.warm_start import warm_start
-
-        metrics = warm_start(cfg, str(data), state["answerer"], str(out / "model"))
-        state["answerer"] = str(out / "model")
-        storage.write_text(str(out / "metrics.json"), json.dumps(metrics, indent=1, sort_keys=True))
-        return metrics
     spec = BY_KIND.get(phase.kind)
     if spec is None:  # pragma: no cover
         raise SparringError(f"unknown phase kind {phase.kind}")
     gen = Path(state.get("last_generator_out") or out)
     inputs = {  # where this runner keeps each input, by the table's names
         "materialize": {"bank_in": state.get("bank_in") or ""},
+        "warm_start": {"data": str(data), "init_model": state["answerer"] or ""},
         "answerer": {"data": str(data), "bank": state["bank"], "init_model": state["answerer"]},
         "generator": {
             "data": str(data),
@@ -94,13 +88,15 @@ def run_phase(cfg: Config, phase: Phase, workdir: Path, state: dict[str, Any]) -
     metrics = run(spec.name, cfg, phase.round, inputs, outputs, phase=phase.name)
     if spec.kind == "materialize":
         state["bank"] = str(data / BANK_FILE)
+    elif spec.kind == "warm_start":
+        state["answerer"] = outputs["model"]
     elif spec.kind == "answerer":
         state["answerer"] = outputs["model"]
         state["answerer_reward"] = metrics.get("reward", state.get("answerer_reward"))
     elif spec.kind == "generator":
         state["generator"] = outputs["model"]
         state["last_generator_out"] = str(out)
-    else:
+    else:  # validate
         state["bank"] = str(out / BANK_FILE)
         state["test_validity"] = metrics["validity"]
     storage.write_text(str(out / "metrics.json"), json.dumps(metrics, indent=1, sort_keys=True))
