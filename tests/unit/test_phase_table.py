@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import ast
 import inspect
+import json
 import re
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
 
 from components import FUNCTIONS, make_components, row_of
+from pipelines.common import config_line
 from pipelines.selfplay import compile_pipeline
+from sparring import tracking
 from sparring.config import load_config
 from sparring.errors import SparringError
 from sparring.phases import table
@@ -197,3 +201,42 @@ def test_the_check_refuses_a_dag_task_without_a_row(monkeypatch):
         "materialize: runs component warm_start, not its row's",
         "snapshot-next-2: no row 'snapshot-next' in sparring.phases.table",
     ]
+
+
+class Art(SimpleNamespace):
+    """Stands in for a KFP artifact: .path, .uri, .metadata, log_metric."""
+
+    def __init__(self, path):
+        super().__init__(path=str(path), uri=f"s3://b/{Path(path).name}", metadata={})
+
+    def log_metric(self, key, value):
+        self.metadata[key] = value
+
+
+def test_a_training_row_hands_the_trainjob_launcher_its_uris_and_paths(tmp_path, monkeypatch):
+    """launcher "trainjob": the row's inputs as URIs, its outputs' local paths by their names in a
+    phase folder (what the TrainJob uploads), the first output's URI as the staging place."""
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
+    cfg = load_config(ROOT / "configs/smoke.yaml")
+    names = ("data", "frozen_answerer", "init_model", "model", "tests", "frozen_solutions")
+    art = {name: Art(tmp_path / name) for name in (*names, "metrics")}
+    parent = tracking.start_parent_run(cfg, "kfp-1")
+    args = {"config_yaml": config_line(cfg), "parent_run_id": parent, "round_index": 1,
+            "phase": "r01-p01-generator", "launcher": "trainjob", **art}  # fmt: skip
+    calls = []
+
+    def launch(cfg, phase, round_index, **kwargs):
+        calls.append((phase, round_index, kwargs))
+        return {"world_size": 2.0}
+
+    assert table.run_task("train-generator", args, trainjob=launch) is None
+    uris = {name: f"s3://b/{name}" for name in ("data", "frozen_answerer", "init_model")}
+    outputs = {"model": art["model"].path, "tests.jsonl": art["tests"].path,
+               "frozen_solutions.jsonl": art["frozen_solutions"].path}  # fmt: skip
+    assert calls == [
+        ("train-generator", 1, {"phase_name": "r01-p01-generator", "inputs": uris,
+                                "outputs": outputs, "output_uri": "s3://b/model"}),
+    ]  # fmt: skip
+    assert json.loads(Path(art["metrics"].path).read_text())["world_size"] == 2.0
+    with pytest.raises(SparringError, match="train-generator: launcher trainjob, but its comp"):
+        table.run_task("train-generator", args)
