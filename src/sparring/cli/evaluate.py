@@ -14,6 +14,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from sparring.cli.common import (
     Deprecated,
@@ -173,6 +174,30 @@ def add_commands(sub) -> None:
     p.add_argument("--top-p", type=float, default=0.9, help="nucleus sampling (default 0.9)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed")
     p.add_argument(
+        "--samples",
+        type=int,
+        default=1,
+        metavar="N",
+        help="answers sampled a problem (default 1); with N > 1 one is chosen by --choose-by",
+    )
+    p.add_argument(
+        "--choose-by",
+        default="none",
+        metavar="RULE",
+        help="with --samples N: among the answers passing the problem's tests, the one passing "
+        "the most tests of these sources, joined by '+': fuzz, base (the config's generator), "
+        "writer:PATH (a trained writer); each source's tests kept only where the problem's "
+        "reference passes them. none (default): the first answer passing the problem's tests. "
+        "Ties are reported as a set",
+    )
+    p.add_argument(
+        "--choose-k",
+        type=int,
+        default=3,
+        metavar="k",
+        help="valid tests each source keeps a problem (default 3)",
+    )
+    p.add_argument(
         "--tracking-uri",
         default=None,
         help="MLflow tracking URI for models:/ checkpoints (default: MLFLOW_TRACKING_URI, "
@@ -180,6 +205,41 @@ def add_commands(sub) -> None:
     )
     add_config_args(p)
     p.set_defaults(func=_infer)
+
+
+def _chooser(args: argparse.Namespace, cfg: Any, problems: list) -> Any:
+    """The choice among --samples answers (sparring.experiments.choose_answers), or None for
+    one answer; a SparringError naming the flag on a bad value, before anything is sampled."""
+    if args.samples < 1:
+        raise SparringError(f"--samples {args.samples}: give 1 or more answers a problem")
+    if args.choose_k < 1:
+        raise SparringError(f"--choose-k {args.choose_k}: give 1 or more tests a source keeps")
+    if args.samples == 1:
+        if args.choose_by.strip() != "none":
+            raise SparringError("--choose-by chooses among answers: give --samples N (N > 1)")
+        return None
+    from sparring.experiments.choose_answers import choose_answers, parse_rule
+
+    try:
+        sources = parse_rule(args.choose_by, cfg.model_for("generator").name)
+    except ValueError as exc:
+        raise SparringError(f"--choose-by: {exc}") from None
+    unreferenced = [p for p in problems if not (p.reference_solution or "").strip()]
+    if sources and unreferenced:
+        raise SparringError(
+            f"--choose-by {args.choose_by}: {len(unreferenced)} of {len(problems)} problems have "
+            "no reference solution, and a source's tests are kept only where the reference "
+            "passes them: give a problems file whose records carry reference_solution, or "
+            "--choose-by none"
+        )
+
+    def choose(problems, texts):
+        try:
+            return choose_answers(cfg, problems, texts, sources, args.choose_k, args.seed, 4)
+        except ValueError as exc:
+            raise SparringError(f"--choose-by {args.choose_by}: {exc}") from None
+
+    return choose
 
 
 def _add_heldout_set(p: argparse.ArgumentParser) -> None:
@@ -350,6 +410,7 @@ def _infer(args: argparse.Namespace) -> int:
         raise SparringError("--execute-tests needs tests: pass --tests 'assert f(1) == 2; …'")
     from sparring.sandbox.limits import trusted_limits
 
+    choose = _chooser(args, cfg, problems)
     records = inf.solve(
         args.checkpoint,
         problems,
@@ -364,6 +425,8 @@ def _infer(args: argparse.Namespace) -> int:
         or os.environ.get("MLFLOW_TRACKING_URI")
         or cfg.tracking.mlflow_uri,
         limits=trusted_limits(cfg),
+        samples=args.samples,
+        choose=choose,
     )
     for i, record in enumerate(records):
         if i:

@@ -26,10 +26,10 @@ source's tests with their validity, so `score_rows` re-scores any rule from a fi
 Covers: `task_row`, `check_row`, `kept_tests`, `choose`, `oracle`, `room`, `rejected_right`,
 `score_rows`, `rows_jsonl`, `read_rows`. Does not cover: sampling the answers, writing and
 validating the tests, running them (sparring.backends.sampler, sparring.sandbox's
-`judge_tests` and `run_cached`, sparring.phases.fuzz), `sparring infer --choose` (not wired
-yet), the study's intervals and report. A rule naming a source a row lacks is an error, not
-"none": a source that kept no test for a task is named with an empty list. Pure: the standard
-library and `normalize` (ast only); no ML framework.
+`judge_tests` and `run_cached`, sparring.phases.fuzz), `sparring infer --choose-by`
+(sparring.experiments.choose_answers), the study's intervals and report. A rule naming a source
+a row lacks is an error, not "none": a source that kept no test for a task is named with an
+empty list. Pure: the standard library and `normalize` (ast only); no ML framework.
 """
 
 from __future__ import annotations

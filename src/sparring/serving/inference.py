@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,9 +84,14 @@ def _name_from_tests(tests: Sequence[str]) -> str:
 
 
 def make_problem(
-    description: str, signature: str = "", tests: Sequence[str] = (), problem_id: str = "problem"
+    description: str,
+    signature: str = "",
+    tests: Sequence[str] = (),
+    problem_id: str = "problem",
+    reference: str = "",
 ) -> Problem:
-    """A Problem from free text; without a signature the function name comes from the tests."""
+    """A Problem from free text; without a signature the function name comes from the tests.
+    `reference`: a reference solution (what `--choose-by` validates a source's tests against)."""
     if not description or not description.strip():
         raise InferenceError("the problem text is empty; pass --problem TEXT or --problem-file")
     signature = signature.strip()
@@ -98,7 +103,7 @@ def make_problem(
         description=description.strip(),
         function_signature=signature,
         baseline_tests=list(tests),
-        reference_solution="",
+        reference_solution=reference,
     )
 
 
@@ -106,7 +111,8 @@ def read_problems_file(path: str | Path) -> list[Problem]:
     """Problems from a JSON or JSON Lines file, read as every problems file is
     (sparring.records: a list, {"problems": [...]}, or one problem per line); each item is a
     full problem record or a lighter {"description" | "problem", "function_signature" |
-    "signature", "baseline_tests" | "tests" (list or `;` string)}, or a string."""
+    "signature", "baseline_tests" | "tests" (list or `;` string), "reference_solution"}, or a
+    string."""
     items = read_records(path, "problems", InferenceError, "problems file")
     if not items:
         raise InferenceError(
@@ -131,6 +137,7 @@ def read_problems_file(path: str | Path) -> list[Problem]:
                 str(item.get("function_signature", item.get("signature", "")) or ""),
                 [str(t) for t in tests],
                 str(item.get("id", f"problem-{i + 1}")),
+                str(item.get("reference_solution", "") or ""),
             )
         )
     return problems
@@ -249,8 +256,14 @@ def solve(
     seed: int = 0,
     tracking_uri: str | None = None,
     limits: Any = None,
+    samples: int = 1,
+    choose: Callable[[Sequence[Problem], list[list[str]]], list[dict[str, Any]]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Generate one answer per problem with a checkpoint and (optionally) run its tests."""
+    """Generate one answer per problem with a checkpoint and (optionally) run its tests. With
+    `samples` N > 1 and `choose` (problems, their N completions each -> per problem a choice
+    with the index of the answer it returns under "chosen"), the chosen answer is the one
+    returned, the choice and all N completions beside it (`choice`, `samples`); without
+    `choose`, the first."""
     from sparring.backends.sampler import FEW, load_answerer, sample_answers
     from sparring.problems.programs import extract_code
 
@@ -265,9 +278,12 @@ def solve(
         temperature=temperature,
         top_p=top_p,
         seed=seed,
+        num_samples=samples,
         label="infer",
     ).texts
-    texts = [c[0] if c else "" for c in completions]
+    choices = choose(problems, [list(c) for c in completions]) if choose else None
+    picked = [c["chosen"] for c in choices] if choices else [0] * len(problems)
+    texts = [c[i] if c else "" for c, i in zip(completions, picked, strict=True)]
     codes = [
         extract_code(text, function_name_of(p.function_signature)) or extract_code(text) or ""
         for p, text in zip(problems, texts, strict=True)
@@ -284,10 +300,14 @@ def solve(
 
             passed = sum(r.passed == r.total > 0 for r in reports)
             progress.say(f"infer tests run: {passed}/{len(problems)} problems pass all")
-    return [
+    records = [
         result_record(p, text, code, report)
         for p, text, code, report in zip(problems, texts, codes, reports, strict=True)
     ]
+    if choices:
+        for record, choice, outs in zip(records, choices, completions, strict=True):
+            record.update(choice=choice, samples=list(outs))
+    return records
 
 
 def format_result(record: dict[str, Any], show_reasoning: bool = True) -> str:
@@ -298,6 +318,16 @@ def format_result(record: dict[str, Any], show_reasoning: bool = True) -> str:
     if show_reasoning:
         lines += ["", "Completion:", record["completion"].rstrip()]
     lines += ["", "Code:", record["code"].rstrip() or "(no code could be extracted)"]
+    if record.get("choice"):
+        c = record["choice"]
+        kept = ", ".join(f"{s} {len(t['kept'])}" for s, t in c["tests"].items()) or "none"
+        lines += [
+            "",
+            f"Chosen: answer {c['chosen']} of {len(record['samples'])} by {c['rule']} "
+            f"(tied: {c['tied']}; tests kept: {kept}"
+            + ("; no answer passed the problem's tests, all were candidates)" if c["fallback"]
+               else ")"),
+        ]  # fmt: skip
     if record["results"]:
         lines += ["", f"Tests: {record['passed']}/{record['total']} passed"]
         for r in record["results"]:
