@@ -1,5 +1,7 @@
 """`sparring precheck`: before a study, does a level leave the base model room for adversarial
 tests, and do the test writers reach it (issue 73, item 1)?
+Why one module: the pre-check, its subcommands and pool-catch read one set of arguments (the
+instances, the writers) and the pre-check's files; apart, each would import the others' parts.
 
 Covers: the command's arguments, the sizing line it prints before sampling, the table and the
 PRECHECK lines, and its files (`--out DIR`: precheck.json, pool.jsonl, answers.jsonl: one row
