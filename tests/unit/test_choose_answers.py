@@ -1,4 +1,4 @@
-"""`sparring infer --samples N --choose-by RULE` (sparring.experiments.choose_answers): planted
+"""`sparring infer --answers N --choose-by RULE` (sparring.experiments.choose_answers): planted
 answers in the real sandbox, no model. An answer that memorises the problem's tests passes them
 as the right one does; by the given tests alone both tie and the first is returned, while the
 fuzzer's tests (kept only where the reference passes them) leave the right one alone; a source
@@ -69,10 +69,10 @@ def test_a_rule_is_none_or_sources_joined_by_plus():
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--choose-by", "fuzz"], "--choose-by chooses among answers: give --samples N"),
-        (["--samples", "0"], "--samples 0: give 1 or more"),
-        (["--samples", "2", "--choose-by", "bank"], "--choose-by: source 'bank'"),
-        (["--samples", "2", "--choose-by", "fuzz"],
+        (["--choose-by", "fuzz"], "--choose-by chooses among answers: give --answers N"),
+        (["--answers", "0"], "--answers 0: give 1 or more"),
+        (["--answers", "2", "--choose-by", "bank"], "--choose-by: source 'bank'"),
+        (["--answers", "2", "--choose-by", "fuzz"],
          "--choose-by fuzz: 1 of 1 problems have no reference solution"),
     ],
 )  # fmt: skip
@@ -113,7 +113,7 @@ def test_infer_returns_the_chosen_answer_with_its_tied_set(tmp_path, problems, c
     file.write_text("".join(json.dumps(p.to_dict()) + "\n" for p in problems))
     out = tmp_path / "out.json"
     argv = ["infer", "--checkpoint", "tiny-random", "--batch", "--problems-file", str(file),
-            "--samples", "3", "--choose-by", "fuzz", "--output", str(out)]  # fmt: skip
+            "--answers", "3", "--choose-by", "fuzz", "--output", str(out)]  # fmt: skip
     assert main(argv) == 0
     records = json.loads(out.read_text())
     assert [r["choice"]["chosen"] for r in records] == [1] * len(problems)

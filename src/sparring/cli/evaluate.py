@@ -174,7 +174,7 @@ def add_commands(sub) -> None:
     p.add_argument("--top-p", type=float, default=0.9, help="nucleus sampling (default 0.9)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed")
     p.add_argument(
-        "--samples",
+        "--answers",
         type=int,
         default=1,
         metavar="N",
@@ -184,7 +184,7 @@ def add_commands(sub) -> None:
         "--choose-by",
         default="none",
         metavar="RULE",
-        help="with --samples N: among the answers passing the problem's tests, the one passing "
+        help="with --answers N: among the answers passing the problem's tests, the one passing "
         "the most tests of these sources, joined by '+': fuzz, base (the config's generator), "
         "writer:PATH (a trained writer); each source's tests kept only where the problem's "
         "reference passes them. none (default): the first answer passing the problem's tests. "
@@ -208,15 +208,15 @@ def add_commands(sub) -> None:
 
 
 def _chooser(args: argparse.Namespace, cfg: Any, problems: list) -> Any:
-    """The choice among --samples answers (sparring.experiments.choose_answers), or None for
+    """The choice among --answers answers (sparring.experiments.choose_answers), or None for
     one answer; a SparringError naming the flag on a bad value, before anything is sampled."""
-    if args.samples < 1:
-        raise SparringError(f"--samples {args.samples}: give 1 or more answers a problem")
+    if args.answers < 1:
+        raise SparringError(f"--answers {args.answers}: give 1 or more answers a problem")
     if args.choose_k < 1:
         raise SparringError(f"--choose-k {args.choose_k}: give 1 or more tests a source keeps")
-    if args.samples == 1:
+    if args.answers == 1:
         if args.choose_by.strip() != "none":
-            raise SparringError("--choose-by chooses among answers: give --samples N (N > 1)")
+            raise SparringError("--choose-by chooses among answers: give --answers N (N > 1)")
         return None
     from sparring.experiments.choose_answers import choose_answers, parse_rule
 
@@ -425,7 +425,7 @@ def _infer(args: argparse.Namespace) -> int:
         or os.environ.get("MLFLOW_TRACKING_URI")
         or cfg.tracking.mlflow_uri,
         limits=trusted_limits(cfg),
-        samples=args.samples,
+        samples=args.answers,
         choose=choose,
     )
     for i, record in enumerate(records):

@@ -1,4 +1,4 @@
-"""Choosing one of N sampled answers a problem by tests, for `sparring infer --samples N
+"""Choosing one of N sampled answers a problem by tests, for `sparring infer --answers N
 --choose-by RULE`: the selection study's rule (sparring.evaluation.choose) put to use.
 
 A rule is `none` (the answers that pass the problem's tests, picked among uniformly) or test
