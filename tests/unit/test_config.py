@@ -199,17 +199,27 @@ def test_a_run_of_a_seed_per_run_config_trains_with_a_seed_of_its_own():
 
 
 def test_every_component_of_a_run_derives_its_config_for_that_run():
-    """A component that forgot the run id would train with another seed than its siblings."""
+    """A component that forgot the run id would train with another seed than its siblings.
+    Components run their row's task (sparring.phases.table): each task of a component that
+    takes the run id derives its config through it (`TaskArgs.config`, which passes
+    parent_run_id, or materialize's `for_parent_run`)."""
     import ast
+    import inspect
 
+    from sparring.phases import kfp_io, table
+
+    assert 'config_from_yaml(self["config_yaml"], self.args.get("parent_run_id"' in (
+        inspect.getsource(kfp_io.TaskArgs.config)
+    )
     for path in sorted((ROOT / "components").glob("*.py")):
         for fn in ast.walk(ast.parse(path.read_text())):
             if not isinstance(fn, ast.FunctionDef):
                 continue
             if "parent_run_id" not in {a.arg for a in fn.args.args}:
                 continue
-            source = ast.get_source_segment(path.read_text(), fn)
-            assert (
-                "config_from_yaml(config_yaml, parent_run_id)" in source
-                or "for_parent_run(cfg, run_id, run)" in source
-            ), f"{path.name}: {fn.name} does not derive its config for its run"
+            row = table.PHASES[fn.name.replace("_", "-")]
+            source = inspect.getsource(row.task)
+            assert "t.config()" in source or "for_parent_run(cfg, run_id, run)" in source, (
+                f"{path.name}: {fn.name}'s task {row.task.__name__} does not derive its config "
+                "for its run"
+            )
