@@ -218,13 +218,13 @@ def _chooser(args: argparse.Namespace, cfg: Any, problems: list) -> Any:
         if args.choose_by.strip() != "none":
             raise SparringError("--choose-by chooses among answers: give --answers N (N > 1)")
         return None
-    from sparring.experiments.choose_answers import choose_answers, parse_rule
+    from sparring.experiments.choose_answers import choose_answers, parse_rule, without_reference
 
     try:
         sources = parse_rule(args.choose_by, cfg.model_for("generator").name)
     except ValueError as exc:
         raise SparringError(f"--choose-by: {exc}") from None
-    unreferenced = [p for p in problems if not (p.reference_solution or "").strip()]
+    unreferenced = without_reference(problems)
     if sources and unreferenced:
         raise SparringError(
             f"--choose-by {args.choose_by}: {len(unreferenced)} of {len(problems)} problems have "

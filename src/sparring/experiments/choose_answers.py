@@ -11,7 +11,7 @@ the most kept tests are the tied set; the answer returned is the tied set's firs
 sample index, so a rerun returns the same), and the whole set is reported with every answer's
 verdicts, so any other rule can be scored from the output.
 
-Covers: `parse_rule`, `choose_answers`. Does not cover: sampling the answers
+Covers: `parse_rule`, `without_reference`, `choose_answers`. Does not cover: sampling the answers
 (sparring.serving.inference), the rows and the sources' tests (sparring.experiments.
 selection_rows), the rule's exact score (sparring.evaluation.choose).
 """
@@ -22,7 +22,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from sparring.evaluation import choose
-from sparring.experiments.selection_rows import Source, build_rows, parse_sources
+from sparring.experiments.selection_rows import (
+    Source,
+    build_rows,
+    parse_sources,
+    writer_completions,
+)
 from sparring.problems import Problem
 
 
@@ -42,6 +47,11 @@ def parse_rule(rule: str, base_model: str) -> list[Source]:
     return parse_sources(parts, base_model)
 
 
+def without_reference(problems: Sequence[Problem]) -> list[Problem]:
+    """The problems with no reference solution: no source's tests can be validated on them."""
+    return [p for p in problems if not (p.reference_solution or "").strip()]
+
+
 def choose_answers(
     cfg: Any,
     problems: Sequence[Problem],
@@ -56,25 +66,18 @@ def choose_answers(
     passed), "answers" (per answer: passes the problem's tests, its verdicts per source), "tests"
     (per source, the kept tests and how many were dropped)}. ValueError when a source is asked
     for and a problem has no reference solution to validate its tests against."""
-    from sparring.evaluation.generator_heldout import sample_tests
     from sparring.sandbox import Sandbox
     from sparring.sandbox.limits import untrusted_limits
 
-    unreferenced = [p.id for p in problems if not (p.reference_solution or "").strip()]
-    if sources and unreferenced:
+    missing = without_reference(problems) if sources else []
+    if missing:
         raise ValueError(
-            f"{len(unreferenced)} problems have no reference solution (first: {unreferenced[0]}):"
-            " a source's tests are kept only when the reference passes them; give problems with"
-            " a reference_solution, or choose by the given tests alone (--choose-by none)"
+            f"{len(missing)} of {len(problems)} problems have no reference solution (first: "
+            f"{missing[0].id}): a source's tests are kept only where the reference passes them"
         )
     # every test the problem carries is given: `right` then says the same as `given`
     given = max([len(p.baseline_tests) for p in problems] + [1])
-    completions = {
-        s.name: dict(zip([p.id for p in problems],
-                         sample_tests(cfg, s.model, problems, writer_samples, seed + 1),
-                         strict=True))
-        for s in sources if not s.fuzz
-    }  # fmt: skip
+    completions = writer_completions(cfg, problems, sources, writer_samples, seed)
     with Sandbox(untrusted_limits(cfg)) as sandbox:
         rows = build_rows(cfg, problems, texts, given, k, sources, completions, seed, sandbox)
     rule = choose.UNION.join(s.name for s in sources) or choose.NONE

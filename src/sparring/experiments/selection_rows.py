@@ -319,6 +319,21 @@ def extend_rows(
     return out
 
 
+def writer_completions(
+    cfg: Any, views: Sequence[Problem], sources: Sequence[Source], samples: int, seed: int
+) -> dict[str, dict[str, list[str]]]:
+    """{source name: {problem id: its completions}} of every generator source (not the fuzzer)
+    on `views` (problems as the reward sees them): `samples` a problem under `seed` + 1."""
+    from sparring.evaluation.generator_heldout import sample_tests
+
+    completions: dict[str, dict[str, list[str]]] = {}
+    for s in (s for s in sources if not s.fuzz):
+        progress.say(f"select: {s.name} writes tests for {len(views)} problems x {samples}")
+        written = sample_tests(cfg, s.model, views, samples, seed + 1)
+        completions[s.name] = dict(zip([p.id for p in views], written, strict=True))
+    return completions
+
+
 def run_selection(
     cfg: Any,
     problems: Sequence[Problem],
@@ -336,7 +351,6 @@ def run_selection(
     Sandbox; with `reuse` (filed rows, checked by `reuse_error`) samples no answer and has only
     `sources` (the ones the rows lack) write tests: `extend_rows`. {"rows", "timing"}."""
     from sparring.evaluation.calibration import answerer_for, sample_model
-    from sparring.evaluation.generator_heldout import sample_tests
     from sparring.problems.given_tests import given_view
     from sparring.sandbox import Sandbox
     from sparring.sandbox.limits import untrusted_limits
@@ -350,14 +364,8 @@ def run_selection(
     timing = {"sample_s": time.perf_counter() - began}
     progress.say(f"select: {n} answers x {len(problems)} problems in {timing['sample_s']:.0f}s")
     views = [given_view(p, given_tests) for p in problems]
-    completions: dict[str, dict[str, list[str]]] = {}
     began = time.perf_counter()
-    for s in (s for s in sources if not s.fuzz):
-        progress.say(
-            f"select: {s.name} writes tests for {len(views)} problems x {generator_samples}"
-        )
-        written = sample_tests(cfg, s.model, views, generator_samples, seed + 1)
-        completions[s.name] = dict(zip([p.id for p in views], written, strict=True))
+    completions = writer_completions(cfg, views, sources, generator_samples, seed)
     timing["writers_s"] = time.perf_counter() - began
     began = time.perf_counter()
     args = (given_tests, k, sources, completions, seed)
