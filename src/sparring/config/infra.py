@@ -36,7 +36,8 @@ class TrackingConfig:
     contrasts: str = doc_field(
         "",
         "tracking.study's planned contrasts as treatment-control, comma-separated (e.g. "
-        "D-F,S-G), recorded with the run; empty outside a study",
+        "D-F,S-G), recorded with the run; none when the study compares its runs by another "
+        "command (its file's analysis); empty outside a study",
     )
 
 
