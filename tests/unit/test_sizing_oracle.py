@@ -77,6 +77,24 @@ def test_the_pick_among_given_passers():
     assert s["given_rate"] == pytest.approx(0.5)
 
 
+def test_room_is_a_right_and_a_wrong_given_passer_together():
+    """Given rate 1/2, every rate 1/4: room@N = 1 - 2 x 0.75^N + 0.5^N (0 at N=1: one answer
+    cannot be both). A task whose given passers are all right, or all wrong, has no room,
+    whatever its oracle. Room bounds what choosing can add over the uniform pick."""
+    rows = _rows(2, "a", "a0", [True, False, False, False], given=[True, True, False, False])
+    s = sizing_oracle.size_n(rows, max_n=3, n_boot=50)[2]
+    assert s["room"]["value"] == [pytest.approx(1 - 2 * 0.75**n + 0.5**n) for n in (1, 2, 3)]
+    assert s["room"]["value"][0] == pytest.approx(0.0)
+    all_right = _rows(2, "b", "b0", [True, False], given=[True, False])
+    all_wrong = _rows(2, "c", "c0", [False, False], given=[True, False])
+    for rows in (all_right, all_wrong):
+        assert sizing_oracle.size_n(rows, max_n=8, n_boot=50)[2]["room"]["value"] == [0.0] * 8
+    for given, every in [(0.3, 0.1), (0.9, 0.05), (0.2, 0.2), (0.6, 0.0)]:
+        for n in (1, 4, 16, 64):
+            gap = sizing_oracle.oracle_at(every, n) - sizing_oracle.pick_at(given, every, n)
+            assert gap <= sizing_oracle.room_at(given, every, n) + 1e-12
+
+
 def test_the_interval_resamples_tasks_and_levels_stay_apart():
     rows = _rows(2, "a", "a0", [True] * 2) + _rows(2, "b", "b0", [False] * 2)
     rows += _rows(3, "c", "c0", [False] * 2)
@@ -126,6 +144,7 @@ def test_the_command_prints_per_level(tmp_path, capsys):
         "oracle@1=0.250 (0.000..0.500) oracle@8="
     )
     assert "oracle@64=0.500 (" in lines[1] and "pick@1=0.250 (" in lines[1]
+    assert "room@1=0.000 (0.000..0.000)" in lines[1]  # every given passer is right: no room
     assert lines[2].startswith(
         "SIZEN level=2 N=1: the smallest N whose oracle estimate reaches 0.250 (0.250 ("
     )

@@ -117,7 +117,8 @@ def _add_size_n(sub) -> None:
         "tasks, the mean per-task every-test pass rate, the oracle (some of N answers a task "
         "passes every test; per task 1 - (1 - p)^N, answers drawn with replacement at the "
         "task's pass rate p, instances of a task averaged first, 95% intervals resampling "
-        "tasks) and a uniform pick among the answers passing the given tests, at N = 1, 8, "
+        "tasks), a uniform pick among the answers passing the given tests and the room (the "
+        "N answers hold a right and a wrong one among those passing the given tests), at N = 1, 8, "
         "16, 32, 64, and the smallest N whose oracle reaches --target, or that --max-n does "
         "not. Samples nothing."
     )

@@ -15,9 +15,13 @@ Beside it, `pick`: the expected score of a uniform pick among the N answers that
 tests (0 where none does): (1 - (1 - g_t)^N) x p_t / g_t, g_t the task's given-test pass rate
 (an answer that passes every test passes the given ones, so "passes the given tests and is
 right" is the oracle's own flag; the pick is what choosing by the given tests alone reaches).
+And `room`: the chance that the N answers hold both a right answer and a wrong one among those
+passing the given tests, 1 - (1 - p_t)^N - (1 - (g_t - p_t))^N + (1 - g_t)^N (the plan's room
+check at N, addendum 1): only on such a task can a test source change the choice, so no rule's
+contrast with another exceeds the level's room.
 
 Covers: reading and checking the rows (`read_rows`, `check_rows`), the per-task rates
-(`task_rates`), the estimates (`oracle_at`, `pick_at`), the curves with intervals and the
+(`task_rates`), the estimates (`oracle_at`, `pick_at`, `room_at`), the curves with intervals and the
 smallest N reaching the target (`size_n`), and the printed lines (`format_lines`). Does not
 cover: the judging that makes the rows (sparring.experiments.precheck), the command
 (`sparring precheck size-n`, sparring.cli.precheck), how the study uses N, and the
@@ -153,6 +157,18 @@ def pick_at(given: float, every: float, n: int) -> float:
     return oracle_at(given, n) * every / given if given > 0 else 0.0
 
 
+def room_at(given: float, every: float, n: int) -> float:
+    """The chance that n answers drawn with replacement hold an answer passing every test and
+    one passing the given tests but not every test (inclusion-exclusion over "no right one" and
+    "no wrong given-passer"). An answer passing every test passes the given ones (every <= given).
+
+    >>> room_at(0.5, 0.25, 1), room_at(0.5, 0.25, 2), room_at(0.5, 0.5, 8), room_at(0.3, 0.0, 8)
+    (0.0, 0.125, 0.0, 0.0)
+    """
+    wrong = given - every
+    return 1.0 - (1.0 - every) ** n - (1.0 - wrong) ** n + (1.0 - given) ** n
+
+
 def _curve(values: Any, n_boot: int, seed: int) -> dict[str, list[float]]:
     """Mean over tasks (the rows of `values`, tasks x N) and its 95% interval over task
     resamples, per N."""
@@ -187,7 +203,8 @@ def size_n(
     """Per level: `tasks`, `instances`, `answers`, `every_rate` and `given_rate` (the means of
     the per-task rates), `oracle` and `pick` ({"value", "lo", "hi"}: lists over N = 1..max_n,
     the mean over tasks and its task-resampled 95% interval), `n_needed` (the smallest N whose
-    oracle estimate reaches `target`, None when max_n does not), `n_needed_lo` (the same for
+    oracle estimate reaches `target`, None when max_n does not), `room` (as `oracle`),
+    `n_needed_lo` (the same for
     the interval's lower end), `at_max` (the estimate at max_n), `target`, `max_n`.
 
     Two tasks with every-test pass rates 0 and 0.5: the oracle is 0.25 at N=1, 0.375 at N=2.
@@ -212,6 +229,7 @@ def size_n(
         rates = list(tasks.values())
         oracle = np.array([[oracle_at(r["every"], n) for n in ns] for r in rates])
         pick = np.array([[pick_at(r["given"], r["every"], n) for n in ns] for r in rates])
+        room = np.array([[room_at(r["given"], r["every"], n) for n in ns] for r in rates])
         curve = _curve(oracle, n_boot, seed)
         out[level] = {
             "tasks": len(rates),
@@ -221,6 +239,7 @@ def size_n(
             "given_rate": sum(r["given"] for r in rates) / len(rates),
             "oracle": curve,
             "pick": _curve(pick, n_boot, seed),
+            "room": _curve(room, n_boot, seed),
             "n_needed": _first_reaching(curve["value"], target),
             "n_needed_lo": _first_reaching(curve["lo"], target),
             "at_max": curve["value"][-1],
@@ -238,8 +257,8 @@ def _at(curve: Mapping[str, list[float]], n: int) -> str:
 
 
 def format_lines(sized: Mapping[int, Mapping[str, Any]]) -> list[str]:
-    """Per level: a SIZEN line of its counts, rates and the oracle and pick at the shown N (and
-    max N), and one saying the smallest N reaching the target or that max N does not."""
+    """Per level: a SIZEN line of its counts, rates and the oracle, pick and room at the shown N
+    (and max N), and one saying the smallest N reaching the target or that max N does not."""
     lines = []
     for level, s in sized.items():
         max_n = s["max_n"]
@@ -251,6 +270,8 @@ def format_lines(sized: Mapping[int, Mapping[str, Any]]) -> list[str]:
             + " ".join(f"oracle@{n}={_at(s['oracle'], n)}" for n in shown)
             + " "
             + " ".join(f"pick@{n}={_at(s['pick'], n)}" for n in shown)
+            + " "
+            + " ".join(f"room@{n}={_at(s['room'], n)}" for n in shown)
         )
         if s["n_needed"] is None:
             lines.append(
