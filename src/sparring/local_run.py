@@ -153,6 +153,7 @@ def run_local(cfg, root: Path, build_pipeline: Callable[..., Any], resume: bool 
     if cfg.storage.s3_endpoint:
         os.environ.setdefault("AWS_ENDPOINT_URL", cfg.storage.s3_endpoint)
     state = prepare_local_run(cfg, root, resume)
+    os.environ[lineage.RUN_CODE_ENV] = state["code"]  # each phase's process checks it (table)
     local.init(
         runner=local.SubprocessRunner(use_venv=False),
         pipeline_root=str(root),

@@ -108,6 +108,40 @@ def code_digest() -> str:
     return source_digest(PACKAGE_ROOT)
 
 
+# the code a local run started at, handed to its phases' processes (sparring.local_run)
+RUN_CODE_ENV = "SPARRING_RUN_CODE"
+
+
+def code_drift(environ: Mapping[str, str] | None = None) -> str:
+    """Why this process must not run a phase of a local run ('' when it may): the run started at
+    the code `RUN_CODE_ENV` names and the package imported here is another. kfp.local starts
+    each phase as a new process that imports the package as it is on disk then, so a source
+    edited while a run goes on would make one run of two code versions under one record."""
+    started = (os.environ if environ is None else environ).get(RUN_CODE_ENV, "")
+    if not started or started == code_digest():
+        return ""
+    return (
+        f"this phase would run code {code_digest()}, but its run started at code {started}: the "
+        "sparring source changed while the run went on (one run is one code version); start "
+        "the run again, or run it from a checkout nobody edits (a git worktree)"
+    )
+
+
+def checkout_mismatch(cwd: Path) -> str:
+    """Why a command run in `cwd` would not run the code there ('' when it would, or when `cwd`
+    holds no sparring checkout): `cwd` holds a src/sparring whose source differs from the
+    package Python imports (an editable install of another checkout, say). A run would then
+    file another checkout's code under this one's name."""
+    here = cwd / "src" / "sparring"
+    if not (here / "__init__.py").is_file() or source_digest(here) == code_digest():
+        return ""
+    return (
+        f"this checkout's {here} is not the sparring package Python imports ({PACKAGE_ROOT}, "
+        f"code {code_digest()}): run with PYTHONPATH={here.parent} or install this checkout "
+        "(pip install -e .)"
+    )
+
+
 # the environment variables torch reads its CPU thread count from, at start
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 

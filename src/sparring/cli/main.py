@@ -35,6 +35,24 @@ COMMAND_MODULES = (
 )
 
 
+# commands whose results name the code that made them: refused when they would run another
+# checkout's package than the one they are run in (lineage.checkout_mismatch)
+FILES_RESULTS = frozenset(
+    {"calibrate", "precheck", "pool-catch", "train", "phase", "run", "recur", "eval", "study",
+     "rerun"}
+)  # fmt: skip
+
+
+def _refuse_other_checkout() -> None:
+    from pathlib import Path
+
+    from sparring.backends import lineage
+
+    why = lineage.checkout_mismatch(Path.cwd())
+    if why:
+        raise SparringError(why)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sparring",
@@ -71,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         (getattr(args, "group_parser", None) or parser).print_help()
         return 2
     try:
+        if args.command in FILES_RESULTS:
+            _refuse_other_checkout()
         return int(args.func(args) or 0)
     except SparringError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sparring.backends import lineage
 from sparring.config import Config
 from sparring.errors import SparringError
 from sparring.phases import kfp_tasks
@@ -158,6 +159,9 @@ def run_task(name: str, args: Mapping[str, Any], trainjob: Callable[..., Any] | 
     """Run row `name` as its KFP component: `args` are the component's arguments by name (its
     `locals()`), `trainjob` the TrainJob launcher a training component hands down. Returns what
     the component returns (None for a component without an output parameter)."""
+    drift = lineage.code_drift()
+    if drift:
+        raise SparringError(f"{name}: {drift}")
     spec = PHASES.get(name)
     if spec is None or spec.task is None:
         raise SparringError(
