@@ -95,6 +95,26 @@ def test_room_is_a_right_and_a_wrong_given_passer_together():
             assert gap <= sizing_oracle.room_at(given, every, n) + 1e-12
 
 
+def test_counted_pools_a_tasks_instances_and_does_not_extrapolate():
+    """Task a: a right answer in one instance, a wrong given passer in the other (room, counted
+    over the task's answers); task b: right answers only (oracle, no room); task c: none."""
+    rows = (
+        _rows(2, "a", "a0", [True, False], given=[True, False])
+        + _rows(2, "a", "a1", [False, False], given=[True, False])
+        + _rows(2, "b", "b0", [True, True, False])
+        + _rows(2, "c", "c0", [False] * 3, given=[True, False, False])
+    )
+    assert sizing_oracle.counted(rows)[2] == {
+        "tasks": 3, "answers_min": 3, "answers_max": 4, "oracle": 2, "room": 1,
+    }  # fmt: skip
+    assert sizing_oracle.size_n(rows, max_n=4, n_boot=20)[2]["counted"]["room"] == 1
+    line = sizing_oracle.format_lines(sizing_oracle.size_n(rows, max_n=4, n_boot=20))[1]
+    assert line == (
+        "SIZEN level=2 counted at the answers sampled (3..4 a task): oracle=0.667 (2 of 3 "
+        "tasks) room=0.333 (1 of 3 tasks)"
+    )
+
+
 def test_the_interval_resamples_tasks_and_levels_stay_apart():
     rows = _rows(2, "a", "a0", [True] * 2) + _rows(2, "b", "b0", [False] * 2)
     rows += _rows(3, "c", "c0", [False] * 2)
@@ -145,6 +165,8 @@ def test_the_command_prints_per_level(tmp_path, capsys):
     )
     assert "oracle@64=0.500 (" in lines[1] and "pick@1=0.250 (" in lines[1]
     assert "room@1=0.000 (0.000..0.000)" in lines[1]  # every given passer is right: no room
+    assert lines[2].startswith("SIZEN level=2 counted at the answers sampled (4..4 a task)")
+    del lines[2], lines[4]  # the counted lines: their own test
     assert lines[2].startswith(
         "SIZEN level=2 N=1: the smallest N whose oracle estimate reaches 0.250 (0.250 ("
     )

@@ -21,8 +21,9 @@ check at N, addendum 1): only on such a task can a test source change the choice
 contrast with another exceeds the level's room.
 
 Covers: reading and checking the rows (`read_rows`, `check_rows`), the per-task rates
-(`task_rates`), the estimates (`oracle_at`, `pick_at`, `room_at`), the curves with intervals and the
-smallest N reaching the target (`size_n`), and the printed lines (`format_lines`). Does not
+(`task_rates`), what the rows show as sampled (`counted`), the estimates (`oracle_at`,
+`pick_at`, `room_at`), the curves with intervals and the smallest N reaching the target
+(`size_n`), and the printed lines (`format_lines`). Does not
 cover: the judging that makes the rows (sparring.experiments.precheck), the command
 (`sparring precheck size-n`, sparring.cli.precheck), how the study uses N, and the
 uncertainty of p_t itself beyond resampling tasks (a task with 8 answers of which 1 passes is
@@ -135,6 +136,37 @@ def task_rates(rows: Sequence[Mapping[str, Any]]) -> dict[int, dict[str, dict[st
     return dict(out)
 
 
+def counted(rows: Sequence[Mapping[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Per level, what the answers sampled show without extrapolating: `tasks`, the fewest and
+    most answers a task (`answers_min`, `answers_max`: a task's instances pooled), and the
+    number of tasks with a right answer (`oracle`) and with both a right answer and a wrong
+    one among those passing the given tests (`room`). With as many answers a task as the study
+    samples, these are the oracle and the room at its N, counted.
+
+    >>> rows = [{"task": "a", "id": "a1", "level": 2, "given": g, "every": e}
+    ...         for g, e in [(True, True), (True, False), (False, False)]]
+    >>> counted(rows)[2]
+    {'tasks': 1, 'answers_min': 3, 'answers_max': 3, 'oracle': 1, 'room': 1}
+    """
+    per_task: dict[tuple[int, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    for row in rows:
+        c = per_task[(row["level"], row["task"])]
+        c[0] += 1
+        c[1] += int(row["every"])
+        c[2] += int(row["given"] and not row["every"])
+    out: dict[int, dict[str, Any]] = {}
+    for level in sorted({level for level, _ in per_task}):
+        tasks = [c for (lv, _), c in per_task.items() if lv == level]
+        out[level] = {
+            "tasks": len(tasks),
+            "answers_min": min(c[0] for c in tasks),
+            "answers_max": max(c[0] for c in tasks),
+            "oracle": sum(c[1] > 0 for c in tasks),
+            "room": sum(c[1] > 0 and c[2] > 0 for c in tasks),
+        }
+    return out
+
+
 # --------------------------------------------------------------------------- estimates
 
 
@@ -245,6 +277,7 @@ def size_n(
             "at_max": curve["value"][-1],
             "target": target,
             "max_n": max_n,
+            "counted": counted([r for r in rows if r["level"] == level])[level],
         }
     return out
 
@@ -272,6 +305,13 @@ def format_lines(sized: Mapping[int, Mapping[str, Any]]) -> list[str]:
             + " ".join(f"pick@{n}={_at(s['pick'], n)}" for n in shown)
             + " "
             + " ".join(f"room@{n}={_at(s['room'], n)}" for n in shown)
+        )
+        c = s["counted"]
+        lines.append(
+            f"SIZEN level={level} counted at the answers sampled ({c['answers_min']}.."
+            f"{c['answers_max']} a task): oracle={c['oracle'] / c['tasks']:.3f} ({c['oracle']} "
+            f"of {c['tasks']} tasks) room={c['room'] / c['tasks']:.3f} ({c['room']} of "
+            f"{c['tasks']} tasks)"
         )
         if s["n_needed"] is None:
             lines.append(
