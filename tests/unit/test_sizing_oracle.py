@@ -106,12 +106,13 @@ def test_counted_pools_a_tasks_instances_and_does_not_extrapolate():
     )
     assert sizing_oracle.counted(rows)[2] == {
         "tasks": 3, "answers_min": 3, "answers_max": 4, "oracle": 2, "room": 1,
+        "pick": pytest.approx((1 / 2 + 1 + 0) / 3),  # a: 1 of 2 passers right; b: 2 of 2; c: 0
     }  # fmt: skip
     assert sizing_oracle.size_n(rows, max_n=4, n_boot=20)[2]["counted"]["room"] == 1
     line = sizing_oracle.format_lines(sizing_oracle.size_n(rows, max_n=4, n_boot=20))[1]
     assert line == (
         "SIZEN level=2 counted at the answers sampled (3..4 a task): oracle=0.667 (2 of 3 "
-        "tasks) room=0.333 (1 of 3 tasks)"
+        "tasks) room=0.333 (1 of 3 tasks) pick=0.500"
     )
 
 

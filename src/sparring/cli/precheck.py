@@ -119,8 +119,9 @@ def _add_size_n(sub) -> None:
         "task's pass rate p, instances of a task averaged first, 95% intervals resampling "
         "tasks), a uniform pick among the answers passing the given tests and the room (the "
         "N answers hold a right and a wrong one among those passing the given tests), at N = 1, 8, "
-        "16, 32, 64, and the smallest N whose oracle reaches --target, or that --max-n does "
-        "not. Samples nothing."
+        "16, 32, 64; the same three counted at the answers sampled, without extrapolating "
+        "(with as many answers a task as the study samples, its values at that N); and the "
+        "smallest N whose oracle reaches --target, or that --max-n does not. Samples nothing."
     )
     p = sub.add_parser(
         "size-n", help="answers a task the oracle needs, from a pre-check's answers.jsonl",

@@ -140,13 +140,15 @@ def counted(rows: Sequence[Mapping[str, Any]]) -> dict[int, dict[str, Any]]:
     """Per level, what the answers sampled show without extrapolating: `tasks`, the fewest and
     most answers a task (`answers_min`, `answers_max`: a task's instances pooled), and the
     number of tasks with a right answer (`oracle`) and with both a right answer and a wrong
-    one among those passing the given tests (`room`). With as many answers a task as the study
-    samples, these are the oracle and the room at its N, counted.
+    one among those passing the given tests (`room`), and `pick`: the mean over tasks of the
+    share of a task's given-test passers that are right (0 where none passes), a uniform pick
+    among them. With as many answers a task as the study samples, these are the oracle, the
+    room and the given-tests-only rule at its N, counted.
 
     >>> rows = [{"task": "a", "id": "a1", "level": 2, "given": g, "every": e}
     ...         for g, e in [(True, True), (True, False), (False, False)]]
     >>> counted(rows)[2]
-    {'tasks': 1, 'answers_min': 3, 'answers_max': 3, 'oracle': 1, 'room': 1}
+    {'tasks': 1, 'answers_min': 3, 'answers_max': 3, 'oracle': 1, 'room': 1, 'pick': 0.5}
     """
     per_task: dict[tuple[int, str], list[int]] = defaultdict(lambda: [0, 0, 0])
     for row in rows:
@@ -163,6 +165,7 @@ def counted(rows: Sequence[Mapping[str, Any]]) -> dict[int, dict[str, Any]]:
             "answers_max": max(c[0] for c in tasks),
             "oracle": sum(c[1] > 0 for c in tasks),
             "room": sum(c[1] > 0 and c[2] > 0 for c in tasks),
+            "pick": sum(c[1] / (c[1] + c[2]) for c in tasks if c[1] + c[2]) / len(tasks),
         }
     return out
 
@@ -311,7 +314,7 @@ def format_lines(sized: Mapping[int, Mapping[str, Any]]) -> list[str]:
             f"SIZEN level={level} counted at the answers sampled ({c['answers_min']}.."
             f"{c['answers_max']} a task): oracle={c['oracle'] / c['tasks']:.3f} ({c['oracle']} "
             f"of {c['tasks']} tasks) room={c['room'] / c['tasks']:.3f} ({c['room']} of "
-            f"{c['tasks']} tasks)"
+            f"{c['tasks']} tasks) pick={c['pick']:.3f}"
         )
         if s["n_needed"] is None:
             lines.append(
