@@ -40,7 +40,8 @@ def test_a_phase_process_refuses_code_its_run_did_not_start_at():
 def test_a_local_run_hands_its_code_to_its_phases(tmp_path, monkeypatch):
     cfg = load_config("configs/smoke.yaml", [])
     seen = {}
-    monkeypatch.delenv(lineage.RUN_CODE_ENV, raising=False)
+    # set first so monkeypatch restores the variable's absence: run_local writes os.environ
+    monkeypatch.setenv(lineage.RUN_CODE_ENV, "")
     monkeypatch.setattr(local_run, "prepare_local_run", lambda cfg, root, resume: {
         "kfp_run_id": "local-x", "parent_run_id": "p", "code": "c0dec0dec0dec0de"})  # fmt: skip
     monkeypatch.setattr(local_run, "child_summary", lambda cfg, run_id: [])

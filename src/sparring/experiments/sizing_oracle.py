@@ -260,6 +260,7 @@ def size_n(
         raise ValueError(f"target {target}: use a share in (0, 1]")
     out: dict[int, dict[str, Any]] = {}
     ns = range(1, max_n + 1)
+    as_sampled = counted(rows)
     for level, tasks in sorted(task_rates(rows).items()):
         rates = list(tasks.values())
         oracle = np.array([[oracle_at(r["every"], n) for n in ns] for r in rates])
@@ -280,7 +281,7 @@ def size_n(
             "at_max": curve["value"][-1],
             "target": target,
             "max_n": max_n,
-            "counted": counted([r for r in rows if r["level"] == level])[level],
+            "counted": as_sampled[level],
         }
     return out
 
