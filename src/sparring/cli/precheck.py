@@ -10,12 +10,14 @@ task the oracle needs to reach a target, printed per level from those rows alone
 pool-catch`, the test writers' catch on that pool afterwards (a study's trained generators
 against the base one and the fuzzer); `sparring precheck select` (held-out new tasks, N
 answers a task and each test source's tests and verdicts, as choose rows: rows.jsonl; `--reuse`
-adds sources to an earlier file's answers) and `sparring precheck select-report --rows FILE...`
+adds sources to an earlier file's answers; `select-join` joins the parts of one select split by
+families) and `sparring precheck select-report --rows FILE...`
 (every rule and `--contrast` re-scored from those rows, with intervals, the room check and the
 plan's verdicts; `--out` files it as JSON). Does not cover: the sampling, judging and statistics
 (sparring.experiments.precheck, sparring.experiments.pool_catch,
 sparring.experiments.sizing_oracle, sparring.experiments.selection_tasks,
-sparring.experiments.selection_rows, sparring.experiments.selection_report,
+sparring.experiments.selection_rows, sparring.experiments.selection_join,
+sparring.experiments.selection_report,
 sparring.evaluation.choose).
 """
 
@@ -78,6 +80,7 @@ def add_commands(sub) -> None:
     _add_size_n(sub_of_precheck)
     _add_select(sub_of_precheck)
     _add_select_report(sub_of_precheck)
+    _add_select_join(sub_of_precheck)
 
     p = sub.add_parser(
         "pool-catch",
@@ -215,6 +218,54 @@ def _add_select(sub) -> None:
     )
     p.add_argument("--out", required=True, metavar="DIR", help="write rows.jsonl and select.json")
     p.set_defaults(func=_select)
+
+
+def _add_select_join(sub) -> None:
+    """`sparring precheck select-join`: the parts of one select split by families, as one."""
+    p = sub.add_parser(
+        "select-join",
+        help="join the parts of one select run split by --families into one rows file",
+        description=(
+            "Sampling runs on one core a process, so a select can be split by families: the "
+            "same command in two processes, each with its --families and the same --per-family "
+            "(the full run's, printed by a run without it). This joins their folders into one "
+            "DIR/rows.jsonl and DIR/select.json, as one command over every family: `--reuse` "
+            "and `select-report` read it. Refuses parts whose settings differ (apart from their "
+            "families) or that share a family or an instance. Samples and runs nothing."
+        ),
+    )
+    p.add_argument("--part", action="append", required=True, metavar="DIR",
+                   help="a select --out folder (repeatable: two or more)")  # fmt: skip
+    p.add_argument("--out", required=True, metavar="DIR", help="write rows.jsonl and select.json")
+    p.set_defaults(func=_select_join)
+
+
+def _select_join(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from sparring.evaluation.choose import rows_jsonl
+    from sparring.experiments.selection_join import join_parts
+
+    out = output_dir(args.out, "--out")
+    if any(out.resolve() == Path(d).resolve() for d in args.part):
+        raise SparringError(f"--out {args.out}: is a part; write the joined rows elsewhere")
+    records, rows = [], []
+    for part in args.part:
+        settings, part_rows = _reused(str(Path(part) / "rows.jsonl"), "--part")
+        record = json.loads((Path(part) / "select.json").read_text())
+        records.append({**record, "settings": settings})
+        rows.append(part_rows)
+    try:
+        record, joined = join_parts(records, rows, args.part)
+    except ValueError as exc:
+        raise SparringError(f"--part {exc}") from None
+    write_output(out / "rows.jsonl", rows_jsonl(joined), "--out")
+    write_output(out / "select.json", json.dumps(record, indent=1), "--out")
+    print(
+        f"SELECT join: {len(joined)} tasks of {len(record['settings']['families'])} families "
+        f"from {len(args.part)} parts in {out / 'rows.jsonl'}"
+    )
+    return 0
 
 
 def _add_select_report(sub) -> None:
@@ -375,7 +426,7 @@ def _select_problems(
     return problems, record, drawn.per_family
 
 
-def _reused(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _reused(path: str, flag: str = "--reuse") -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(the settings of select.json beside `path`, its rows), or a one-line refusal."""
     from pathlib import Path
 
@@ -383,17 +434,17 @@ def _reused(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
     rows_file = Path(path)
     if not rows_file.is_file():
-        raise SparringError(f"--reuse {path}: no such file (a precheck select rows.jsonl)")
+        raise SparringError(f"{flag} {path}: no such file (a precheck select rows.jsonl)")
     beside = rows_file.parent / "select.json"
     try:
         settings = json.loads(beside.read_text())["settings"]
         rows = read_rows(rows_file)
     except FileNotFoundError:
-        raise SparringError(f"--reuse {path}: no select.json beside it (its settings)") from None
+        raise SparringError(f"{flag} {path}: no select.json beside it (its settings)") from None
     except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-        raise SparringError(f"--reuse {path}: not a select's rows and settings ({exc})") from None
+        raise SparringError(f"{flag} {path}: not a select's rows and settings ({exc})") from None
     if not rows:
-        raise SparringError(f"--reuse {path}: holds no rows")
+        raise SparringError(f"{flag} {path}: holds no rows")
     return settings, rows
 
 
