@@ -8,7 +8,7 @@ config reference (docs/config-reference.md is generated from it).
 This package's face: it hands on the names callers import (`from sparring.config import ...`)
 and holds no logic. The modules, each with what it covers:
   fields     ConfigError and `doc_field`, the field helper carrying a field's doc and bounds
-  training   models, LoRA, GRPO, steps, the coach, the warm start, the game
+  training   models, LoRA, GRPO, steps, the coach, the warm start, filtered SFT, the game
   problems   data sources and families, rewards, selection, reasoning stages, the sandbox
   infra      tracking, storage, Kubernetes, the distributed recipe, serving
   schema     the top-level Config (model_for, digest) and to_dict
@@ -58,6 +58,7 @@ from sparring.config.reference import reference, reference_markdown
 from sparring.config.schema import Config, to_dict
 from sparring.config.training import (
     CoachConfig,
+    FilteredSftConfig,
     GameConfig,
     GrpoConfig,
     LoraConfig,
@@ -75,6 +76,7 @@ __all__ = [
     "DataConfig",
     "DistributedConfig",
     "FamiliesConfig",
+    "FilteredSftConfig",
     "GameConfig",
     "GpuConfig",
     "GrpoConfig",

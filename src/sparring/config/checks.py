@@ -67,6 +67,16 @@ def check_cross_fields(cfg: Config) -> None:
             "warm_start.steps: the warm start (TRL SFTTrainer) runs on torch only; "
             "set warm_start.steps: 0 with backend: mlx"
         )
+    if cfg.backend == "mlx" and cfg.filtered_sft.samples:
+        raise ConfigError(
+            "filtered_sft.samples: filtered fine-tuning (TRL SFTTrainer) runs on torch only; "
+            "set filtered_sft.samples: 0 with backend: mlx"
+        )
+    if cfg.filtered_sft.samples and cfg.phase_schedule == "generator":
+        raise ConfigError(
+            "filtered_sft.samples: phase_schedule generator has no answerer phase to fine-tune; "
+            "set filtered_sft.samples: 0 or a schedule with an answerer phase"
+        )
     if not cfg.data.train:
         raise ConfigError("data.train: name at least one problem source, e.g. [bundled]")
     if cfg.selection.refuse_below_start and cfg.game.name:

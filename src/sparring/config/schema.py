@@ -36,6 +36,7 @@ from sparring.config.problems import (
 )
 from sparring.config.training import (
     CoachConfig,
+    FilteredSftConfig,
     GameConfig,
     GrpoConfig,
     LoraConfig,
@@ -94,6 +95,9 @@ class Config:
     coach: CoachConfig = doc_field(CoachConfig, "curriculum of the answerer over family levels")
     warm_start: WarmStartConfig = doc_field(
         WarmStartConfig, "supervised warm start of the answerer before self-play"
+    )
+    filtered_sft: FilteredSftConfig = doc_field(
+        FilteredSftConfig, "answerer phases that fine-tune on their own answers a filter keeps"
     )
     rewards: RewardsConfig = doc_field(RewardsConfig, "reward weights")
     selection: SelectionConfig = doc_field(SelectionConfig, "checkpoint selection and promotion")

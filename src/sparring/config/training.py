@@ -1,6 +1,6 @@
 """Config sections of what is trained and how: the models of each role, LoRA, GRPO, the step
-counts of the staged schedule, the answerer's curriculum coach, the supervised warm start, and
-the self-play engine's game section.
+counts of the staged schedule, the answerer's curriculum coach, the supervised warm start, the
+answerer's filtered fine-tuning, and the self-play engine's game section.
 
 Covers: each field with its default, bounds and one-line doc, and the one check a section makes
 on itself (`grpo.max_completion_length`).
@@ -256,6 +256,25 @@ class WarmStartConfig:
     learning_rate: float = doc_field(2e-4, "SFT learning rate (2e-4 suits LoRA)", gt=0.0, le=1.0)
     batch_size: int = doc_field(4, "examples per SFT step", ge=1)
     max_length: int = doc_field(512, "tokens per example (prompt + solution), truncated", ge=16)
+
+
+@dataclass(frozen=True)
+class FilteredSftConfig:
+    samples: int = doc_field(
+        0,
+        "answers sampled per training problem by each answerer phase, which then fine-tunes on "
+        "the ones passing `filter` instead of running GRPO (0 = off: GRPO)",
+        ge=0,
+        le=256,
+    )
+    filter: Literal["every", "given"] = doc_field(
+        "every",
+        "answers kept: every (pass every test of the problem, the stated case included: the "
+        "oracle filter) or given (pass the data.given_tests given tests)",
+    )
+    steps: int = doc_field(
+        16, "SFT steps on the kept answers (warm_start's learning rate, batch and length)", ge=1
+    )
 
 
 @dataclass(frozen=True)
