@@ -1,7 +1,7 @@
 """The filtered fine-tuning mode's pure parts (sparring.phases.filtered_sft): which answers a
 filter keeps, and the SFT rows it builds from them (the prompt they were sampled with, their
 text as sampled); the config field that turns it on. The phase itself, with the sandbox and a
-real SFT step, is tests/integration/test_filtered_sft.py."""
+real SFT step, is tests/integration/test_phases_filtered_sft.py."""
 
 from __future__ import annotations
 

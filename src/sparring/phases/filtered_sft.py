@@ -20,19 +20,16 @@ which hands over to this module when the mode is on) or when phases run (schedul
 from __future__ import annotations
 
 import dataclasses
-import logging
 from collections.abc import Sequence
 from typing import Any
 
-from sparring import backends
+from sparring import backends, progress
 from sparring.backends.base import copy_model
 from sparring.config import Config
 from sparring.phases.common import derived_seed, train_problems, trained_record
 from sparring.phases.sandboxed import require_isolation
 from sparring.phases.schedule import reasoning_stages
 from sparring.problems import Problem, prompts
-
-log = logging.getLogger(__name__)
 
 
 def kept_answers(
@@ -115,12 +112,13 @@ def filtered_sft(
         "filtered_sft_problems_kept": float(sum(1 for k in kept if k)),
     })  # fmt: skip
     meta["kept"] = {p.id: len(k) for p, k in zip(problems, kept, strict=True) if k}
-    log.info(
-        "filtered sft (%s): %d of %d answers kept on %d of %d problems",
-        fs.filter, len(rows), answers, int(metrics["filtered_sft_problems_kept"]), len(problems),
-    )  # fmt: skip
+    kept_on = int(metrics["filtered_sft_problems_kept"])
+    progress.say(
+        f"filtered sft ({fs.filter} filter): {len(rows)} of {answers} answers kept, on {kept_on} "
+        f"of {len(problems)} problems"
+        + ("" if rows else "; nothing to train on, the model is saved unchanged")
+    )
     if not rows:
-        log.warning("filtered sft: no answer passed the %s filter; model unchanged", fs.filter)
         copy_model(start, out_model, {**meta, "role": "answerer"})
         return metrics
     steps = dataclasses.replace(cfg.warm_start, steps=fs.steps)  # the warm start's SFT, its steps
