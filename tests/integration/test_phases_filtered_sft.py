@@ -13,7 +13,7 @@ from sparring.backends import sampler
 from sparring.backends.base import Sampled
 from sparring.backends.torch import models
 from sparring.config import load_config
-from sparring.phases.answerer import train_answerer
+from sparring.phases.table import PHASES
 from sparring.problems import load_sources, write_jsonl
 
 
@@ -51,6 +51,12 @@ def _wrong(p) -> str:
     return f"```python\ndef {p.function_name}(*args):\n    return None\n```"
 
 
+def _answerer_phase(cfg, data_dir, out) -> dict[str, float]:
+    """The answerer row of the phase table, as every runner calls it."""
+    inputs = {"data": str(data_dir), "bank": str(data_dir / "bank.jsonl"), "init_model": ""}
+    return PHASES["train-answerer"].call(cfg, 1, inputs, {"model": str(out)}, "r01-p01-answerer")
+
+
 def _cfg(*overrides: str):
     return load_config(
         "configs/smoke.yaml",
@@ -61,7 +67,7 @@ def _cfg(*overrides: str):
 def test_the_every_test_filter_trains_on_the_right_answers_only(data_dir, tmp_path, monkeypatch):
     trained = _planted(monkeypatch, lambda p: [_wrong(p), _right(p), "no code here"])
     out = tmp_path / "sft"
-    metrics = train_answerer(_cfg(), 1, str(data_dir), "", None, str(out), "r01-p01-answerer")
+    metrics = _answerer_phase(_cfg(), data_dir, out)
     assert metrics["filtered_sft_answers"] == 9.0
     assert metrics["filtered_sft_passed_every"] == metrics["filtered_sft_kept"] == 3.0
     assert metrics["filtered_sft_problems_kept"] == 3.0
@@ -81,7 +87,7 @@ def test_the_every_test_filter_trains_on_the_right_answers_only(data_dir, tmp_pa
 def test_nothing_kept_saves_the_start_model_unchanged(data_dir, tmp_path, monkeypatch):
     trained = _planted(monkeypatch, lambda p: [_wrong(p), "no code here"])
     out = tmp_path / "same"
-    metrics = train_answerer(_cfg(), 1, str(data_dir), "", None, str(out), "r01-p01-answerer")
+    metrics = _answerer_phase(_cfg(), data_dir, out)
     assert metrics["filtered_sft_kept"] == 0.0 and trained == []
     meta = models.read_meta(out)
     assert meta["tuning_mode"] == "base" and meta["base"] == "tiny-random"

@@ -11,8 +11,9 @@ backend in one process, swaps in rows at a family's new level when it moves mid-
 record (`sparring_model.json`, key `coach`) for the next answerer phase. With
 `steps.screen_pool` and no zone from a generator phase before it, the phase first screens the
 pool itself (sparring.phases.screen).
-Does not cover: the filtered fine-tuning mode (sparring.phases.filtered_sft), the reward
-(sparring.rewards.code_duel.AnswererRewardFn), the coach's rule
+Does not cover: the filtered fine-tuning mode, which the phase table runs in its place
+(sparring.phases.filtered_sft), the reward (sparring.rewards.code_duel.AnswererRewardFn), the
+coach's rule
 (sparring.problems.coach) or the GRPO loop (the backend's `train`).
 """
 
@@ -156,14 +157,8 @@ def train_answerer(
     phase: str = "answerer",
 ) -> dict[str, float]:
     """GRPO of the answerer for the planned steps of `phase` (the phase's `Phase.name`, which
-    also seeds its draws; a free label runs `cfg.steps.answerer` steps); writes the model. With
-    `filtered_sft.samples` the phase fine-tunes on its own filtered answers instead
-    (sparring.phases.filtered_sft)."""
+    also seeds its draws; a free label runs `cfg.steps.answerer` steps); writes the model."""
     init_model = init_model or None  # "" from a pipeline means "the base model"
-    if cfg.filtered_sft.samples:  # the mode: fine-tune on its own answers a filter keeps
-        from sparring.phases.filtered_sft import filtered_sft
-
-        return filtered_sft(cfg, round_index, data_dir, init_model, out_model, phase)
     start = init_model or cfg.model_for("answerer").name  # the model the phase starts from
     steps = planned_steps(cfg, phase, "answerer", round_index)
     zone = read_zone(bank_path)

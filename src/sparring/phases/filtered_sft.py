@@ -13,8 +13,9 @@ reasoning stages, under the phase's seed; the SFT rows pair that same prompt wit
 text as sampled. No answer kept: the phase saves its start model unchanged and says so.
 
 Covers: `filtered_sft` (the phase), `kept_answers` and `sft_rows` (pure). Does not cover: the
-SFT loop (the backend's `sft`, sparring.backends.torch.sft), GRPO (sparring.phases.answerer,
-which hands over to this module when the mode is on) or when phases run (schedule).
+SFT loop (the backend's `sft`, sparring.backends.torch.sft), GRPO (sparring.phases.answerer:
+the phase table's answerer row runs this module in its place when the mode is on) or when
+phases run (schedule).
 """
 
 from __future__ import annotations

@@ -73,6 +73,13 @@ def _train_answerer(cfg: Config, round_index: int, i: Paths, o: Paths, phase: st
     from sparring.phases.answerer import train_answerer
     from sparring.rewards.bank import bank_file
 
+    if cfg.filtered_sft.samples:  # the answerer's other mode: SFT on its own filtered answers
+        from sparring.phases.filtered_sft import filtered_sft
+
+        return filtered_sft(
+            cfg, round_index, i["data"], i.get("init_model") or None, o["model"],
+            phase or "answerer",
+        )  # fmt: skip
     return train_answerer(
         cfg, round_index, i["data"], bank_file(i["bank"]), i.get("init_model") or None,
         o["model"], phase=phase or "answerer",
