@@ -170,6 +170,22 @@ def test_right_answers_the_kept_tests_reject():
     assert rules["none"]["right_rejected_share"] == 0.0
 
 
+def test_the_pool_a_source_catches_is_the_wrong_answers_passing_the_given_tests():
+    """The pool: wrong answers passing the given tests (a right one, or one failing a given
+    test, is not in it); caught when a valid kept test fails it; None fails nothing."""
+    r = row(
+        [True, True, True, False],
+        [False, False, True, False],
+        {"bank": [("assert f(5) == 5", True), ("assert f(6) == 0", False)]},
+        {"bank": [[False, True], [None, False], [True, True], [False, False]]},
+    )
+    assert ch.caught_wrong(r, "bank") == (2, 1)
+    assert ch.caught_wrong(r, "none") == (2, 0)
+    rules = ch.score_rows([r], ["bank"])["groups"]["all"]["rules"]
+    assert (rules["bank"]["pool"], rules["bank"]["pool_caught"]) == (2, 1)
+    assert rules["bank"]["pool_caught_share"] == 0.5
+
+
 def test_rules_rescore_from_rows_read_back_from_json(tmp_path):
     rows = [
         {**three_tied_one_right(), "meta": {"level": 2}},

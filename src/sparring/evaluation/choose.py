@@ -24,7 +24,7 @@ source's tests with their validity, so `score_rows` re-scores any rule from a fi
 (`read_rows`) without sampling or running anything again.
 
 Covers: `task_row`, `check_row`, `kept_tests`, `choose`, `oracle`, `room`, `rejected_right`,
-`score_rows`, `rows_jsonl`, `read_rows`. Does not cover: sampling the answers, writing and
+`caught_wrong` (a source's catch on the task's pool), `score_rows`, `rows_jsonl`, `read_rows`. Does not cover: sampling the answers, writing and
 validating the tests, running them (sparring.backends.sampler, sparring.sandbox's
 `judge_tests` and `run_cached`, sparring.phases.fuzz), `sparring infer --choose-by`
 (sparring.experiments.choose_answers), the study's intervals and report. A rule naming a source
@@ -220,13 +220,23 @@ def rejected_right(row: Mapping[str, Any], source: str) -> tuple[int, int]:
     return len(right), rejected
 
 
+def caught_wrong(row: Mapping[str, Any], source: str) -> tuple[int, int]:
+    """(the task's pool: wrong answers that pass the given tests, those of them that some kept
+    test of `source` fails): the source's catch, as the pre-check's pool catch counts it."""
+    kept = kept_tests(row, source)[0]
+    pool = [a for a in row["answers"] if a["given"] and not a["right"]]
+    caught = sum(any(a["verdicts"][part][j] is False for part, j in kept) for a in pool)
+    return len(pool), caught
+
+
 def score_rows(
     rows: Sequence[Mapping[str, Any]], sources: Sequence[str], by: str | None = None
 ) -> dict[str, Any]:
     """Every rule re-scored from rows alone: {"groups": {group: {"tasks", "oracle", "rules":
     {source: {"score", "score_exact", "fallback_tasks", "tied_tasks" (more than one answer
     tied), "tests_kept", "tests_dropped", "tests_repeated" (sums over tasks), "right",
-    "right_rejected", "right_rejected_share" (None without right answers)}}}}, "tasks":
+    "right_rejected", "right_rejected_share" (None without right answers), "pool",
+    "pool_caught", "pool_caught_share" (None without a pool: `caught_wrong`)}}}}, "tasks":
     [{"task", "meta", "oracle", "choices": {source: choose(...)}}]}. "none" (the uniform pick
     among answers passing the given tests) is always scored. Groups: the value of meta[`by`]
     (e.g. "level") per task, and "all"."""
@@ -236,7 +246,8 @@ def score_rows(
         check_row(row)
         choices = {s: choose(row, s) for s in names}
         rejected = {s: rejected_right(row, s) for s in names}
-        per_task.append((row, oracle(row), choices, rejected))
+        caught = {s: caught_wrong(row, s) for s in names}
+        per_task.append((row, oracle(row), choices, rejected, caught))
     groups: dict[str, list[int]] = {}
     for i, (row, *_) in enumerate(per_task):
         if by is not None:
@@ -251,6 +262,8 @@ def score_rows(
             score = total / len(indices) if indices else None
             right = sum(per_task[i][3][s][0] for i in indices)
             rejected = sum(per_task[i][3][s][1] for i in indices)
+            pool = sum(per_task[i][4][s][0] for i in indices)
+            caught = sum(per_task[i][4][s][1] for i in indices)
             rules[s] = {
                 "score": None if score is None else float(score),
                 "score_exact": None if score is None else _fraction_text(score),
@@ -262,6 +275,9 @@ def score_rows(
                 "right": right,
                 "right_rejected": rejected,
                 "right_rejected_share": rejected / right if right else None,
+                "pool": pool,
+                "pool_caught": caught,
+                "pool_caught_share": caught / pool if pool else None,
             }
         hits = sum(per_task[i][1] for i in indices)
         return {
@@ -274,7 +290,7 @@ def score_rows(
         "groups": {g: summary(ix) for g, ix in groups.items()},
         "tasks": [
             {"task": row["task"], "meta": row["meta"], "oracle": o, "choices": choices}
-            for row, o, choices, _ in per_task
+            for row, o, choices, *_ in per_task
         ],
     }
 

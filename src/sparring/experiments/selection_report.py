@@ -197,7 +197,8 @@ def select_report(
     """The report (module docstring) as plain JSON: {"settings", "groups": {group: {"tasks",
     "rows", "oracle", "room", "room_rows", "can_see", "fallback", "fallback_rows", "rules":
     {rule: {"score", "score_exact", "lo", "hi", "per_file", "tests_kept", "tests_dropped",
-    "right", "right_rejected", "right_rejected_share", "fallback_tasks", "tied_tasks"}},
+    "right", "right_rejected", "right_rejected_share", "pool", "pool_caught",
+    "pool_caught_share", "fallback_tasks", "tied_tasks"}},
     "contrasts": {"A-B": {"a", "b", "value", "value_exact", "lo", "hi", "per_file", "t",
     "separation", "mdd", "verdict"}}}}}. `rules` are scored (none always); `contrasts` ("A-B",
     default every rule minus none) add the rules they name; `labels` name the files."""
@@ -279,7 +280,8 @@ def _group(
             "per_file": file_scores(index[name]), "tests_kept": r["tests_kept"],
             "tests_dropped": r["tests_dropped"], "right": r["right"],
             "right_rejected": r["right_rejected"],
-            "right_rejected_share": r["right_rejected_share"],
+            "right_rejected_share": r["right_rejected_share"], "pool": r["pool"],
+            "pool_caught": r["pool_caught"], "pool_caught_share": r["pool_caught_share"],
             "fallback_tasks": r["fallback_tasks"], "tied_tasks": r["tied_tasks"],
         }  # fmt: skip
     contrasts = {}
@@ -368,7 +370,9 @@ def format_report(report: Mapping[str, Any]) -> list[str]:
                 f"kept/task={r['tests_kept'] / g['rows']:.2f} "
                 f"dropped/task={r['tests_dropped'] / g['rows']:.2f} "
                 f"right_rejected={_share(r['right_rejected_share'])} "
-                f"({r['right_rejected']}/{r['right']}) fallback={r['fallback_tasks']} "
+                f"({r['right_rejected']}/{r['right']}) "
+                f"pool_caught={_share(r['pool_caught_share'])} ({r['pool_caught']}/{r['pool']}) "
+                f"fallback={r['fallback_tasks']} "
                 f"tied={r['tied_tasks']}"
             )
         for name, c in g["contrasts"].items():
