@@ -24,9 +24,10 @@ source's tests with their validity, so `score_rows` re-scores any rule from a fi
 (`read_rows`) without sampling or running anything again.
 
 Covers: `task_row`, `check_row`, `kept_tests`, `choose`, `oracle`, `room`, `rejected_right`,
-`caught_wrong` (a source's catch on the task's pool), `score_rows`, `rows_jsonl`, `read_rows`. Does not cover: sampling the answers, writing and
-validating the tests, running them (sparring.backends.sampler, sparring.sandbox's
-`judge_tests` and `run_cached`, sparring.phases.fuzz), `sparring infer --choose-by`
+`caught_wrong` (a source's catch on the task's pool), `score_rows`, `rows_jsonl`, `read_rows`.
+Does not cover: sampling the answers, writing and validating the tests, running them
+(sparring.backends.sampler, sparring.sandbox's `judge_tests` and `run_cached`,
+sparring.phases.fuzz), `sparring infer --choose-by`
 (sparring.experiments.choose_answers), the study's intervals and report. A rule naming a source
 a row lacks is an error, not "none": a source that kept no test for a task is named with an
 empty list. Pure: the standard library and `normalize` (ast only); no ML framework.
@@ -255,35 +256,11 @@ def score_rows(
     groups[POOLED] = list(range(len(per_task)))
 
     def summary(indices: list[int]) -> dict[str, Any]:
-        rules = {}
-        for s in names:
-            chosen = [per_task[i][2][s] for i in indices]
-            total = sum((Fraction(c["expected_exact"]) for c in chosen), Fraction(0))
-            score = total / len(indices) if indices else None
-            right = sum(per_task[i][3][s][0] for i in indices)
-            rejected = sum(per_task[i][3][s][1] for i in indices)
-            pool = sum(per_task[i][4][s][0] for i in indices)
-            caught = sum(per_task[i][4][s][1] for i in indices)
-            rules[s] = {
-                "score": None if score is None else float(score),
-                "score_exact": None if score is None else _fraction_text(score),
-                "fallback_tasks": sum(c["fallback"] for c in chosen),
-                "tied_tasks": sum(len(c["tied"]) > 1 for c in chosen),
-                "tests_kept": sum(c["tests_kept"] for c in chosen),
-                "tests_dropped": sum(c["tests_dropped"] for c in chosen),
-                "tests_repeated": sum(c["tests_repeated"] for c in chosen),
-                "right": right,
-                "right_rejected": rejected,
-                "right_rejected_share": rejected / right if right else None,
-                "pool": pool,
-                "pool_caught": caught,
-                "pool_caught_share": caught / pool if pool else None,
-            }
         hits = sum(per_task[i][1] for i in indices)
         return {
             "tasks": len(indices),
             "oracle": hits / len(indices) if indices else None,
-            "rules": rules,
+            "rules": {s: _rule_summary([per_task[i] for i in indices], s) for s in names},
         }
 
     return {
@@ -292,6 +269,31 @@ def score_rows(
             {"task": row["task"], "meta": row["meta"], "oracle": o, "choices": choices}
             for row, o, choices, *_ in per_task
         ],
+    }
+
+
+def _rule_summary(per_task: Sequence[tuple[Any, ...]], s: str) -> dict[str, Any]:
+    """Rule `s` over some tasks of `score_rows` (each: row, oracle, choices, (right,
+    rejected), (pool, caught) per rule): its score and its sums."""
+    chosen = [t[2][s] for t in per_task]
+    total = sum((Fraction(c["expected_exact"]) for c in chosen), Fraction(0))
+    score = total / len(per_task) if per_task else None
+    right, rejected = (sum(t[3][s][k] for t in per_task) for k in (0, 1))
+    pool, caught = (sum(t[4][s][k] for t in per_task) for k in (0, 1))
+    return {
+        "score": None if score is None else float(score),
+        "score_exact": None if score is None else _fraction_text(score),
+        "fallback_tasks": sum(c["fallback"] for c in chosen),
+        "tied_tasks": sum(len(c["tied"]) > 1 for c in chosen),
+        "tests_kept": sum(c["tests_kept"] for c in chosen),
+        "tests_dropped": sum(c["tests_dropped"] for c in chosen),
+        "tests_repeated": sum(c["tests_repeated"] for c in chosen),
+        "right": right,
+        "right_rejected": rejected,
+        "right_rejected_share": rejected / right if right else None,
+        "pool": pool,
+        "pool_caught": caught,
+        "pool_caught_share": caught / pool if pool else None,
     }
 
 

@@ -77,13 +77,10 @@ def filtered_sft(
 ) -> dict[str, float]:
     """One round: sample `filtered_sft.samples` answers a training problem, keep the filter's,
     fine-tune on them for `filtered_sft.steps` steps; writes the model, returns flat metrics."""
-    from sparring.backends.sampler import load_answerer, sample_answers
-
     fs = cfg.filtered_sft
     start = init_model or cfg.model_for("answerer").name
     problems = train_problems(data_dir)
     stages = reasoning_stages(cfg, round_index)
-    base = backends.base_name(cfg, "answerer", init_model)
     meta = {"round": round_index, "phase": phase, "stages": stages, "mode": "filtered_sft",
             "filter": fs.filter, "samples": fs.samples}  # fmt: skip
     metrics: dict[str, float] = {"filtered_sft_problems": float(len(problems))}
@@ -92,46 +89,80 @@ def filtered_sft(
         return metrics
     require_isolation(cfg)  # before the model loads: the filter runs the answers it writes
     seed = derived_seed(cfg, round_index, phase)
-    answerer = load_answerer(
-        start, device=cfg.model_for("answerer").device, rows=cfg.grpo.rollout_batch_size
-    )
-    texts = sample_answers(
-        answerer, problems, max_new_tokens=cfg.grpo.max_completion_length or 256,
-        temperature=cfg.grpo.temperature, top_p=cfg.grpo.top_p, num_samples=fs.samples,
-        seed=seed, stages=stages, label="filtered-sft",
-    ).texts  # fmt: skip
-    del answerer  # the trainable copy loads next: one model in memory at a time
+    texts = _sample(cfg, start, problems, stages, seed)
     every, given = _judge(cfg, problems, texts)
     kept = kept_answers(every, given, fs.filter)
     rows = sft_rows(problems, texts, kept, stages)
-    answers = sum(len(t) for t in texts)
-    metrics.update({
-        "filtered_sft_answers": float(answers),
-        "filtered_sft_passed_every": float(sum(map(sum, every))),
-        "filtered_sft_passed_given": float(sum(map(sum, given))),
-        "filtered_sft_kept": float(len(rows)),
-        "filtered_sft_problems_kept": float(sum(1 for k in kept if k)),
-    })  # fmt: skip
+    metrics.update(_kept_metrics(fs.filter, problems, texts, every, given, kept))
     meta["kept"] = {p.id: len(k) for p, k in zip(problems, kept, strict=True) if k}
-    kept_on = int(metrics["filtered_sft_problems_kept"])
-    progress.say(
-        f"filtered sft ({fs.filter} filter): {len(rows)} of {answers} answers kept, on {kept_on} "
-        f"of {len(problems)} problems"
-        + ("" if rows else "; nothing to train on, the model is saved unchanged")
-    )
     if not rows:
         copy_model(start, out_model, {**meta, "role": "answerer"})
         return metrics
-    steps = dataclasses.replace(cfg.warm_start, steps=fs.steps)  # the warm start's SFT, its steps
-    sft_cfg = dataclasses.replace(cfg, warm_start=steps)
+    base = backends.base_name(cfg, "answerer", init_model)
+    record = trained_record(cfg, "answerer", base, meta, init_model)
+    metrics.update(_fine_tune(cfg, init_model, rows, seed, out_model, record))
+    return metrics
+
+
+def _sample(
+    cfg: Config, start: str, problems: Sequence[Problem], stages: list[str], seed: int
+) -> list[list[str]]:
+    """`filtered_sft.samples` answers a problem of `start` through the one answerer sampler, at
+    the training temperature, top-p and completion budget."""
+    from sparring.backends.sampler import load_answerer, sample_answers
+
+    answerer = load_answerer(
+        start, device=cfg.model_for("answerer").device, rows=cfg.grpo.rollout_batch_size
+    )
+    return sample_answers(
+        answerer, problems, max_new_tokens=cfg.grpo.max_completion_length or 256,
+        temperature=cfg.grpo.temperature, top_p=cfg.grpo.top_p,
+        num_samples=cfg.filtered_sft.samples, seed=seed, stages=stages, label="filtered-sft",
+    ).texts  # fmt: skip
+
+
+def _kept_metrics(
+    rule: str,
+    problems: Sequence[Problem],
+    texts: Sequence[Sequence[str]],
+    every: Sequence[Sequence[bool]],
+    given: Sequence[Sequence[bool]],
+    kept: Sequence[Sequence[int]],
+) -> dict[str, float]:
+    """What the round sampled, passed and kept, also said as a progress line."""
+    answers = sum(len(t) for t in texts)
+    n_kept, kept_on = sum(map(len, kept)), sum(1 for k in kept if k)
+    progress.say(
+        f"filtered sft ({rule} filter): {n_kept} of {answers} answers kept, on {kept_on} of "
+        f"{len(problems)} problems"
+        + ("" if n_kept else "; nothing to train on, the model is saved unchanged")
+    )
+    return {
+        "filtered_sft_answers": float(answers),
+        "filtered_sft_passed_every": float(sum(map(sum, every))),
+        "filtered_sft_passed_given": float(sum(map(sum, given))),
+        "filtered_sft_kept": float(n_kept),
+        "filtered_sft_problems_kept": float(kept_on),
+    }
+
+
+def _fine_tune(
+    cfg: Config,
+    init_model: str | None,
+    rows: list[dict[str, Any]],
+    seed: int,
+    out_model: str,
+    record: dict[str, Any],
+) -> dict[str, float]:
+    """The warm start's SFT step for `filtered_sft.steps` steps on `rows`; saves the model."""
+    steps = dataclasses.replace(cfg.warm_start, steps=cfg.filtered_sft.steps)
     backend = backends.get(cfg.backend)
     model, tok, peft_config = backend.load_trainable(cfg, "answerer", init_model)
-    model, sft_metrics = backend.sft(sft_cfg, model, tok, rows, peft_config, seed)
-    metrics.update({f"filtered_sft_{k}": float(v) for k, v in sft_metrics.items()})
-    backend.save_trained(
-        cfg, model, tok, out_model, trained_record(cfg, "answerer", base, meta, init_model)
+    model, sft_metrics = backend.sft(
+        dataclasses.replace(cfg, warm_start=steps), model, tok, rows, peft_config, seed
     )
-    return metrics
+    backend.save_trained(cfg, model, tok, out_model, record)
+    return {f"filtered_sft_{k}": float(v) for k, v in sft_metrics.items()}
 
 
 def _judge(
