@@ -226,8 +226,9 @@ def _add_select_join(sub) -> None:
         "select-join",
         help="join the parts of one select run split by --families into one rows file",
         description=(
-            "Sampling runs on one core a process, so a select can be split by families: the "
-            "same command in two processes, each with its --families and the same --per-family "
+            "A select samples at one torch thread a process, so on several cores it can be split "
+            "by families: the same command in several processes, each with its --families and "
+            "the same --per-family "
             "(the full run's, printed by a run without it). This joins their folders into one "
             "DIR/rows.jsonl and DIR/select.json, as one command over every family: `--reuse` "
             "and `select-report` read it. Refuses parts whose settings differ (apart from their "
@@ -251,9 +252,8 @@ def _select_join(args: argparse.Namespace) -> int:
         raise SparringError(f"--out {args.out}: is a part; write the joined rows elsewhere")
     records, rows = [], []
     for part in args.part:
-        settings, part_rows = _reused(str(Path(part) / "rows.jsonl"), "--part")
-        record = json.loads((Path(part) / "select.json").read_text())
-        records.append({**record, "settings": settings})
+        record, part_rows = _reused(str(Path(part) / "rows.jsonl"), "--part")
+        records.append(record)
         rows.append(part_rows)
     try:
         record, joined = join_parts(records, rows, args.part)
@@ -348,7 +348,7 @@ def _select(args: argparse.Namespace) -> int:
     }  # fmt: skip
     new = sources
     if reused is not None:
-        filed, rows = reused
+        filed, rows = reused[0]["settings"], reused[1]
         why = selection_rows.reuse_error(filed, settings, rows, problems, sources)
         if why:
             raise SparringError(f"--reuse {args.reuse}: {why}")
@@ -427,7 +427,8 @@ def _select_problems(
 
 
 def _reused(path: str, flag: str = "--reuse") -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(the settings of select.json beside `path`, its rows), or a one-line refusal."""
+    """(select.json beside `path`: {"settings", "timing", ...}, its rows), or a one-line
+    refusal."""
     from pathlib import Path
 
     from sparring.evaluation.choose import read_rows
@@ -437,7 +438,9 @@ def _reused(path: str, flag: str = "--reuse") -> tuple[dict[str, Any], list[dict
         raise SparringError(f"{flag} {path}: no such file (a precheck select rows.jsonl)")
     beside = rows_file.parent / "select.json"
     try:
-        settings = json.loads(beside.read_text())["settings"]
+        record = json.loads(beside.read_text())
+        if not isinstance(record, dict) or not isinstance(record.get("settings"), dict):
+            raise ValueError("select.json holds no settings")
         rows = read_rows(rows_file)
     except FileNotFoundError:
         raise SparringError(f"{flag} {path}: no select.json beside it (its settings)") from None
@@ -445,7 +448,7 @@ def _reused(path: str, flag: str = "--reuse") -> tuple[dict[str, Any], list[dict
         raise SparringError(f"{flag} {path}: not a select's rows and settings ({exc})") from None
     if not rows:
         raise SparringError(f"{flag} {path}: holds no rows")
-    return settings, rows
+    return record, rows
 
 
 def _report(

@@ -27,7 +27,7 @@ def join_parts(
     records: Sequence[Mapping[str, Any]],
     rows: Sequence[Sequence[Mapping[str, Any]]],
     labels: Sequence[str],
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+) -> tuple[dict[str, Any], list[Mapping[str, Any]]]:
     """(the joined select.json record, the joined rows) of parts `records[i]` with `rows[i]`,
     named `labels[i]` in errors and in the record; a ValueError in one line when they are not
     parts of one command."""
@@ -39,23 +39,23 @@ def join_parts(
         for key in sorted(set(first) | set(settings)):
             if key in PART_SETTINGS:
                 continue
-            if settings.get(key) != first.get(key):
-                return _refuse(label, f"its {key} is {settings.get(key)!r}, not {first.get(key)!r}")
+            if (theirs := settings.get(key)) != (ours := first.get(key)):
+                raise _not_a_part(label, f"its {key} is {theirs!r}, not {ours!r}")
         if _filter_setup(settings) != _filter_setup(first):
-            return _refuse(label, "its held-out filter (or its training set) differs")
+            raise _not_a_part(label, "its held-out filter (or its training set) differs")
     families: list[str] = []
     for label, record in zip(labels, records, strict=True):
         if shared := set(families) & set(record["settings"]["families"]):
-            return _refuse(label, f"its families {sorted(shared)} are in an earlier part")
+            raise _not_a_part(label, f"its families {sorted(shared)} are in an earlier part")
         families += record["settings"]["families"]
-    joined_rows: list[dict[str, Any]] = []
+    joined_rows: list[Mapping[str, Any]] = []
     seen: set[str] = set()
     for label, part in zip(labels, rows, strict=True):
         ids = [str(r["meta"].get("id")) for r in part]
-        if shared_ids := seen & set(ids):
-            return _refuse(label, f"its instances {sorted(shared_ids)[:2]} are in an earlier part")
+        if shared_ids := sorted(seen & set(ids)):
+            raise _not_a_part(label, f"its instances {shared_ids[:2]} are in an earlier part")
         seen |= set(ids)
-        joined_rows += [dict(r) for r in part]
+        joined_rows += part
     settings = {**first, "families": families}
     if first.get("heldout", {}).get("filter"):
         settings["heldout"] = {**first["heldout"], "levels": _levels(records, joined_rows)}
@@ -67,8 +67,8 @@ def join_parts(
     return record, joined_rows
 
 
-def _refuse(label: str, why: str) -> Any:
-    raise ValueError(f"{label}: not a part of the same select command as the first ({why})")
+def _not_a_part(label: str, why: str) -> ValueError:
+    return ValueError(f"{label}: not a part of the same select command as the first ({why})")
 
 
 def _filter_setup(settings: Mapping[str, Any]) -> tuple[Any, Any]:
