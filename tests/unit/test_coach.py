@@ -16,7 +16,7 @@ from sparring.config import load_config
 from sparring.errors import SparringError
 from sparring.problems import Problem
 from sparring.problems import coach as coach_mod
-from sparring.problems.coach import Coach, Reserve
+from sparring.problems.coach import Coach, Reserve, at_coach_level
 
 
 def make(levels=(1, 2, 3), last_k=4, start_level=0, **kw) -> Coach:
@@ -212,7 +212,7 @@ def problem(family: str, level: int, i: int = 0) -> Problem:
 
 
 def test_the_answerer_phase_draws_at_the_coach_levels_and_continues_its_state(tmp_path):
-    from sparring.phases.answerer import answerer_rows, at_coach_level, coach_for
+    from sparring.phases.answerer import answerer_rows, coach_for
 
     problems = [problem("a", 1), problem("a", 2), problem("b", 0), problem("b", 3), problem("", 0)]
     off = load_config(None, [])

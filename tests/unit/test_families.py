@@ -4,6 +4,7 @@ phrasings vary, files round-trip through the loaders, and `sparring problems fam
 readable file or refuses a bad argument in one line."""
 
 import copy
+import doctest
 import json
 import os
 import random
@@ -48,6 +49,10 @@ def _define(draft):
     namespace: dict = {}
     exec(draft.source, namespace)
     return namespace[draft.name]
+
+
+def test_doctests():
+    assert doctest.testmod(families_module).failed == 0
 
 
 def test_at_least_12_families_over_lists_strings_integers_and_mappings():

@@ -21,18 +21,9 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sparring.problems.families import family_and_level, generate
+
 ZONE_BAND = (0.2, 0.8)  # mean reward of a level worth training on: room above and below
-
-
-def family_and_level(tags: Sequence[str]) -> tuple[str, int]:
-    """(family, level) from an instance's tags.
-
-    >>> family_and_level(["family:digits", "level:2", "integers"])
-    ('digits', 2)
-    """
-    family = next((t.split(":", 1)[1] for t in tags if t.startswith("family:")), "")
-    level = next((int(t.split(":", 1)[1]) for t in tags if t.startswith("level:")), 0)
-    return family, level
 
 
 def summarize(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -152,7 +143,6 @@ def calibration_problems(
     """`per_family` instances of each family and level under `seed`, with the trivial
     solutions' passes computed (the honest credit and the given view read them)."""
     from sparring.problems import compute_trivial_passes
-    from sparring.problems.families import generate
     from sparring.sandbox import Sandbox
     from sparring.sandbox.limits import trusted_limits
 

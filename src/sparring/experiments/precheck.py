@@ -55,9 +55,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sparring.evaluation.calibration import family_and_level
 from sparring.problems import Problem
-from sparring.problems.families import stated_case_tests, task_tag
+from sparring.problems.families import family_and_level, stated_case_tests, task_tag
 
 MIN_ANSWERS = 800  # answers a level the pre-check wants (issue 73): per_family is sized to it
 BOOTSTRAP = 2000  # task resamples per interval

@@ -46,10 +46,9 @@ from typing import Any
 
 from sparring import progress
 from sparring.evaluation import choose
-from sparring.evaluation.calibration import family_and_level
 from sparring.experiments.precheck import generator_kept, judge
 from sparring.problems import Problem
-from sparring.problems.families import task_tag
+from sparring.problems.families import family_and_level, task_tag
 
 FUZZ, BASE, WRITER = "fuzz", "base", "writer"
 # the settings a reused rows file must share with the command (its tasks are checked apart)

@@ -24,9 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sparring.evaluation.calibration import family_and_level
 from sparring.problems import Problem
-from sparring.problems.families import task_tag
+from sparring.problems.families import family_and_level, task_tag
 
 MIN_TASKS = 100  # tasks a level after the overlap drops the study wants: --per-family is sized
 SIZING_STEPS = 32  # instances a family and level `sized_new_tasks` adds at most, one at a time

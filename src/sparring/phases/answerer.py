@@ -31,7 +31,6 @@ from sparring import backends, rewards
 from sparring.backends.base import META_FILE, copy_model, read_meta
 from sparring.config import Config
 from sparring.errors import SparringError
-from sparring.evaluation.calibration import family_and_level
 from sparring.phases.common import (
     check_shared_beta,
     derived_seed,
@@ -44,10 +43,10 @@ from sparring.phases.common import (
 from sparring.phases.sandboxed import require_isolation
 from sparring.phases.schedule import reasoning_stages
 from sparring.phases.screen import screen_zone
-from sparring.phases.zone import draw_in_zone, in_zone, read_zone, screened_flat
+from sparring.phases.zone import draw_in_zone, problems_in_zone, read_zone, screened_flat
 from sparring.problems import Problem, prompts
-from sparring.problems.coach import Coach, Reserve
-from sparring.problems.families import stated_case_tests
+from sparring.problems.coach import Coach, Reserve, at_coach_level
+from sparring.problems.families import family_and_level, stated_case_tests
 from sparring.rewards.bank import bank_tests, sampled_cover
 from sparring.rewards.code_duel import AnswererRewardFn
 from sparring.sandbox import Sandbox
@@ -131,12 +130,6 @@ def coach_for(cfg: Config, problems: list[Problem], init_model: str | None) -> C
         raise SparringError(f"{init_model}/{META_FILE}: {exc}") from None
 
 
-def at_coach_level(problem: Problem, coach: Coach | None) -> bool:
-    """Whether `problem` may be drawn: it is of no coached family, or at its family's level."""
-    family, level = family_and_level(problem.tags)
-    return coach is None or family not in coach or level == coach.level(family)
-
-
 def coach_metrics(coach: Coach | None, moves_before: int, reserve: Reserve | None = None):
     """`coach_level/<family>` (the level reached), the moves and the swapped groups of a phase."""
     if coach is None:
@@ -161,6 +154,8 @@ def train_answerer(
     init_model = init_model or None  # "" from a pipeline means "the base model"
     start = init_model or cfg.model_for("answerer").name  # the model the phase starts from
     steps = planned_steps(cfg, phase, "answerer", round_index)
+    stages = reasoning_stages(cfg, round_index)
+    seed = derived_seed(cfg, round_index, phase)
     zone = read_zone(bank_path)
     # the phase screens its pool only when it trains (and no zone came with the bank)
     screened = start if cfg.steps.screen_pool and steps and not cfg.dry_run else None
@@ -168,23 +163,22 @@ def train_answerer(
         cfg, train_problems(data_dir), zone, init_model, screened, round_index, phase
     )
     bank = bank_tests(bank_path) if cfg.rewards.answerer_bank else {}
-    stages = reasoning_stages(cfg, round_index)
-    base = backends.base_name(cfg, "answerer", init_model)
     meta = drawn_record(drawn, round_index, phase, stages)
     metrics = drawn_metrics(drawn, bank, stages, cfg.dry_run)
+    base = backends.base_name(cfg, "answerer", init_model)
     if cfg.dry_run or steps == 0:
         copy_model(start, out_model, {**meta, "role": "answerer"})
         return metrics
     check_shared_beta(cfg)
     require_isolation(cfg)  # before the model loads: rewards run the answers it writes
-    backend = backends.get(cfg.backend)
-    model, tok, peft_config = backend.load_trainable(cfg, "answerer", init_model)
     flat = screened_flat(drawn.problems, drawn.zone) if cfg.steps.screen_pool else {}
     metrics["problems_screened_flat"] = float(len(flat))
     dataset = answerer_dataset(drawn.problems, bank, stages, flat)
-    seed = derived_seed(cfg, round_index, phase)
     reserve = coach_reserve(drawn.coach, drawn.everything, bank, stages, seed)
-    with Sandbox(untrusted_limits(cfg)) as sb, tempfile.TemporaryDirectory() as tmp:
+    limits = untrusted_limits(cfg)
+    backend = backends.get(cfg.backend)
+    model, tok, peft_config = backend.load_trainable(cfg, "answerer", init_model)
+    with Sandbox(limits) as sb, tempfile.TemporaryDirectory() as tmp:
         coached = {"coach": drawn.coach, "reserve": reserve} if drawn.coach is not None else {}
         reward_fn = AnswererRewardFn(sb, cfg.rewards, **coached)
         model, trl_metrics = backend.train(
@@ -192,11 +186,11 @@ def train_answerer(
             drawn.problems, "answerer",
         )  # fmt: skip
     metrics.update(trl_metrics)
-    metrics.update(trained_metrics(cfg, reward_fn, drawn, bank, reserve))
     meta["problems_sampled"] = sorted(reward_fn.by_problem)
     if drawn.coach is not None:
         meta["coach"] = drawn.coach.to_dict()
     record = trained_record(cfg, "answerer", base, meta, init_model)
+    metrics.update(trained_metrics(cfg, reward_fn, drawn, bank, reserve))
     backend.save_trained(cfg, model, tok, out_model, record)
     return metrics
 
@@ -258,7 +252,7 @@ def drawn_metrics(
     n_bank = sum(len(bank.get(p.id, [])) for p in drawn.problems)
     return {
         "problems": float(len(drawn.problems)),
-        "problems_in_zone": float(sum(in_zone(drawn.zone.get(p.id)) for p in drawn.problems)),
+        "problems_in_zone": float(problems_in_zone(drawn.problems, drawn.zone)),
         "bank_tests_used": float(n_bank),
         "stages": float(len(stages)),
         "dry_run": float(dry_run),
@@ -295,8 +289,6 @@ def trained_metrics(
     samples: `sampled_cover`), and the coach's levels and moves."""
     credited = {p.id: sum(rewards.credit_view(len(p.baseline_tests), p.trivial_passes)[0])
                 for p in drawn.problems}  # fmt: skip
-    return {
-        **reward_metrics(reward_fn.rewards, reward_fn.history, cfg),
-        **sampled_cover(reward_fn.by_problem, credited, bank),
-        **coach_metrics(drawn.coach, drawn.moves_before, reserve),
-    }
+    coached = coach_metrics(drawn.coach, drawn.moves_before, reserve)
+    cover = sampled_cover(reward_fn.by_problem, credited, bank)
+    return {**reward_metrics(reward_fn.rewards, reward_fn.history, cfg), **cover, **coached}

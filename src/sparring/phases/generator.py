@@ -52,6 +52,7 @@ from sparring.phases.zone import (
     draw_in_zone,
     frozen_zone,
     in_zone,
+    problems_in_zone,
 )
 from sparring.problems import Problem, programs, prompts
 from sparring.rewards import code_duel
@@ -115,10 +116,11 @@ def sample_frozen_solutions(
     completions come from, or go to, the completion cache: the arms of a study that start from
     one base model with one seed sample its pool once (a hit reports no sampling time)."""
     stages = reasoning_stages(cfg, round_index)
+    seed = derived_seed(cfg, round_index, seed_label)
     settings = {
         "max_new_tokens": completion_tokens(cfg, answerer.tokenizer, problems),
         "temperature": cfg.grpo.temperature, "top_p": cfg.grpo.top_p,
-        "num_samples": cfg.steps.frozen_samples, "seed": derived_seed(cfg, round_index, seed_label),
+        "num_samples": cfg.steps.frozen_samples, "seed": seed,
     }  # fmt: skip
     fresh: list[Sampled] = []
 
@@ -351,7 +353,7 @@ def order_by_frozen(
         with Sandbox(untrusted_limits(cfg)) as sb:
             zone = frozen_zone(cfg, {p.id: p for p in pool}, solutions, sb)
         problems = draw_in_zone(cfg, pool, zone, round_index, phase)
-        metrics["problems_in_zone"] = float(sum(in_zone(zone.get(p.id)) for p in problems))
+        metrics["problems_in_zone"] = float(problems_in_zone(problems, zone))
         metrics["pool_in_zone"] = float(sum(in_zone(z) for z in zone.values()))
     if catch_only:
         # the catch reward pays only where a frozen answer passes the given tests: train there

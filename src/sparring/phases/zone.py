@@ -39,6 +39,11 @@ def in_zone(stats: dict[str, float] | None) -> bool:
     return bool(stats) and stats.get("spread", 0.0) > 0.0
 
 
+def problems_in_zone(problems: list[Problem], zone: dict[str, dict[str, float]]) -> int:
+    """How many of `problems` are in the zone (`in_zone` of their statistics in `zone`)."""
+    return sum(in_zone(zone.get(p.id)) for p in problems)
+
+
 def zone_stats(values: list[float]) -> dict[str, float]:
     return {
         "n": float(len(values)),

@@ -8,7 +8,8 @@ a move clears the family's scoreboard. A mean equal to a threshold, or between t
 nothing; a sample recorded at another level than the family's current one is not counted.
 
 Covers: `Coach` (the rule; its state as plain data, `to_dict` / `from_dict`, and a fresh coach
-of today's settings that continues an earlier state: phases run as separate processes) and
+of today's settings that continues an earlier state: phases run as separate processes),
+`at_coach_level` (whether a problem is at its family's current level, or of no coached family) and
 `Reserve` (rows of a training set per family and level, swapped in for a sampled GRPO group of
 a family whose level moved after the phase drew its problems).
 Does not cover: where the rewards come from (sparring.rewards.code_duel.AnswererRewardFn records
@@ -23,6 +24,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
+
+from sparring.problems import Problem
+from sparring.problems.families import family_and_level
 
 
 class Coach:
@@ -178,6 +182,12 @@ class Coach:
         if family not in self.available:
             raise ValueError(f"family {family!r}: not coached; known: {', '.join(self.available)}")
         return family
+
+
+def at_coach_level(problem: Problem, coach: Coach | None) -> bool:
+    """Whether `problem` may be drawn: it is of no coached family, or at its family's level."""
+    family, level = family_and_level(problem.tags)
+    return coach is None or family not in coach or level == coach.level(family)
 
 
 def _start(levels: tuple[int, ...], start_level: int) -> int:

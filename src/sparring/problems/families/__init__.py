@@ -15,7 +15,8 @@ and 2 unless others are named), `renamed` (a task shown again under other names)
 passed by no trivial solution of sparring.problems.trivial), `draft_of` (the draft an instance was
 made
 from: its op without the stated case, its special input), `stated_case_tests` (which of an
-instance's tests are at its stated case). An instance draws its task (operation and
+instance's tests are at its stated case), `family_and_level` (an instance's family and level, read
+from the tags it is made with). An instance draws its task (operation and
 constants) from one stream and its function and parameter names, phrasing and tests from
 another; its inputs always include the edge cases.
 
@@ -267,6 +268,17 @@ def level_of_id(problem_id: str) -> int | None:
     """
     match = re.fullmatch(r"fam-.+-L(\d+)-s\d+-\d+", problem_id)
     return int(match.group(1)) if match else None
+
+
+def family_and_level(tags: Sequence[str]) -> tuple[str, int]:
+    """(family, level) from an instance's tags.
+
+    >>> family_and_level(["family:digits", "level:2", "integers"])
+    ('digits', 2)
+    """
+    family = next((t.split(":", 1)[1] for t in tags if t.startswith("family:")), "")
+    level = next((int(t.split(":", 1)[1]) for t in tags if t.startswith("level:")), 0)
+    return family, level
 
 
 def _instance(
