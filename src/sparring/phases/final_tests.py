@@ -41,9 +41,9 @@ def final_rows(
     if not cfg.steps.final_tests_all:
         return tested_rows(rows, zone)
     asked = (cfg.steps.generator_tests, cfg.steps.generator_stated_cases)
+    rest = final_problems(cfg, problems, pool)[len(problems) :]
     return rows + [
-        {"prompt": prompts.generator_messages(p, *asked), "problem_id": p.id}
-        for p in final_problems(cfg, problems, pool)[len(problems) :]
+        {"prompt": prompts.generator_messages(p, *asked), "problem_id": p.id} for p in rest
     ]
 
 

@@ -141,10 +141,10 @@ def fuzz_generator(
     from sparring.phases.sandboxed import require_isolation
     from sparring.sandbox import Sandbox
 
-    require_isolation(cfg)  # validation will run the same tests the same way
     k = cfg.steps.fuzz_tests
-    problems = train_problems(data_dir)
     seed = derived_seed(cfg, round_index, phase)
+    require_isolation(cfg)  # validation will run the same tests the same way
+    problems = train_problems(data_dir)
     bank = BankMerge(
         read_rows(data_dir),
         {p.id: p.baseline_tests for p in problems},

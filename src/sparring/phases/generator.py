@@ -215,14 +215,16 @@ def train_generator(
         return fuzz_generator(cfg, round_index, data_dir, init_model, out_model, out_tests,
                               out_frozen_solutions, phase)  # fmt: skip
     steps = planned_steps(cfg, phase, "generator", round_index)
+    seed = derived_seed(cfg, round_index, phase)
     pool = train_problems(data_dir)
     problems = draw_in_zone(cfg, pool, {}, round_index, phase)
     base = backends.base_name(cfg, "generator", init_model)
     metrics: dict[str, float] = {"problems": float(len(problems)), "dry_run": float(cfg.dry_run)}
     if cfg.dry_run or steps == 0:
+        tested = final_problems(cfg, problems, pool)
         meta = generator_record(round_index, phase, cfg.generator_mode, problems)
         metrics["generated_tests"] = write_dry_run(
-            problems, final_problems(cfg, problems, pool), round_index, meta,
+            problems, tested, round_index, meta,
             init_model or cfg.model_for("generator").name, out_model, out_tests,
             out_frozen_solutions,
         )  # fmt: skip
@@ -239,7 +241,6 @@ def train_generator(
     catch_only = cfg.rewards.generator == "catch" and not proposer
     drawn, ordered = order_by_frozen(cfg, pool, problems, solutions, round_index, phase, catch_only)
     metrics.update({**sampled, **ordered})
-    seed = derived_seed(cfg, round_index, phase)
     if proposer:
         model, tok, out_rows, trained = train_proposer(
             cfg, backend, init_model, (frozen, ftok), drawn.problems, steps, seed, round_index
@@ -347,10 +348,11 @@ def order_by_frozen(
     where a frozen answer passes the given tests (all of them when there are none)."""
     zone: dict[str, dict[str, float]] = {}
     metrics: dict[str, float] = {}
+    limits = untrusted_limits(cfg)
     # validation recomputes this zone for zone.json in its own task (seconds of sandbox time);
     # here it only orders the generator's draw
     if cfg.steps.screen_pool:  # the generator writes tests where the answers differ, first
-        with Sandbox(untrusted_limits(cfg)) as sb:
+        with Sandbox(limits) as sb:
             zone = frozen_zone(cfg, {p.id: p for p in pool}, solutions, sb)
         problems = draw_in_zone(cfg, pool, zone, round_index, phase)
         metrics["problems_in_zone"] = float(problems_in_zone(problems, zone))
@@ -360,7 +362,7 @@ def order_by_frozen(
         # only (at levels 2-3 about 4 problems in 10 hold one of 8 answers; drawn at random, a
         # step's 4 problems held 0 to 3 of them, 2026-12-03; TRL shuffles the dataset, so an
         # order would not do). Final tests still cover the rest (steps.final_tests_all).
-        with Sandbox(untrusted_limits(cfg)) as sb:
+        with Sandbox(limits) as sb:
             catchable = catchable_problems(pool, solutions, sb)
         metrics["pool_catchable"] = float(len(catchable))
         metrics["problems_catchable"] = float(sum(p.id in catchable for p in problems))
@@ -384,8 +386,10 @@ def train_test_writer(
 
     model, tok, peft_config = backend.load_trainable(cfg, "generator", init_model)
     problems = drawn.problems
+    tested = final_problems(cfg, problems, drawn.pool)
     asked = (cfg.steps.generator_tests, cfg.steps.generator_stated_cases)
     rows = [{"prompt": prompts.generator_messages(p, *asked), "problem_id": p.id} for p in problems]
+    asked_rows = final_rows(cfg, rows, drawn.zone, problems, drawn.pool)  # asked once trained
     with Sandbox(untrusted_limits(cfg)) as sb, tempfile.TemporaryDirectory() as tmp:
         reward_fn = writer_reward(cfg.rewards, sb, drawn.solutions, problems)
         model, trl_metrics = backend.train(
@@ -394,12 +398,10 @@ def train_test_writer(
         )  # fmt: skip
         metrics = {**trl_metrics, **reward_metrics(reward_fn.rewards, reward_fn.history, cfg)}
         backend.use_role(model, "generator")
-        asked_rows = final_rows(cfg, rows, drawn.zone, problems, drawn.pool)
         final = sample_final_tests(cfg, backend, model, tok, asked_rows, problems, seed)
     generated = ranks.merge_lists(reward_fn.scorer.generated)  # every process's completions
     if cfg.rewards.generator == "catch":  # the first and last step's catch, over every process's
         metrics.update(catch_step_metrics(ranks.all_gather(reward_fn.catch_calls)))
-    tested = final_problems(cfg, problems, drawn.pool)
     out_rows = written_tests(tested, generated, asked_rows, final, round_index)
     return model, tok, out_rows, {**metrics, "final_tests_problems": float(len(asked_rows))}
 
@@ -431,15 +433,16 @@ def sample_final_tests(
     ([] for none), said first: minutes on a CPU, then a bar."""
     if not asked_rows:
         return []
+    batch_size = sampling_rows(cfg)
+    max_new_tokens = completion_tokens(cfg, tok, problems, "generator")
     lines.say(
         f"{lines.LABEL or 'train-generator'} final tests: {len(asked_rows)} problems x "
         f"{cfg.steps.final_samples} completions"
     )
     return backend.sample(
         model, tok, [r["prompt"] for r in asked_rows],
-        max_new_tokens=completion_tokens(cfg, tok, problems, "generator"),
-        temperature=cfg.grpo.temperature, top_p=cfg.grpo.top_p,
-        num_samples=cfg.steps.final_samples, seed=seed, batch_size=sampling_rows(cfg),
+        max_new_tokens=max_new_tokens, temperature=cfg.grpo.temperature, top_p=cfg.grpo.top_p,
+        num_samples=cfg.steps.final_samples, seed=seed, batch_size=batch_size,
         progress=True,
     ).texts  # fmt: skip
 
