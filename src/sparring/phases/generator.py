@@ -224,9 +224,8 @@ def train_generator(
         tested = final_problems(cfg, problems, pool)
         meta = generator_record(round_index, phase, cfg.generator_mode, problems)
         metrics["generated_tests"] = write_dry_run(
-            problems, tested, round_index, meta,
-            init_model or cfg.model_for("generator").name, out_model, out_tests,
-            out_frozen_solutions,
+            problems, tested, round_index, meta, init_model or cfg.model_for("generator").name,
+            out_model, out_tests, out_frozen_solutions,
         )  # fmt: skip
         return metrics
     check_shared_beta(cfg)
