@@ -21,10 +21,13 @@ from sparring.backends.sampler import LoadedAnswerer
 from sparring.backends.torch import models
 from sparring.config import load_config
 from sparring.phases.answerer import train_answerer
-from sparring.phases.generator import sample_frozen_solutions, train_generator
+from sparring.phases.common import derived_seed
+from sparring.phases.generator import train_generator
 from sparring.phases.materialize import materialize
+from sparring.phases.schedule import reasoning_stages
 from sparring.phases.validate import validate_tests
 from sparring.phases.zone import draw_in_zone
+from sparring.serving.duel import sample_frozen_solutions
 
 pytestmark = pytest.mark.integration
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -104,7 +107,8 @@ def test_frozen_snapshot_stays_frozen(data_dir, tmp_path):
     # same seed, same snapshot: the sampled solutions are reproduced exactly
     drawn = draw_in_zone(cfg, read_jsonl(data_dir / "train.jsonl"), {}, 1, "generator")
     loaded = LoadedAnswerer(backends.get("torch"), model2, tok2)
-    again, sampled = sample_frozen_solutions(cfg, loaded, drawn, 1, progress=False)
+    stages, seed = reasoning_stages(cfg, 1), derived_seed(cfg, 1, "frozen")
+    again, sampled = sample_frozen_solutions(cfg, loaded, drawn, stages, seed, progress=False)
     assert again == rows
     assert sampled.tokens > 0 and sampled.seconds > 0  # the statistics come with the samples
     v = validate_tests(
@@ -277,8 +281,8 @@ def test_a_pool_screen_of_the_same_model_and_seed_samples_once(data_dir, tmp_pat
     anew (break check: with the cache off the second call samples)."""
     import sparring.backends.sampler as sampler
     from sparring import backends
-    from sparring.phases.generator import sample_frozen_pool
     from sparring.problems import read_jsonl
+    from sparring.serving.duel import sample_frozen_pool
 
     monkeypatch.setenv("SPARRING_COMPLETION_CACHE", "1")
     monkeypatch.setenv("SPARRING_CACHE", str(tmp_path / "cache"))
@@ -294,7 +298,10 @@ def test_a_pool_screen_of_the_same_model_and_seed_samples_once(data_dir, tmp_pat
 
     def screen(*sets):
         cfg = cfg_for(*sets)
-        return sample_frozen_pool(cfg, backends.get("torch"), "tiny-random", pool, 1, "s", "x")[0]
+        stages, seed = reasoning_stages(cfg, 1), derived_seed(cfg, 1, "s")
+        return sample_frozen_pool(
+            cfg, backends.get("torch"), "tiny-random", pool, stages, seed, "x"
+        )[0]
 
     first = screen()
     assert len(calls) == 1

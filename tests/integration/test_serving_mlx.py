@@ -174,9 +174,10 @@ def test_code_duel_samples_the_frozen_answerer_through_the_server(mlx_server, tm
     """`serving.mode: server`: the generator phase's frozen samples come from the server, the
     answerer's MLX adapter published to it first."""
     from sparring.config import from_dict
-    from sparring.phases.generator import sample_frozen_solutions
+    from sparring.phases.common import derived_seed
+    from sparring.phases.schedule import reasoning_stages
     from sparring.problems import load_bundled
-    from sparring.serving.duel import ServedAnswerer
+    from sparring.serving.duel import ServedAnswerer, sample_frozen_solutions
 
     _proc, port, _base, _line = mlx_server
     cfg = from_dict(
@@ -189,12 +190,15 @@ def test_code_duel_samples_the_frozen_answerer_through_the_server(mlx_server, tm
     )
     problems = load_bundled()[:2]
     adapter = str(_mlx_adapter(tmp_path / "frozen", 3))
-    rows, _ = sample_frozen_solutions(cfg, ServedAnswerer(cfg, adapter), problems, 1)
+    stages, seed = reasoning_stages(cfg, 1), derived_seed(cfg, 1, "frozen")
+    rows, _ = sample_frozen_solutions(cfg, ServedAnswerer(cfg, adapter), problems, stages, seed)
     assert [r["problem_id"] for r in rows] == [p.id for p in problems]
     assert all(len(r["solutions"]) == 3 for r in rows)
     stopped = from_dict({"serving": {"mode": "server", "url": "http://127.0.0.1:9"}})
     with pytest.raises(Exception, match="nothing answers"):
-        sample_frozen_solutions(stopped, ServedAnswerer(stopped, "tiny-random"), problems, 1)
+        sample_frozen_solutions(
+            stopped, ServedAnswerer(stopped, "tiny-random"), problems, stages, seed
+        )
 
 
 def test_serve_the_registered_champion(tmp_path):

@@ -80,7 +80,7 @@ def test_the_trained_generator_writes_final_tests_only_where_the_screen_saw_answ
 
 def test_the_generator_phase_samples_outside_training_at_steps_frozen_rows():
     """steps.frozen_rows widens the screen and the final tests; 0 keeps the rollout's rows."""
-    from sparring.phases.generator import sampling_rows
+    from sparring.serving.duel import sampling_rows
 
     assert sampling_rows(load_config(None, ["grpo.rollout_batch_size=64"])) == 64
     wide = load_config(None, ["grpo.rollout_batch_size=64", "steps.frozen_rows=256"])

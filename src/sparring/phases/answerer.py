@@ -159,9 +159,11 @@ def train_answerer(
     zone = read_zone(bank_path)
     # the phase screens its pool only when it trains (and no zone came with the bank)
     screened = start if cfg.steps.screen_pool and steps and not cfg.dry_run else None
+    screen_seed = derived_seed(cfg, round_index, f"{phase}-screen")
     drawn = draw_answerer_problems(
-        cfg, train_problems(data_dir), zone, init_model, screened, round_index, phase
-    )
+        cfg, train_problems(data_dir), zone, init_model, (screened, stages, screen_seed),
+        round_index, phase,
+    )  # fmt: skip
     bank = bank_tests(bank_path) if cfg.rewards.answerer_bank else {}
     meta = drawn_record(drawn, round_index, phase, stages)
     metrics = drawn_metrics(drawn, bank, stages, cfg.dry_run)
@@ -214,23 +216,25 @@ def draw_answerer_problems(
     everything: list[Problem],
     zone: dict[str, dict[str, float]],
     init_model: str | None,
-    screened: str | None,
+    screen: tuple[str | None, list[str], int],
     round_index: int,
     phase: str,
 ) -> AnswererDraw:
     """The phase's draw (`draw_in_zone`) among the problems of `everything` at the levels of
-    the coach `init_model`'s record continues; with no `zone` yet, the pool's screen of the
-    model `screened` (sparring.phases.screen) orders it, when one is named."""
+    the coach `init_model`'s record continues; with no `zone` yet, the pool's screen
+    (sparring.phases.screen) orders it, when `screen` names a model: (the model, the reasoning
+    stages of its prompts, the seed it samples with)."""
+    screened, stages, screen_seed = screen
     coach = coach_for(cfg, everything, init_model)
     moves_before = coach.moves if coach else 0
     pool = [p for p in everything if at_coach_level(p, coach)]
-    screen: dict[str, float] = {}
+    screened_metrics: dict[str, float] = {}
     if screened is not None and not zone:
         # no generator phase screened the pool before this one (the given-tests arm)
         require_isolation(cfg)  # the screen runs the answerer's samples
-        zone, screen = screen_zone(cfg, screened, pool, round_index, f"{phase}-screen")
+        zone, screened_metrics = screen_zone(cfg, screened, pool, stages, screen_seed)
     problems = draw_in_zone(cfg, pool, zone, round_index, phase)
-    return AnswererDraw(everything, coach, moves_before, zone, screen, problems)
+    return AnswererDraw(everything, coach, moves_before, zone, screened_metrics, problems)
 
 
 def drawn_record(

@@ -1,36 +1,34 @@
 """The generator phase: GRPO of the test writer (or proposer) against a frozen answerer.
 
-Covers: sampling the frozen answerer snapshot once (`sample_frozen_solutions`; over a pool, in
-process or behind the server: `sample_frozen_pool`, the answerer phase's screen too), and
-`train_generator` in its steps: the dry run (`write_dry_run`, with the mutated baseline tests of
-`fallback_tests`), the frozen answerer sampled once and its solutions written (`sample_frozen`),
+Covers: `train_generator` in its steps: the dry run (`write_dry_run`, with the mutated baseline
+tests of `fallback_tests`), the frozen answerer sampled once with the phase's reasoning stages
+and its own seed (`frozen_sampling`) and its solutions written (`sample_frozen`),
 the draw those solutions order (`order_by_frozen`: the zone first; for the catch reward the
 catchable problems only), the test writer's GRPO against them (`train_test_writer`, its reward
 `writer_reward`, its catch at the first and last step `catch_step_metrics`), its final tests
 (`sample_final_tests`, `written_tests`) and the trained model's record. Does not cover: the
-rewards' rules (sparring.rewards.code_duel), the proposer mode (`generator_mode: problems`,
-sparring.phases.proposer), which problems get final tests (sparring.phases.final_tests),
-validation (sparring.phases.validate) or the generator that does not learn (`generator_mode:
-fuzz`, sparring.phases.fuzz, which `train_generator` hands the phase to)."""
+frozen answerer's sampling itself, in process or behind the server (sparring.serving.duel,
+`sample_frozen_pool`), the rewards' rules (sparring.rewards.code_duel), the proposer mode
+(`generator_mode: problems`, sparring.phases.proposer), which problems get final tests
+(sparring.phases.final_tests), validation (sparring.phases.validate) or the generator that does
+not learn (`generator_mode: fuzz`, sparring.phases.fuzz, which `train_generator` hands the phase
+to)."""
 
 from __future__ import annotations
 
 import ast
 import gc
 import tempfile
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sparring import backends
 from sparring import progress as lines
-from sparring.backends import sampler
-from sparring.backends.base import Sampled, copy_model
+from sparring.backends.base import copy_model
 from sparring.backends.budget import completion_tokens
 from sparring.config import Config, RewardsConfig
 from sparring.distributed import ranks
-from sparring.evaluation.completion_cache import identity_if_enabled, loaded_on, through_cache
 from sparring.evaluation.intervals import side_summary
 from sparring.phases.common import (
     check_shared_beta,
@@ -54,11 +52,11 @@ from sparring.phases.zone import (
     in_zone,
     problems_in_zone,
 )
-from sparring.problems import Problem, programs, prompts
+from sparring.problems import Problem, prompts
 from sparring.rewards import code_duel
 from sparring.sandbox import Sandbox
 from sparring.sandbox.limits import untrusted_limits
-from sparring.serving.duel import ServedAnswerer
+from sparring.serving.duel import sample_frozen_pool, sampling_rows
 
 
 def _equality(test: str) -> tuple[ast.expr, ast.expr] | None:
@@ -94,107 +92,6 @@ def fallback_tests(problem: Problem, n: int = 4) -> list[str]:
     return out
 
 
-def sampling_rows(cfg: Config) -> int:
-    """Rows the phase decodes at once outside its GRPO step: `steps.frozen_rows`, else
-    `grpo.rollout_batch_size`."""
-    return cfg.steps.frozen_rows or cfg.grpo.rollout_batch_size
-
-
-def sample_frozen_solutions(
-    cfg: Config,
-    answerer: Any,
-    problems: list[Problem],
-    round_index: int,
-    progress=True,
-    seed_label: str = "frozen",
-    cache_model: str | None = None,
-) -> tuple[list[dict[str, Any]], Sampled]:
-    """`steps.frozen_samples` solutions per problem, sampled once ("" when unparseable), and
-    what sampling them took; `answerer` is the frozen snapshot loaded in process or, with
-    `serving.mode: server`, behind the server. `seed_label` seeds the sampling (the generator
-    phase passes its own label). With `cache_model` (a completion_cache.model_identity), the
-    completions come from, or go to, the completion cache: the arms of a study that start from
-    one base model with one seed sample its pool once (a hit reports no sampling time)."""
-    stages = reasoning_stages(cfg, round_index)
-    seed = derived_seed(cfg, round_index, seed_label)
-    settings = {
-        "max_new_tokens": completion_tokens(cfg, answerer.tokenizer, problems),
-        "temperature": cfg.grpo.temperature, "top_p": cfg.grpo.top_p,
-        "num_samples": cfg.steps.frozen_samples, "seed": seed,
-    }  # fmt: skip
-    fresh: list[Sampled] = []
-
-    def sample() -> list[list[str]]:
-        fresh.append(
-            sampler.sample_answers(answerer, problems, stages=stages, bar=progress, **settings)
-        )
-        return fresh[-1].texts
-
-    if cache_model and problems:
-        messages = [prompts.answerer_messages(p, stages) for p in problems]
-        mc = cfg.model_for("answerer")  # what else decides the tokens: how the model is loaded
-        loaded = {"topology": cfg.topology, "configured": [mc.device, mc.dtype],
-                  **loaded_on(answerer), "rows": getattr(answerer, "rows", None)}  # fmt: skip
-        key = {**settings, **loaded, "purpose": "frozen pool"}
-        texts = through_cache(cache_model, messages, key, settings["num_samples"], sample)
-        sampled = fresh[0] if fresh else Sampled(texts)
-    else:
-        sample()
-        sampled = fresh[0]
-    rows = [
-        {
-            "problem_id": p.id,
-            "solutions": [programs.extract_code(t, p.function_name) or "" for t in samples],
-        }
-        for p, samples in zip(problems, sampled.texts, strict=True)
-    ]
-    return rows, sampled
-
-
-def sample_frozen_pool(
-    cfg: Config,
-    backend: Any,
-    model: str,
-    problems: list[Problem],
-    round_index: int,
-    seed_label: str,
-    label: str,
-) -> tuple[list[dict[str, Any]], Any, Any, dict[str, float]]:
-    """`sample_frozen_solutions` of `model` on `problems`, each training process sampling a
-    share and all getting every row; in process, or behind the server with `serving.mode:
-    server`. Returns (rows, the loaded model, its tokenizer, {"seconds", "tokens_per_s"}); the
-    model is loaded either way (the tokenizer sizes budgets; the proposer mode solves with it).
-    One line says what was sampled; `label` names the phase in it."""
-    start = time.perf_counter()
-    frozen, tok = backend.load_frozen(cfg, model)
-    # steps.frozen_rows, else a training rollout's rows: on a CPU a wider decode step costs
-    # little more (docs/training.md), and the frozen samples are most of this phase's time
-    answerer: Any = sampler.LoadedAnswerer(backend, frozen, tok, sampling_rows(cfg))
-    if cfg.serving.mode == "server":
-        answerer = ServedAnswerer(cfg, model, tok)
-    stats: list[Sampled] = []
-    # served answers are the server's to reproduce; in process, the cache's
-    cached = None if cfg.serving.mode == "server" else identity_if_enabled(model)
-
-    def sample_share(part: list[Problem]) -> list[dict[str, Any]]:
-        rows, sampled = sample_frozen_solutions(
-            cfg, answerer, part, round_index, seed_label=seed_label, cache_model=cached
-        )
-        stats.append(sampled)
-        return rows
-
-    rows = ranks.shard_and_gather(problems, sample_share)
-    seconds = time.perf_counter() - start
-    if ranks.world().main:
-        lines.say(
-            f"{lines.LABEL or label} frozen answerer: "
-            f"{len(problems) * cfg.steps.frozen_samples} solutions on {len(problems)} problems "
-            f"sampled in {lines.fmt_seconds(seconds)}"
-        )
-    tokens_per_s = stats[0].tokens_per_s if stats else 0.0
-    return rows, frozen, tok, {"seconds": seconds, "tokens_per_s": tokens_per_s}
-
-
 def train_generator(
     cfg: Config,
     round_index: int,
@@ -216,6 +113,7 @@ def train_generator(
                               out_frozen_solutions, phase)  # fmt: skip
     steps = planned_steps(cfg, phase, "generator", round_index)
     seed = derived_seed(cfg, round_index, phase)
+    stages, frozen_seed = frozen_sampling(cfg, round_index, phase)
     pool = train_problems(data_dir)
     problems = draw_in_zone(cfg, pool, {}, round_index, phase)
     base = backends.base_name(cfg, "generator", init_model)
@@ -234,13 +132,12 @@ def train_generator(
     screened = pool if cfg.steps.screen_pool else problems  # screened: the whole pool's zone
     answerer = frozen_answerer or cfg.model_for("answerer").name
     solutions, frozen, ftok, sampled = sample_frozen(
-        cfg, backend, answerer, screened, round_index, phase, out_frozen_solutions
+        cfg, backend, answerer, screened, stages, frozen_seed, out_frozen_solutions
     )
-    proposer = cfg.generator_mode == "problems"
-    catch_only = cfg.rewards.generator == "catch" and not proposer
+    catch_only = cfg.rewards.generator == "catch" and cfg.generator_mode != "problems"
     drawn, ordered = order_by_frozen(cfg, pool, problems, solutions, round_index, phase, catch_only)
     metrics.update({**sampled, **ordered})
-    if proposer:
+    if cfg.generator_mode == "problems":  # the proposer
         model, tok, out_rows, trained = train_proposer(
             cfg, backend, init_model, (frozen, ftok), drawn.problems, steps, seed, round_index
         )
@@ -255,6 +152,14 @@ def train_generator(
     record = trained_record(cfg, "generator", base, meta, init_model)
     backend.save_trained(cfg, model, tok, out_model, record)
     return metrics
+
+
+def frozen_sampling(cfg: Config, round_index: int, phase: str) -> tuple[list[str], int]:
+    """How the phase labelled `phase` samples its frozen answerer: the reasoning stages of its
+    prompts and its seed. Each planned phase samples it with its own seed; the default label
+    keeps the seed it always had (pipelines compiled before labels were phase names pass none)."""
+    label = "frozen" if phase == "generator" else f"{phase}-frozen"
+    return reasoning_stages(cfg, round_index), derived_seed(cfg, round_index, label)
 
 
 def generator_record(
@@ -296,19 +201,16 @@ def sample_frozen(
     backend: Any,
     answerer: str,
     screened: list[Problem],
-    round_index: int,
-    phase: str,
+    stages: list[str],
+    seed: int,
     out_frozen_solutions: str,
 ) -> tuple[dict[str, list[str]], Any, Any, dict[str, float]]:
-    """The frozen answerer `answerer` sampled once on `screened` (`sample_frozen_pool`: with
-    several training processes each samples a share, all get every row), its answers written to
-    `out_frozen_solutions`. Returns (the parsed answers per problem, the loaded model, its
-    tokenizer, the sampling's metrics)."""
-    # each planned phase samples its frozen answerer with its own seed; the default label keeps
-    # the seed it always had (pipelines compiled before labels were phase names pass none)
-    label = "frozen" if phase == "generator" else f"{phase}-frozen"
+    """The frozen answerer `answerer` sampled once on `screened` with the reasoning `stages` and
+    `seed` (sparring.serving.duel.sample_frozen_pool: with several training processes each
+    samples a share, all get every row), its answers written to `out_frozen_solutions`. Returns
+    (the parsed answers per problem, the loaded model, its tokenizer, the sampling's metrics)."""
     rows, frozen, ftok, sampling = sample_frozen_pool(
-        cfg, backend, answerer, screened, round_index, label, "train-generator"
+        cfg, backend, answerer, screened, stages, seed, "train-generator"
     )
     write_lines(out_frozen_solutions, rows)
     solutions = {r["problem_id"]: [s for s in r["solutions"] if s] for r in rows}

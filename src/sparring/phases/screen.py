@@ -4,10 +4,10 @@ does: the answerer it starts from is sampled `steps.frozen_samples` times on eve
 problem, and the problems whose samples earned different rewards come first.
 
 Covers: `screen_zone` (sample, run the samples on the tests the reward sees, summarise).
-Does not cover: the sampling itself, the generator phase's (`sample_frozen_pool`: in process or
-behind the server with `serving.mode: server`), whose own screen is the frozen answers its tests
-are rewarded against (sparring.phases.generator); the statistics and the draw
-(sparring.phases.zone).
+Does not cover: the sampling itself, the generator phase's too (sparring.serving.duel,
+`sample_frozen_pool`: in process or behind the server with `serving.mode: server`), whose own
+screen is the frozen answers its tests are rewarded against (sparring.phases.generator); the
+statistics and the draw (sparring.phases.zone).
 """
 
 from __future__ import annotations
@@ -20,20 +20,20 @@ from sparring.config import Config
 from sparring.distributed import ranks
 from sparring.phases.zone import frozen_zone, in_zone
 from sparring.problems import Problem
+from sparring.sandbox import Sandbox
 from sparring.sandbox.limits import untrusted_limits
+from sparring.serving.duel import sample_frozen_pool
 
 
 def screen_zone(
-    cfg: Config, model: str, pool: list[Problem], round_index: int, seed_label: str
+    cfg: Config, model: str, pool: list[Problem], stages: list[str], seed: int
 ) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
-    """Per problem of `pool`, the zone statistics of `model`'s samples (sparring.phases.zone),
-    and the screen's metrics: completions sampled, seconds, problems in the zone."""
-    from sparring.phases.generator import sample_frozen_pool
-    from sparring.sandbox import Sandbox
-
+    """Per problem of `pool`, the zone statistics of `model`'s samples (with the reasoning
+    `stages` and the `seed` the phase gives; sparring.phases.zone), and the screen's metrics:
+    completions sampled, seconds, problems in the zone."""
     start = time.perf_counter()
     rows = sample_frozen_pool(
-        cfg, backends.get(cfg.backend), model, pool, round_index, seed_label, "train-answerer"
+        cfg, backends.get(cfg.backend), model, pool, stages, seed, "train-answerer"
     )[0]
     gc.collect()  # the sampled model is dropped: the phase loads its trainable copy next
     solutions = {r["problem_id"]: [s for s in r["solutions"] if s] for r in rows}

@@ -8,7 +8,7 @@ protocol and an OpenAI-API client with bounded concurrency), `versions` (pure: v
 staleness, importance-ratio clipping), `rollouts` (single-role GRPO on a server's samples, as
 the engine's training records, with sampling overlapped with training; the update itself, its
 importance ratio to the sampler included, is the policy's: sparring.backends.torch.policy),
-`game` (the engine's games through a server), `duel` (the code duel's frozen answerer through a
-server), `kserve` (the InferenceService of the champion). Importing this package imports no
-framework.
+`game` (the engine's games through a server), `duel` (the code duel's frozen answerer sampled
+once over a pool, in process or through a server), `kserve` (the InferenceService of the
+champion). Importing this package imports no framework.
 """

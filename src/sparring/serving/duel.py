@@ -1,13 +1,18 @@
-"""The code duel's sampling through a server (`serving.mode: server`).
+"""The code duel's frozen answerer sampled once over a pool, in process or through a server
+(`serving.mode: server`).
 
-Covers: `ServedAnswerer` (sparring.backends.sampler's Answerer for the frozen answerer: publish its
-LoRA
+Covers: `sample_frozen_pool` (the frozen answerer loaded and sampled on a pool, each training
+process sampling a share; the generator phase's frozen answers and the answerer phase's screen),
+`sample_frozen_solutions` (one share's samples, through the completion cache when it is on),
+`sampling_rows` (the rows decoded at once outside a GRPO step), and `ServedAnswerer`
+(sparring.backends.sampler's Answerer for the frozen answerer behind a server: publish its LoRA
 artifact to the server as the next version of `answerer`, then sample through it with
 `serving.concurrency` requests in flight; a base-model name samples the served base; on mlx-lm
-the adapter folder goes with each request).
-The server must already run (`sparring serve BASE`), on the same base model.
+the adapter folder goes with each request). The server must already run (`sparring serve
+BASE`), on the same base model.
 
-Does not cover: the phases (sparring.phases.generator calls this) or starting servers.
+Does not cover: the phases, which say what is sampled and with which reasoning stages and seed
+(sparring.phases.generator, sparring.phases.screen), or starting servers.
 """
 
 from __future__ import annotations
@@ -16,8 +21,14 @@ import os
 import time
 from typing import Any
 
+from sparring import progress as lines
+from sparring.backends import sampler
 from sparring.backends.base import Sampled, read_meta
+from sparring.backends.budget import completion_tokens
+from sparring.distributed import ranks
 from sparring.errors import SparringError
+from sparring.evaluation.completion_cache import identity_if_enabled, loaded_on, through_cache
+from sparring.problems import Problem, programs, prompts
 from sparring.serving.client import sample_batch
 from sparring.serving.engines import RUNTIME_LORA
 from sparring.serving.publisher import Publisher
@@ -92,3 +103,103 @@ class ServedAnswerer:
             **self._request,
         )
         return Sampled(texts, seconds=time.perf_counter() - start)
+
+
+def sampling_rows(cfg: Any) -> int:
+    """Rows a phase decodes at once outside its GRPO step: `steps.frozen_rows`, else
+    `grpo.rollout_batch_size`."""
+    return cfg.steps.frozen_rows or cfg.grpo.rollout_batch_size
+
+
+def sample_frozen_solutions(
+    cfg: Any,
+    answerer: Any,
+    problems: list[Problem],
+    stages: list[str],
+    seed: int,
+    progress: bool = True,
+    cache_model: str | None = None,
+) -> tuple[list[dict[str, Any]], Sampled]:
+    """`steps.frozen_samples` solutions per problem, sampled once ("" when unparseable), and
+    what sampling them took; `answerer` is the frozen snapshot loaded in process or, with
+    `serving.mode: server`, behind the server. The phase gives the reasoning `stages` its prompts
+    hold and the sampling's `seed`. With `cache_model` (a completion_cache.model_identity), the
+    completions come from, or go to, the completion cache: the arms of a study that start from
+    one base model with one seed sample its pool once (a hit reports no sampling time)."""
+    settings = {
+        "max_new_tokens": completion_tokens(cfg, answerer.tokenizer, problems),
+        "temperature": cfg.grpo.temperature, "top_p": cfg.grpo.top_p,
+        "num_samples": cfg.steps.frozen_samples, "seed": seed,
+    }  # fmt: skip
+    fresh: list[Sampled] = []
+
+    def sample() -> list[list[str]]:
+        fresh.append(
+            sampler.sample_answers(answerer, problems, stages=stages, bar=progress, **settings)
+        )
+        return fresh[-1].texts
+
+    if cache_model and problems:
+        messages = [prompts.answerer_messages(p, stages) for p in problems]
+        mc = cfg.model_for("answerer")  # what else decides the tokens: how the model is loaded
+        loaded = {"topology": cfg.topology, "configured": [mc.device, mc.dtype],
+                  **loaded_on(answerer), "rows": getattr(answerer, "rows", None)}  # fmt: skip
+        key = {**settings, **loaded, "purpose": "frozen pool"}
+        texts = through_cache(cache_model, messages, key, settings["num_samples"], sample)
+        sampled = fresh[0] if fresh else Sampled(texts)
+    else:
+        sample()
+        sampled = fresh[0]
+    rows = [
+        {
+            "problem_id": p.id,
+            "solutions": [programs.extract_code(t, p.function_name) or "" for t in samples],
+        }
+        for p, samples in zip(problems, sampled.texts, strict=True)
+    ]
+    return rows, sampled
+
+
+def sample_frozen_pool(
+    cfg: Any,
+    backend: Any,
+    model: str,
+    problems: list[Problem],
+    stages: list[str],
+    seed: int,
+    label: str,
+) -> tuple[list[dict[str, Any]], Any, Any, dict[str, float]]:
+    """`sample_frozen_solutions` of `model` on `problems` (with the reasoning `stages` and the
+    `seed` the phase gives), each training process sampling a share and all getting every row;
+    in process, or behind the server with `serving.mode: server`. Returns (rows, the loaded
+    model, its tokenizer, {"seconds", "tokens_per_s"}); the model is loaded either way (the
+    tokenizer sizes budgets; the proposer mode solves with it). One line says what was
+    sampled; `label` names the phase in it."""
+    start = time.perf_counter()
+    frozen, tok = backend.load_frozen(cfg, model)
+    # steps.frozen_rows, else a training rollout's rows: on a CPU a wider decode step costs
+    # little more (docs/training.md), and the frozen samples are most of this phase's time
+    answerer: Any = sampler.LoadedAnswerer(backend, frozen, tok, sampling_rows(cfg))
+    if cfg.serving.mode == "server":
+        answerer = ServedAnswerer(cfg, model, tok)
+    stats: list[Sampled] = []
+    # served answers are the server's to reproduce; in process, the cache's
+    cached = None if cfg.serving.mode == "server" else identity_if_enabled(model)
+
+    def sample_share(part: list[Problem]) -> list[dict[str, Any]]:
+        rows, sampled = sample_frozen_solutions(
+            cfg, answerer, part, stages, seed, cache_model=cached
+        )
+        stats.append(sampled)
+        return rows
+
+    rows = ranks.shard_and_gather(problems, sample_share)
+    seconds = time.perf_counter() - start
+    if ranks.world().main:
+        lines.say(
+            f"{lines.LABEL or label} frozen answerer: "
+            f"{len(problems) * cfg.steps.frozen_samples} solutions on {len(problems)} problems "
+            f"sampled in {lines.fmt_seconds(seconds)}"
+        )
+    tokens_per_s = stats[0].tokens_per_s if stats else 0.0
+    return rows, frozen, tok, {"seconds": seconds, "tokens_per_s": tokens_per_s}
