@@ -21,7 +21,8 @@ Outputs as the generator phase's: the tests (one row per training problem), froz
 `steps.screen_pool`, the answerer phase screens the pool itself, as the given-tests arm does),
 and the model: the init generator passed through, untrained.
 
-Covers: `fuzz_generator` (the phase), `fuzz_tests` (every problem's k: the draws and the
+Covers: `fuzz_generator` (the phase: the phase table's generator row runs it in
+`train_generator`'s place), `fuzz_tests` (every problem's k: the draws and the
 picks, also what the study's pre-check measures, sparring.experiments.precheck) and `pick_tests`
 (one problem's k; with `reference_expected` off, the rule validation banks a learned generator's
 tests by when `rewards.reference_expected` is off). Does not cover: the draws

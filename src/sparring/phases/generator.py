@@ -11,8 +11,8 @@ frozen answerer's sampling itself, in process or behind the server (sparring.ser
 `sample_frozen_pool`), the rewards' rules (sparring.rewards.code_duel), the proposer mode
 (`generator_mode: problems`, sparring.phases.proposer), which problems get final tests
 (sparring.phases.final_tests), validation (sparring.phases.validate) or the generator that does
-not learn (`generator_mode: fuzz`, sparring.phases.fuzz, which `train_generator` hands the phase
-to)."""
+not learn (`generator_mode: fuzz`, sparring.phases.fuzz, which the phase table runs in this
+phase's place)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from sparring.backends.base import copy_model
 from sparring.backends.budget import completion_tokens
 from sparring.config import Config, RewardsConfig
 from sparring.distributed import ranks
+from sparring.errors import SparringError
 from sparring.evaluation.intervals import side_summary
 from sparring.phases.common import (
     check_shared_beta,
@@ -41,7 +42,6 @@ from sparring.phases.common import (
     write_lines,
 )
 from sparring.phases.final_tests import final_problems, final_rows
-from sparring.phases.fuzz import fuzz_generator
 from sparring.phases.proposer import train_proposer
 from sparring.phases.sandboxed import require_isolation
 from sparring.phases.schedule import reasoning_stages
@@ -106,11 +106,10 @@ def train_generator(
     """GRPO of the generator against a frozen answerer snapshot (sampled once), for the planned
     steps of `phase` (the phase's `Phase.name`, which also seeds its draws and the frozen
     sampling; a free label runs `cfg.steps.generator` steps). With `generator_mode: fuzz` the
-    generator does not learn: sparring.phases.fuzz writes the phase's outputs instead."""
+    generator does not learn: the phase table runs sparring.phases.fuzz in this one's place."""
+    if cfg.generator_mode == "fuzz":  # nothing learns: the phase table runs that mode instead
+        raise SparringError("generator_mode fuzz: run sparring.phases.fuzz.fuzz_generator")
     init_model = init_model or None
-    if cfg.generator_mode == "fuzz":
-        return fuzz_generator(cfg, round_index, data_dir, init_model, out_model, out_tests,
-                              out_frozen_solutions, phase)  # fmt: skip
     steps = planned_steps(cfg, phase, "generator", round_index)
     seed = derived_seed(cfg, round_index, phase)
     stages, frozen_seed = frozen_sampling(cfg, round_index, phase)

@@ -89,6 +89,13 @@ def _train_answerer(cfg: Config, round_index: int, i: Paths, o: Paths, phase: st
 def _train_generator(cfg: Config, round_index: int, i: Paths, o: Paths, phase: str):
     from sparring.phases.generator import train_generator
 
+    if cfg.generator_mode == "fuzz":  # the generator that does not learn: drawn tests instead
+        from sparring.phases.fuzz import fuzz_generator
+
+        return fuzz_generator(
+            cfg, round_index, i["data"], i.get("init_model") or None, o["model"], o["tests"],
+            o["frozen_solutions"], phase or "generator",
+        )  # fmt: skip
     return train_generator(
         cfg, round_index, i["data"], i.get("frozen_answerer") or "", i.get("init_model") or None,
         o["model"], o["tests"], o["frozen_solutions"], phase=phase or "generator",
