@@ -2,7 +2,8 @@
 full disks.
 
 Covers: `read_text`/`write_text`, `read_bytes`/`write_bytes`, `read_records` (a JSON or JSON
-Lines file's records, sparring.records, local or S3: one reader), `exists`, `list_uris`,
+Lines file's records, sparring.records, local or S3: one reader) and `write_records` (JSON
+Lines), `exists`, `list_uris`,
 `upload_dir`, `download_dir`, `is_complete_upload`, for `s3://bucket/key` URIs and plain local
 paths (or `file://`); local paths are written through sparring.atomic (`atomic_dir` is
 re-exported). The S3 endpoint comes from `cfg.storage.s3_endpoint` (via `configure(cfg)`) or the
@@ -205,11 +206,18 @@ def write_bytes(uri: str, data: bytes) -> None:
         except ClientError as exc:
             raise _client_error(uri, exc) from None
         return
-    write_file(_local(uri), data)
+    path = _local(uri)
+    write_file(path, data)
 
 
 def write_text(uri: str, text: str) -> None:
     write_bytes(uri, text.encode("utf-8"))
+
+
+def write_records(uri: str, rows: list[dict[str, Any]]) -> None:
+    """Write `rows` as JSON Lines, one object or file written whole (a killed writer leaves the
+    old one); a full disk is a one-line SparringError naming the file."""
+    write_text(uri, "".join(json.dumps(r) + "\n" for r in rows))
 
 
 def exists(uri: str) -> bool:

@@ -172,7 +172,7 @@ def test_final_tests_all_writes_final_tests_for_every_training_problem(data_dir,
     """steps.final_tests_all: the trained generator writes final tests for every training
     problem (the next answerer phase may draw any), not only its draw of problems_per_phase
     (2 here): a tests row for each, and validation reports what the bank covers (break check:
-    with tested_rows only, 2 problems get final tests)."""
+    with tested_problems only, 2 problems get final tests)."""
     from sparring.problems import read_jsonl
 
     cfg = cfg_for("steps.final_tests_all=true")

@@ -70,12 +70,12 @@ def test_screened_flat_rows_are_marked_for_the_trainer():
 def test_the_trained_generator_writes_final_tests_only_where_the_screen_saw_answers_differ():
     """With a screen the generator's last sampling skips problems seen flat (the answerer
     samples them last, if at all); without one it asks every row."""
-    from sparring.phases.final_tests import tested_rows
+    from sparring.phases.final_tests import tested_problems
 
-    rows = [{"problem_id": p.id, "prompt": []} for p in PROBLEMS[:4]]
+    problems = PROBLEMS[:4]
     zone = {"p0": zone_stats([0.0, 1.0]), "p1": zone_stats([1.0, 1.0]), "p3": zone_stats([0.5])}
-    assert [r["problem_id"] for r in tested_rows(rows, zone)] == ["p0"]
-    assert tested_rows(rows, {}) == rows
+    assert [p.id for p in tested_problems(problems, zone)] == ["p0"]
+    assert tested_problems(problems, {}) == problems
 
 
 def test_the_generator_phase_samples_outside_training_at_steps_frozen_rows():

@@ -1,10 +1,10 @@
 """What the phases share: seeds, datasets on disk, problem draws, reward metrics.
 
 Covers: `derived_seed` (per round and phase, stable across processes), a phase's planned step
-count (`planned_steps`), JSONL lines read and written atomically, the training problems of a
-materialized dataset, seeded problem draws and their digest (`drawn_digest`, recorded with the
-model so runners can be compared), the reward metrics every training phase logs, the record a
-trained model artifact carries.
+count (`planned_steps`), JSONL lines read (sparring.storage.write_records writes them), the
+training problems of a materialized dataset, seeded problem draws and their digest
+(`drawn_digest`, recorded with the model so runners can be compared), the reward metrics every
+training phase logs, the record a trained model artifact carries.
 Does not cover: any phase (one module each beside this one), the adversarial bank
 (sparring.rewards.bank).
 """
@@ -18,7 +18,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from sparring import storage
 from sparring.config import Config
 from sparring.errors import SparringError
 from sparring.problems import Problem, read_jsonl
@@ -53,12 +52,6 @@ def read_lines(path: str | Path | None) -> list[dict[str, Any]]:
     if not path or not Path(path).is_file():
         return []
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
-
-
-def write_lines(path: str | Path, rows: list[dict[str, Any]]) -> None:
-    """Write JSONL atomically (temp file, fsync, rename: a killed writer leaves the old file);
-    a full disk is a one-line SparringError naming the file."""
-    storage.write_text(str(path), "".join(json.dumps(r) + "\n" for r in rows))
 
 
 def train_problems(data_dir: str) -> list[Problem]:

@@ -35,8 +35,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from sparring import storage
 from sparring.config import Config
-from sparring.phases.common import derived_seed, train_problems, write_lines
+from sparring.phases.common import derived_seed, train_problems
 from sparring.problems import Problem, fuzz
 from sparring.rewards.bank import BankMerge, read_rows
 from sparring.sandbox.limits import untrusted_limits
@@ -156,8 +157,9 @@ def fuzz_generator(
         drawn = fuzz_tests(problems, k, seed, bank, sb)
     picked, judged, skipped, drawn_s = drawn.picked, drawn.judged, drawn.skipped, drawn.draw_s
     rows = [{"problem_id": p.id, "tests": picked[p.id], "round": round_index} for p in problems]
-    write_lines(out_tests, rows)
-    write_lines(out_frozen_solutions, [])  # no answerer sampled: validation's zone stays empty
+    storage.write_records(out_tests, rows)
+    # no answerer sampled: validation's zone stays empty
+    storage.write_records(out_frozen_solutions, [])
     meta = {"round": round_index, "phase": phase, "mode": "fuzz", "role": "generator"}
     copy_model(init_model or cfg.model_for("generator").name, out_model, meta)
     written = [len(r["tests"]) for r in rows]

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sparring import backends
+from sparring import backends, storage
 from sparring import progress as lines
 from sparring.backends.base import copy_model
 from sparring.backends.budget import completion_tokens
@@ -39,9 +39,8 @@ from sparring.phases.common import (
     reward_metrics,
     train_problems,
     trained_record,
-    write_lines,
 )
-from sparring.phases.final_tests import final_problems, final_rows
+from sparring.phases.final_tests import final_problems, writer_rows
 from sparring.phases.proposer import train_proposer
 from sparring.phases.sandboxed import require_isolation
 from sparring.phases.schedule import reasoning_stages
@@ -104,9 +103,8 @@ def train_generator(
     phase: str = "generator",
 ) -> dict[str, float]:
     """GRPO of the generator against a frozen answerer snapshot (sampled once), for the planned
-    steps of `phase` (the phase's `Phase.name`, which also seeds its draws and the frozen
-    sampling; a free label runs `cfg.steps.generator` steps). With `generator_mode: fuzz` the
-    generator does not learn: the phase table runs sparring.phases.fuzz in this one's place."""
+    steps of `phase` (its `Phase.name`, which also seeds its draws and the frozen sampling; a
+    free label runs `cfg.steps.generator` steps). The table runs sparring.phases.fuzz instead."""
     if cfg.generator_mode == "fuzz":  # nothing learns: the phase table runs that mode instead
         raise SparringError("generator_mode fuzz: run sparring.phases.fuzz.fuzz_generator")
     init_model = init_model or None
@@ -115,42 +113,44 @@ def train_generator(
     stages, frozen_seed = frozen_sampling(cfg, round_index, phase)
     pool = train_problems(data_dir)
     problems = draw_in_zone(cfg, pool, {}, round_index, phase)
-    base = backends.base_name(cfg, "generator", init_model)
     metrics: dict[str, float] = {"problems": float(len(problems)), "dry_run": float(cfg.dry_run)}
     if cfg.dry_run or steps == 0:
         tested = final_problems(cfg, problems, pool)
         meta = generator_record(round_index, phase, cfg.generator_mode, problems)
-        metrics["generated_tests"] = write_dry_run(
+        return {**metrics, "generated_tests": write_dry_run(
             problems, tested, round_index, meta, init_model or cfg.model_for("generator").name,
             out_model, out_tests, out_frozen_solutions,
-        )  # fmt: skip
-        return metrics
+        )}  # fmt: skip
     check_shared_beta(cfg)
     require_isolation(cfg)  # before the models load: its tests run against the answers
+    limits = untrusted_limits(cfg)  # of every sandbox the phase opens
     backend = backends.get(cfg.backend)
+    base = backends.base_name(cfg, "generator", init_model)
     screened = pool if cfg.steps.screen_pool else problems  # screened: the whole pool's zone
     answerer = frozen_answerer or cfg.model_for("answerer").name
     solutions, frozen, ftok, sampled = sample_frozen(
         cfg, backend, answerer, screened, stages, frozen_seed, out_frozen_solutions
     )
     catch_only = cfg.rewards.generator == "catch" and cfg.generator_mode != "problems"
-    drawn, ordered = order_by_frozen(cfg, pool, problems, solutions, round_index, phase, catch_only)
-    metrics.update({**sampled, **ordered})
+    drawn, ordered = order_by_frozen(
+        cfg, limits, pool, problems, solutions, round_index, phase, catch_only
+    )
     if cfg.generator_mode == "problems":  # the proposer
         model, tok, out_rows, trained = train_proposer(
-            cfg, backend, init_model, (frozen, ftok), drawn.problems, steps, seed, round_index
-        )
+            cfg, backend, limits, init_model, (frozen, ftok), drawn.problems, steps, seed,
+            round_index,
+        )  # fmt: skip
     else:
         frozen = None  # the cached solutions are all the phase needs (a shared base stays cached)
         gc.collect()
         model, tok, out_rows, trained = train_test_writer(
-            cfg, backend, init_model, drawn, steps, seed, round_index
+            cfg, backend, limits, init_model, drawn, steps, seed, round_index
         )
-    metrics.update({**trained, "generated_tests": write_tests(out_tests, out_rows)})
     meta = generator_record(round_index, phase, cfg.generator_mode, drawn.problems)
     record = trained_record(cfg, "generator", base, meta, init_model)
+    written = write_tests(out_tests, out_rows)
     backend.save_trained(cfg, model, tok, out_model, record)
-    return metrics
+    return {**metrics, **sampled, **ordered, **trained, "generated_tests": written}
 
 
 def frozen_sampling(cfg: Config, round_index: int, phase: str) -> tuple[list[str], int]:
@@ -171,7 +171,7 @@ def generator_record(
 
 def write_tests(path: str, rows: list[dict[str, Any]]) -> float:
     """Write the phase's test rows; how many tests they hold."""
-    write_lines(path, rows)
+    storage.write_records(path, rows)
     return float(sum(len(r["tests"]) for r in rows))
 
 
@@ -188,8 +188,9 @@ def write_dry_run(
     """A dry run's outputs (or a phase of no steps'): no frozen answers for `problems`, the
     `fallback_tests` of each problem of `tested`, and the model `start` copied as the trained
     one; how many tests were written."""
-    write_lines(out_frozen_solutions, [{"problem_id": p.id, "solutions": []} for p in problems])
     rows = [{"problem_id": p.id, "tests": fallback_tests(p), "round": round_index} for p in tested]
+    none = [{"problem_id": p.id, "solutions": []} for p in problems]
+    storage.write_records(out_frozen_solutions, none)
     written = write_tests(out_tests, rows)
     copy_model(start, out_model, {**meta, "role": "generator"})
     return written
@@ -211,7 +212,7 @@ def sample_frozen(
     rows, frozen, ftok, sampling = sample_frozen_pool(
         cfg, backend, answerer, screened, stages, seed, "train-generator"
     )
-    write_lines(out_frozen_solutions, rows)
+    storage.write_records(out_frozen_solutions, rows)
     solutions = {r["problem_id"]: [s for s in r["solutions"] if s] for r in rows}
     parsed = sum(len(v) for v in solutions.values())
     metrics = {
@@ -236,6 +237,7 @@ class FrozenDraw:
 
 def order_by_frozen(
     cfg: Config,
+    limits: Any,
     pool: list[Problem],
     problems: list[Problem],
     solutions: dict[str, list[str]],
@@ -245,10 +247,10 @@ def order_by_frozen(
 ) -> tuple[FrozenDraw, dict[str, float]]:
     """The draw as the frozen answers order it, and the metrics of that: with
     `steps.screen_pool`, drawn anew by the zone they show; with `catch_only`, cut to the problems
-    where a frozen answer passes the given tests (all of them when there are none)."""
+    where a frozen answer passes the given tests (all of them when there are none). `limits`:
+    its sandboxes'."""
     zone: dict[str, dict[str, float]] = {}
     metrics: dict[str, float] = {}
-    limits = untrusted_limits(cfg)
     # validation recomputes this zone for zone.json in its own task (seconds of sandbox time);
     # here it only orders the generator's draw
     if cfg.steps.screen_pool:  # the generator writes tests where the answers differ, first
@@ -273,6 +275,7 @@ def order_by_frozen(
 def train_test_writer(
     cfg: Config,
     backend: Any,
+    limits: Any,
     init_model: str | None,
     drawn: FrozenDraw,
     steps: int,
@@ -280,28 +283,28 @@ def train_test_writer(
     round_index: int,
 ) -> tuple[Any, Any, list[dict[str, Any]], dict[str, float]]:
     """GRPO of the test writer on the drawn problems, its tests rewarded against the frozen
-    answers (`writer_reward`), then its final tests (`final_rows`). Returns (the trained
-    model, its tokenizer, a row of tests per problem it writes for, the training's metrics)."""
+    answers (`writer_reward`) in sandboxes of `limits`, then its final tests (`writer_rows`).
+    Returns (the trained model, its tokenizer, a row of tests per problem it writes for, the
+    training's metrics)."""
     from datasets import Dataset  # heavy (pyarrow): imported when a phase trains
 
-    model, tok, peft_config = backend.load_trainable(cfg, "generator", init_model)
     problems = drawn.problems
     tested = final_problems(cfg, problems, drawn.pool)
-    asked = (cfg.steps.generator_tests, cfg.steps.generator_stated_cases)
-    rows = [{"prompt": prompts.generator_messages(p, *asked), "problem_id": p.id} for p in problems]
-    asked_rows = final_rows(cfg, rows, drawn.zone, problems, drawn.pool)  # asked once trained
-    with Sandbox(untrusted_limits(cfg)) as sb, tempfile.TemporaryDirectory() as tmp:
+    rows, asked_rows = writer_rows(cfg, problems, drawn.zone, drawn.pool)  # asked once trained
+    model, tok, peft_config = backend.load_trainable(cfg, "generator", init_model)
+    with Sandbox(limits) as sb, tempfile.TemporaryDirectory() as tmp:
         reward_fn = writer_reward(cfg.rewards, sb, drawn.solutions, problems)
         model, trl_metrics = backend.train(
             cfg, model, tok, Dataset.from_list(rows), reward_fn, steps, tmp, seed, peft_config,
             problems, "generator",
         )  # fmt: skip
-        metrics = {**trl_metrics, **reward_metrics(reward_fn.rewards, reward_fn.history, cfg)}
         backend.use_role(model, "generator")
         final = sample_final_tests(cfg, backend, model, tok, asked_rows, problems, seed)
     generated = ranks.merge_lists(reward_fn.scorer.generated)  # every process's completions
-    if cfg.rewards.generator == "catch":  # the first and last step's catch, over every process's
-        metrics.update(catch_step_metrics(ranks.all_gather(reward_fn.catch_calls)))
+    # the first and last step's catch, over every process's
+    calls = ranks.all_gather(reward_fn.catch_calls) if cfg.rewards.generator == "catch" else None
+    metrics = {**trl_metrics, **reward_metrics(reward_fn.rewards, reward_fn.history, cfg)}
+    metrics.update(catch_step_metrics(calls) if calls is not None else {})
     out_rows = written_tests(tested, generated, asked_rows, final, round_index)
     return model, tok, out_rows, {**metrics, "final_tests_problems": float(len(asked_rows))}
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import tempfile
 from typing import Any
 
-from sparring import backends
 from sparring.backends import sampler
 from sparring.backends.budget import completion_tokens
 from sparring.config import Config
@@ -21,12 +20,12 @@ from sparring.phases.common import reward_metrics
 from sparring.problems import Problem, prompts
 from sparring.rewards.code_duel import completion_text, proposer_rewards
 from sparring.sandbox import Sandbox
-from sparring.sandbox.limits import untrusted_limits
 
 
 def train_proposer(
     cfg: Config,
     backend: Any,
+    limits: Any,
     init_model: str | None,
     solver: tuple[Any, Any],
     problems: list[Problem],
@@ -35,15 +34,16 @@ def train_proposer(
     round_index: int,
 ) -> tuple[Any, Any, list[dict[str, Any]], dict[str, float]]:
     """GRPO of the proposer, prompted by `problems`, against the frozen answerer `solver` (its
-    model and tokenizer). Returns (the trained model, its tokenizer, a row per problem with
-    what was proposed from it, the training's metrics)."""
+    model and tokenizer), the proposals run in sandboxes of `limits`. Returns (the trained
+    model, its tokenizer, a row per problem with what was proposed from it, the training's
+    metrics)."""
     from datasets import Dataset  # heavy (pyarrow): imported when a phase trains
 
+    rows = [{"prompt": prompts.proposer_messages(p), "problem_id": p.id} for p in problems]
     model, tok, peft_config = backend.load_trainable(cfg, "generator", init_model)
     frozen, ftok = solver
-    rows = [{"prompt": prompts.proposer_messages(p), "problem_id": p.id} for p in problems]
-    with Sandbox(untrusted_limits(cfg)) as sb, tempfile.TemporaryDirectory() as tmp:
-        reward_fn = ProposerRewardFn(cfg, sb, frozen, ftok, round_index)
+    with Sandbox(limits) as sb, tempfile.TemporaryDirectory() as tmp:
+        reward_fn = ProposerRewardFn(cfg, backend, sb, frozen, ftok, round_index)
         model, trl_metrics = backend.train(
             cfg, model, tok, Dataset.from_list(rows), reward_fn, steps, tmp, seed, peft_config,
             problems, "proposer",
@@ -67,8 +67,12 @@ class ProposerRewardFn:
 
     __name__ = "proposer_reward"
 
-    def __init__(self, cfg: Config, sandbox: Any, frozen: Any, ftok: Any, round_index: int):
-        self.cfg, self.sandbox, self.frozen, self.ftok = cfg, sandbox, frozen, ftok
+    def __init__(
+        self, cfg: Config, backend: Any, sandbox: Any, frozen: Any, ftok: Any, round_index: int
+    ):
+        self.cfg, self.backend, self.sandbox, self.frozen, self.ftok = (
+            cfg, backend, sandbox, frozen, ftok
+        )  # fmt: skip
         self.round_index = round_index
         self.rewards: list[float | None] = []
         self.history: list[dict[str, float]] = []
@@ -80,7 +84,7 @@ class ProposerRewardFn:
                     p["baseline_tests"], p["reference_solution"])
             for i, p in enumerate(proposed)
         ]  # fmt: skip
-        backend = backends.get(self.cfg.backend)
+        backend = self.backend
         backend.use_role(self.frozen, "answerer")  # one base for both roles: its adapter
         try:
             return sampler.sample_answers(
