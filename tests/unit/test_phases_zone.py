@@ -3,8 +3,9 @@ first, then untried ones (easy first when asked), flat ones last; seeded and rep
 
 from sparring.config import load_config
 from sparring.phases.common import draw_problems
-from sparring.phases.zone import draw_in_zone, in_zone, zone_stats
+from sparring.phases.zone import draw_in_zone, in_zone
 from sparring.problems import Problem
+from sparring.rewards.frozen import zone_stats
 
 
 def _problem(pid: str, difficulty: str) -> Problem:
@@ -90,7 +91,7 @@ def test_the_generator_phase_samples_outside_training_at_steps_frozen_rows():
 def test_catchable_problems_are_those_with_an_answer_passing_every_given_test():
     """In the real sandbox: an answer passing both given tests makes its problem catchable; one
     passing one of two, a crash or no answer at all does not."""
-    from sparring.phases.zone import catchable_problems
+    from sparring.rewards.frozen import catchable_problems
     from sparring.sandbox import Sandbox, SandboxLimits
 
     def problem(pid: str) -> Problem:

@@ -231,7 +231,6 @@ def draw_answerer_problems(
     screened_metrics: dict[str, float] = {}
     if screened is not None and not zone:
         # no generator phase screened the pool before this one (the given-tests arm)
-        require_isolation(cfg)  # the screen runs the answerer's samples
         zone, screened_metrics = screen_zone(cfg, screened, pool, stages, screen_seed)
     problems = draw_in_zone(cfg, pool, zone, round_index, phase)
     return AnswererDraw(everything, coach, moves_before, zone, screened_metrics, problems)

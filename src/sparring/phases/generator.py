@@ -44,15 +44,10 @@ from sparring.phases.final_tests import final_problems, writer_rows
 from sparring.phases.proposer import train_proposer
 from sparring.phases.sandboxed import require_isolation
 from sparring.phases.schedule import reasoning_stages
-from sparring.phases.zone import (
-    catchable_problems,
-    draw_in_zone,
-    frozen_zone,
-    in_zone,
-    problems_in_zone,
-)
+from sparring.phases.zone import draw_in_zone, in_zone, problems_in_zone
 from sparring.problems import Problem, prompts
 from sparring.rewards import code_duel
+from sparring.rewards.frozen import catchable_problems, frozen_zone
 from sparring.sandbox import Sandbox
 from sparring.sandbox.limits import untrusted_limits
 from sparring.serving.duel import sample_frozen_pool, sampling_rows
@@ -255,7 +250,7 @@ def order_by_frozen(
     # here it only orders the generator's draw
     if cfg.steps.screen_pool:  # the generator writes tests where the answers differ, first
         with Sandbox(limits) as sb:
-            zone = frozen_zone(cfg, {p.id: p for p in pool}, solutions, sb)
+            zone = frozen_zone(cfg.steps.frozen_samples, {p.id: p for p in pool}, solutions, sb)
         problems = draw_in_zone(cfg, pool, zone, round_index, phase)
         metrics["problems_in_zone"] = float(problems_in_zone(problems, zone))
         metrics["pool_in_zone"] = float(sum(in_zone(z) for z in zone.values()))

@@ -3,11 +3,12 @@ answerer`, the given-tests arm of issue 45), so that it draws its problems as th
 does: the answerer it starts from is sampled `steps.frozen_samples` times on every training
 problem, and the problems whose samples earned different rewards come first.
 
-Covers: `screen_zone` (sample, run the samples on the tests the reward sees, summarise).
+Covers: `screen_zone` (the isolation gate, then sample, run the samples on the tests the reward
+sees, summarise).
 Does not cover: the sampling itself, the generator phase's too (sparring.serving.duel,
 `sample_frozen_pool`: in process or behind the server with `serving.mode: server`), whose own
 screen is the frozen answers its tests are rewarded against (sparring.phases.generator); the
-statistics and the draw (sparring.phases.zone).
+statistics (sparring.rewards.frozen) and the draw (sparring.phases.zone).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ import time
 from sparring import backends
 from sparring.config import Config
 from sparring.distributed import ranks
-from sparring.phases.zone import frozen_zone, in_zone
+from sparring.phases.sandboxed import require_isolation
+from sparring.phases.zone import in_zone
 from sparring.problems import Problem
+from sparring.rewards.frozen import frozen_zone
 from sparring.sandbox import Sandbox
 from sparring.sandbox.limits import untrusted_limits
 from sparring.serving.duel import sample_frozen_pool
@@ -29,16 +32,19 @@ def screen_zone(
     cfg: Config, model: str, pool: list[Problem], stages: list[str], seed: int
 ) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
     """Per problem of `pool`, the zone statistics of `model`'s samples (with the reasoning
-    `stages` and the `seed` the phase gives; sparring.phases.zone), and the screen's metrics:
-    completions sampled, seconds, problems in the zone."""
+    `stages` and the `seed` the phase gives; sparring.rewards.frozen), and the screen's metrics:
+    completions sampled, seconds, problems in the zone. Fails closed first where the samples
+    could not run isolated (sparring.phases.sandboxed)."""
+    require_isolation(cfg)  # the screen runs the answerer's samples
+    limits = untrusted_limits(cfg)
     start = time.perf_counter()
     rows = sample_frozen_pool(
         cfg, backends.get(cfg.backend), model, pool, stages, seed, "train-answerer"
     )[0]
     gc.collect()  # the sampled model is dropped: the phase loads its trainable copy next
     solutions = {r["problem_id"]: [s for s in r["solutions"] if s] for r in rows}
-    with Sandbox(untrusted_limits(cfg)) as sb:
-        zone = frozen_zone(cfg, {p.id: p for p in pool}, solutions, sb)
+    with Sandbox(limits) as sb:
+        zone = frozen_zone(cfg.steps.frozen_samples, {p.id: p for p in pool}, solutions, sb)
     seconds = time.perf_counter() - start
     zoned = sum(in_zone(z) for z in zone.values())
     if ranks.world().main:  # the sampling said its own line

@@ -26,7 +26,7 @@ from typing import Any
 from sparring.config import Config
 from sparring.phases.common import read_lines, train_problems
 from sparring.phases.sandboxed import require_isolation
-from sparring.phases.zone import ZONE_FILE, frozen_zone, in_zone
+from sparring.phases.zone import ZONE_FILE, in_zone
 from sparring.problems import Problem
 from sparring.rewards.bank import (
     BANK_FILE,
@@ -41,6 +41,7 @@ from sparring.rewards.bank import (
     trivially_passed,
     write_rows,
 )
+from sparring.rewards.frozen import frozen_zone
 from sparring.rewards.generator_scoring import problem_info
 from sparring.sandbox import Sandbox
 from sparring.sandbox.limits import untrusted_limits
@@ -84,7 +85,7 @@ def validate_tests(
         # the zone the next answerer phase draws by: its reward sees the bank too, so a problem
         # whose samples all pass the given tests and differ on a banked one is in it
         banked = held if cfg.rewards.answerer_bank else {}
-        zone = frozen_zone(cfg, problems, answers.solutions, sb, banked, cache)
+        zone = frozen_zone(cfg.steps.frozen_samples, problems, answers.solutions, sb, banked, cache)
     beside_bank(bank_out, ZONE_FILE).write_text(json.dumps(zone, sort_keys=True))
     return validation_summary(tally, zone, bank, problems, room)
 

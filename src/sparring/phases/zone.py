@@ -1,21 +1,20 @@
 """The answerer's zone: problems whose rollouts differed in reward (DAPO dynamic sampling).
 
 Covers: the per-problem rollout statistics that validation writes next to the bank
-(`zone.json`), `frozen_zone` (those statistics from the frozen answerer's samples, run in a
-sandbox it is given), `draw_in_zone`: problems in the zone first, then untried ones (easy
-first), flat ones last, `screened_flat`: the drawn problems the screen saw flat, and for the
-catch reward `catchable_problems` (a frozen answer passes the given tests).
-Does not cover: the batch-level refill and skip (sparring.backends.torch.grpo_sampling). Pure
-but for `frozen_zone`'s and `catchable_problems`' sandbox.
+(`zone.json`, `read_zone`; `in_zone`, `problems_in_zone`), `draw_in_zone`: problems in the zone
+first, then untried ones (easy first), flat ones last, and `screened_flat`: the drawn problems
+the screen saw flat.
+Does not cover: the statistics themselves, from the frozen answerer's samples run in a sandbox
+(sparring.rewards.frozen: `frozen_zone`, `zone_stats`, and for the catch reward
+`catchable_problems`), the batch-level refill and skip (sparring.backends.torch.grpo_sampling).
+Pure.
 """
 
 from __future__ import annotations
 
 import json
 import random
-from typing import Any
 
-from sparring import rewards
 from sparring.config import Config
 from sparring.phases.common import derived_seed, draw_problems
 from sparring.problems import Problem
@@ -42,45 +41,6 @@ def in_zone(stats: dict[str, float] | None) -> bool:
 def problems_in_zone(problems: list[Problem], zone: dict[str, dict[str, float]]) -> int:
     """How many of `problems` are in the zone (`in_zone` of their statistics in `zone`)."""
     return sum(in_zone(zone.get(p.id)) for p in problems)
-
-
-def zone_stats(values: list[float]) -> dict[str, float]:
-    return {
-        "n": float(len(values)),
-        "mean": sum(values) / len(values) if values else 0.0,
-        "spread": (max(values) - min(values)) if values else 0.0,
-    }
-
-
-def frozen_zone(
-    cfg: Config,
-    problems: dict[str, Problem],
-    solutions: dict[str, list[str]],
-    sandbox: Any,
-    banked: dict[str, list[str]] | None = None,
-    cache: Any = None,
-) -> dict[str, dict[str, float]]:
-    """Per problem the frozen answerer was sampled on: the honest rewards of its solutions on
-    the tests the answerer's reward sees (the problem's given tests, then `banked`'s tests of
-    it: where the given tests pass every sample and a banked test fails some, the problem is in
-    the zone), unparseable samples earning 0, summarised by `zone_stats`. `cache`: a
-    sparring.sandbox.result_cache.ResultCache holding runs the caller made already."""
-    from sparring.sandbox.result_cache import run_cached
-
-    zone: dict[str, dict[str, float]] = {}
-    for pid, codes in solutions.items():
-        p = problems.get(pid)
-        if p is None:
-            continue
-        extra = (banked or {}).get(pid, [])
-        tests = list(p.baseline_tests) + extra
-        mask, trivial = rewards.credit_view(len(p.baseline_tests), p.trivial_passes, len(extra))
-        rows = run_cached(sandbox, [(c, tests) for c in codes], cache) if codes else []
-        values = [rewards.answerer_credit(row, mask, trivial, p.difficulty).reward for row in rows]
-        kept = [v for v in values if v is not None]
-        kept += [0.0] * (cfg.steps.frozen_samples - len(codes))  # unparseable samples
-        zone[pid] = zone_stats(kept)
-    return zone
 
 
 def screened_flat(problems: list[Problem], zone: dict[str, dict[str, float]]) -> dict[str, float]:
@@ -132,17 +92,3 @@ def draw_in_zone(
         return 1 + (_DIFFICULTY_ORDER.get(p.difficulty, 1) if cfg.steps.easy_first else 0)
 
     return sorted(shuffled, key=rank)[:n]
-
-
-def catchable_problems(
-    problems: list[Problem], solutions: dict[str, list[str]], sandbox: Any
-) -> set[str]:
-    """The ids of `problems` with a frozen solution (`solutions[id]`, code) that passes every
-    given test (`baseline_tests`): the only problems where `rewards.generator: catch` can pay
-    for a catch (sparring.rewards.catch_counts). A sandbox failure passes nothing."""
-    from sparring.sandbox.result_cache import run_cached
-
-    jobs = [(p.id, code) for p in problems if p.baseline_tests for code in solutions.get(p.id, [])]
-    by_id = {p.id: p for p in problems}
-    rows = run_cached(sandbox, [(code, by_id[pid].baseline_tests) for pid, code in jobs], None)
-    return {pid for (pid, _), row in zip(jobs, rows, strict=True) if row and all(row)}

@@ -43,7 +43,7 @@ reason. Re-validating the inherited tests in the sandbox is materialize's.
 Does not cover: running tests or trivial solutions in the sandbox (sparring.phases.validate,
 sparring.sandbox), the trivial-solution family (sparring.problems.trivial), the validate phase's
 metrics
-and zone estimate (sparring.phases.validate, sparring.phases.zone), persisting the bank at
+and zone estimate (sparring.phases.validate, sparring.rewards.frozen), persisting the bank at
 `storage.bank_uri` (sparring.phases.select saves it, sparring.phases.materialize carries it
 in), which checkpoint holds which bank (sparring.plain_runner.checkpoints). Pure: no heavy imports.
 """

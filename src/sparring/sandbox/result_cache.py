@@ -4,11 +4,11 @@ Covers: `ResultCache` (outcome of test T on solution S, keyed by (hash(S), T); s
 not kept) and `run_cached` (per job, per test: passed, failed or None; only the pairs not in the
 cache run, each once, in one `run_many`). The answerer's reward (sparring.rewards.code_duel), the
 generator's (sparring.rewards.generator_scoring), validation (sparring.phases.validate) and the
-screen
-(sparring.phases.zone) all read through it, so a test already run on a solution is never run
-again. `kept_on_disk` keeps one on this machine between processes, for verdicts that never
-change: materialize's trivial solutions on the same problems' tests, run again by every run of
-a config (about 50 s of sandbox time a run of configs/local.yaml's size on 2 cores).
+frozen answers' zone (sparring.rewards.frozen) all read through it, so a test already run on a
+solution is never run again. `kept_on_disk` keeps one on this machine between processes, for
+verdicts that never change: materialize's trivial solutions on the same problems' tests, run
+again by every run of a config (about 50 s of sandbox time a run of configs/local.yaml's size
+on 2 cores).
 Does not cover: what a result earns (sparring.rewards, sparring.rewards.code_duel,
 sparring.rewards.generator_scoring), the sandbox itself (sparring.sandbox).
 """
