@@ -35,12 +35,19 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from sparring import progress as lines
 from sparring import storage
+from sparring.backends.base import copy_model
 from sparring.config import Config
 from sparring.phases.common import derived_seed, train_problems
+from sparring.phases.sandboxed import require_isolation
+from sparring.phases.validate import trivially_passed_in
 from sparring.problems import Problem, fuzz
 from sparring.rewards.bank import BankMerge, read_rows
+from sparring.sandbox import Sandbox
 from sparring.sandbox.limits import untrusted_limits
+from sparring.sandbox.oracle import with_reference_expected
+from sparring.sandbox.validation import judge_tests
 
 # inputs drawn per test to write: where fewer than k of the first qualify, more are drawn
 CANDIDATES_PER_TEST = (8, 32)
@@ -58,10 +65,6 @@ def pick_tests(
     reference's expected value (as written without `reference_expected`), added to `bank` as
     picked; and why the others were passed over: {"invalid", "trivial", "duplicate"} (counted
     up to the k-th pick)."""
-    from sparring.phases.validate import trivially_passed_in
-    from sparring.sandbox.oracle import with_reference_expected
-    from sparring.sandbox.validation import judge_tests
-
     if not candidates:
         return [], {}
     ref = problem.reference_solution
@@ -139,10 +142,6 @@ def fuzz_generator(
 ) -> dict[str, float]:
     """Write `steps.fuzz_tests` drawn tests for every training problem (the module docstring);
     `phase` seeds the draws, as it seeds a generator phase's."""
-    from sparring.backends.base import copy_model
-    from sparring.phases.sandboxed import require_isolation
-    from sparring.sandbox import Sandbox
-
     k = cfg.steps.fuzz_tests
     seed = derived_seed(cfg, round_index, phase)
     require_isolation(cfg)  # validation will run the same tests the same way
@@ -163,8 +162,6 @@ def fuzz_generator(
     meta = {"round": round_index, "phase": phase, "mode": "fuzz", "role": "generator"}
     copy_model(init_model or cfg.model_for("generator").name, out_model, meta)
     written = [len(r["tests"]) for r in rows]
-    from sparring import progress as lines
-
     short = sum(n < k for n in written)
     took = time.perf_counter() - start
     lines.say(

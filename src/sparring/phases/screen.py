@@ -17,6 +17,7 @@ import gc
 import time
 
 from sparring import backends
+from sparring import progress as lines
 from sparring.config import Config
 from sparring.distributed import ranks
 from sparring.phases.sandboxed import require_isolation
@@ -48,8 +49,6 @@ def screen_zone(
     seconds = time.perf_counter() - start
     zoned = sum(in_zone(z) for z in zone.values())
     if ranks.world().main:  # the sampling said its own line
-        from sparring import progress as lines
-
         lines.say(f"{lines.LABEL or 'train-answerer'} screen: {zoned} of {len(pool)} in the zone")
     return zone, {
         "screen_sampled": float(len(pool) * cfg.steps.frozen_samples),

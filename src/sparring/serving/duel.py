@@ -30,14 +30,12 @@ from sparring.errors import SparringError
 from sparring.evaluation.completion_cache import identity_if_enabled, loaded_on, through_cache
 from sparring.problems import Problem, programs, prompts
 from sparring.serving.client import sample_batch
-from sparring.serving.engines import RUNTIME_LORA
+from sparring.serving.engines import RUNTIME_LORA, http_get
 from sparring.serving.publisher import Publisher
 
 
 def require_server(url: str) -> None:
     """One clear error when nothing serves the OpenAI API at `url` (serving.mode: server)."""
-    from sparring.serving.engines import http_get
-
     if http_get(f"{url}/v1/models", timeout=5.0)[0] != 200:
         raise SparringError(
             f"serving.url: nothing answers at {url}; start `sparring serve` there or set "
