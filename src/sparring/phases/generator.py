@@ -296,7 +296,7 @@ def train_test_writer(
         backend.use_role(model, "generator")
         final = sample_final_tests(cfg, backend, model, tok, asked_rows, problems, seed)
     generated = ranks.merge_lists(reward_fn.scorer.generated)  # every process's completions
-    # the first and last step's catch, over every process's
+    # the catch at the first and last step: every process's scoring calls
     calls = ranks.all_gather(reward_fn.catch_calls) if cfg.rewards.generator == "catch" else None
     metrics = {**trl_metrics, **reward_metrics(reward_fn.rewards, reward_fn.history, cfg)}
     metrics.update(catch_step_metrics(calls) if calls is not None else {})
