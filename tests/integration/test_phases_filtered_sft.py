@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 
 from sparring import backends
-from sparring.backends import sampler
 from sparring.backends.base import Sampled
 from sparring.backends.torch import models
 from sparring.config import load_config
+from sparring.phases import filtered_sft
 from sparring.phases.table import PHASES
 from sparring.problems import load_sources, write_jsonl
 
@@ -30,7 +30,7 @@ def _planted(monkeypatch, answers) -> list[dict]:
     def sample_answers(answerer, problems, *, num_samples, **kwargs):
         return Sampled([answers(p)[:num_samples] for p in problems])
 
-    monkeypatch.setattr(sampler, "sample_answers", sample_answers)
+    monkeypatch.setattr(filtered_sft, "sample_answers", sample_answers)
     trained: list[dict] = []
     backend = backends.get("torch")
     real = type(backend).sft

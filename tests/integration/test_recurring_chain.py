@@ -149,7 +149,6 @@ def test_a_run_below_its_start_keeps_the_first_runs_champion(mlflow_server, tmp_
     generates, init-models and the champion's download, the start's download by version with
     its weights check, the gate, the selection and the registry of a real MLflow server."""
     from sparring.evaluation import learning
-    from sparring.evaluation import snapshots as snapshots_mod
     from sparring.evaluation.intervals import task_keys
     from sparring.phases import evaluate as evaluate_mod
     from sparring.phases.select import select_and_register
@@ -196,7 +195,7 @@ def test_a_run_below_its_start_keeps_the_first_runs_champion(mlflow_server, tmp_
         draws.append((name, seed))
         return {"discriminating": {p.id: score[key] for p in problems}}
 
-    monkeypatch.setattr(snapshots_mod, "sampled_scores", sampler)
+    monkeypatch.setattr(evaluate_mod, "sampled_scores", sampler)
     (tmp_path / "bank.jsonl").write_text("")
 
     def run(k: int) -> dict:

@@ -9,7 +9,6 @@ import json
 from sparring.backends import lineage
 from sparring.config import from_dict
 from sparring.evaluation import learning
-from sparring.evaluation import snapshots as snapshots_mod
 from sparring.evaluation.heldout import HELDOUT_FILE
 from sparring.phases import evaluate as evaluate_mod
 from sparring.problems import Problem, write_jsonl
@@ -24,7 +23,7 @@ def _problem(pid: str, *tags: str) -> Problem:
 def _stub_edges(monkeypatch, entries: list, evaluate_snapshots) -> None:
     """The evaluate phase with its edges stubbed: no sandbox check, these snapshots, this
     evaluation of them, no MLflow."""
-    monkeypatch.setattr("sparring.phases.sandboxed.require_isolation", lambda cfg: None)
+    monkeypatch.setattr(evaluate_mod, "require_isolation", lambda cfg: None)
     monkeypatch.setattr(evaluate_mod, "resolve_snapshots", lambda path, cache: entries)
     monkeypatch.setattr(evaluate_mod, "evaluate_snapshots", evaluate_snapshots)
     monkeypatch.setattr(evaluate_mod.tracking, "log_artifacts", lambda *a, **k: None)
@@ -179,7 +178,7 @@ def _evaluate_below_start(
         )
         return {"discriminating": {p.id: scores[p.id] for p in problems}}
 
-    monkeypatch.setattr(snapshots_mod, "sampled_scores", gate_sampler)
+    monkeypatch.setattr(evaluate_mod, "sampled_scores", gate_sampler)
     cfg = from_dict(
         {
             "data": {"val_samples": 1, "train": ["families"]},

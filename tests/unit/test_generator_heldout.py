@@ -217,7 +217,7 @@ def test_sample_tests_samples_a_real_model_through_the_generators_prompt(monkeyp
         loaded.sample = sample
         return loaded
 
-    monkeypatch.setattr(sparring.backends.sampler, "load_answerer", load_answerer)
+    monkeypatch.setattr(gh, "load_answerer", load_answerer)
     cfg = from_dict({"grpo": {"max_completion_length": 8},
                      "steps": {"generator_tests": 5, "generator_stated_cases": True}})  # fmt: skip
     texts = gh.sample_tests(cfg, cfg.model_for("generator").name, [HALF, HALF], 2, seed=0)

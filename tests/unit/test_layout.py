@@ -4,7 +4,9 @@ nothing imported, milliseconds): no import cycle between their modules (every im
 shells sit on the library, not under it (pipelines -> components -> sparring); the pure-logic
 modules (and the sandbox image's path) import no heavy framework, directly or through another
 first-party module; a module over 500 lines says in its first lines why it is one module; nothing
-outside sparring.backends branches on the backend's name (but the named exceptions).
+outside sparring.backends branches on the backend's name (but the named exceptions); a function
+of phases/ or evaluation/ imports nothing inside itself but a heavy framework, or with a comment
+on the line saying why (the phase table and the KFP tasks import each phase when it runs).
 
 For heavy frameworks, imports inside functions (lazy on purpose) and under `if TYPE_CHECKING:`
 are not counted; for cycles every import counts.
@@ -308,6 +310,49 @@ def test_the_step_check_sees_a_long_function(tmp_path):
     (tmp_path / "m.py").write_text(f"def short():\n    return 1\n\n\ndef long():\n{body}\n")
     found = long_functions(tmp_path)
     assert len(found) == 1 and ":long (61 lines)" in found[0], found
+
+
+# the phase table and the KFP tasks import each phase when it runs (a component imports only
+# its own phase: the sandbox image that runs validate-tests ships no ML stack)
+DISPATCHERS = {"phases/table.py", "phases/kfp_tasks.py"}
+
+
+def lazy_imports(folder: Path, skip: set[str] = frozenset()) -> list[str]:
+    """'file:line module' for every import inside a function under `folder` that is neither
+    of a heavy framework nor explained by a comment on its line (a step's imports sit at the
+    top of its module: issue 83)."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        rel = path.relative_to(folder.parent).as_posix()
+        if rel in skip:
+            continue
+        lines = path.read_text().splitlines()
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                    continue
+                module = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
+                if (module or "").split(".")[0] in HEAVY or "#" in lines[node.lineno - 1]:
+                    continue
+                found.append(f"{rel}:{node.lineno} {module}")
+    return found
+
+
+@pytest.mark.parametrize("package", STEP_PACKAGES)
+def test_phases_and_evaluation_import_at_the_top(package):
+    lazy = lazy_imports(ROOT / "src" / "sparring" / package, DISPATCHERS)
+    assert not lazy, f"imports inside functions (move them to the module's top): {lazy}"
+
+
+def test_the_import_check_sees_a_lazy_import(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text(
+        "def f():\n    import json\n    from torch import nn\n"
+        "    from sparring import storage  # why it waits\n    return json\n"
+    )
+    assert lazy_imports(tmp_path / "pkg") == ["pkg/m.py:2 json"]
 
 
 def test_no_module_is_over_the_hard_cap():

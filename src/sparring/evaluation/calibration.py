@@ -21,7 +21,13 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sparring.backends.sampler import load_answerer, sample_answers
+from sparring.problems import compute_trivial_passes
 from sparring.problems.families import family_and_level, generate
+from sparring.problems.given_tests import given_view
+from sparring.rewards import code_duel
+from sparring.sandbox import Sandbox
+from sparring.sandbox.limits import trusted_limits, untrusted_limits
 
 ZONE_BAND = (0.2, 0.8)  # mean reward of a level worth training on: room above and below
 
@@ -142,10 +148,6 @@ def calibration_problems(
 ) -> list[Any]:
     """`per_family` instances of each family and level under `seed`, with the trivial
     solutions' passes computed (the honest credit and the given view read them)."""
-    from sparring.problems import compute_trivial_passes
-    from sparring.sandbox import Sandbox
-    from sparring.sandbox.limits import trusted_limits
-
     problems = generate(seed, per_family, families, levels)
     with Sandbox(trusted_limits(cfg)) as sb:
         return compute_trivial_passes(problems, sb)
@@ -154,8 +156,6 @@ def calibration_problems(
 def answerer_for(cfg: Any, model: str = "") -> Any:
     """`model` (default: the config's answerer) loaded to sample, decoding as many rows at
     once as the training rollout."""
-    from sparring.backends.sampler import load_answerer
-
     name = model or cfg.model_for("answerer").name
     return load_answerer(
         name, device=cfg.model_for("answerer").device, rows=cfg.grpo.rollout_batch_size
@@ -173,8 +173,6 @@ def sample_model(
     """`samples` answers per problem (`[i]`: problems[i]'s) of `answerer` (`answerer_for`)
     through the one answerer sampler, at the training temperature and completion budget;
     `label` heads the progress lines."""
-    from sparring.backends.sampler import sample_answers
-
     return sample_answers(
         answerer,
         problems,
@@ -204,11 +202,6 @@ def calibrate(
     sparse
     reward would see and the tests it would withhold (`false_positive`: 1 when it passes the
     first and fails the second)."""
-    from sparring.problems.given_tests import given_view
-    from sparring.rewards import code_duel
-    from sparring.sandbox import Sandbox
-    from sparring.sandbox.limits import untrusted_limits
-
     problems = calibration_problems(cfg, seed, per_family, families, levels)
     texts = sample_model(cfg, answerer_for(cfg, model), problems, samples, seed)
     flat = [(p, t) for p, outs in zip(problems, texts, strict=True) for t in outs]

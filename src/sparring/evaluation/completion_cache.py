@@ -33,6 +33,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from sparring.atomic import write_file
+from sparring.backends import lineage
+from sparring.backends.base import read_meta
+from sparring.backends.builtins import BUILTINS, builtin_dir
+
 log = logging.getLogger(__name__)
 
 FORMAT = 2
@@ -78,9 +83,6 @@ def model_identity(name: str) -> str:
     same bytes at two paths, so the second samples nothing. An adapter's identity holds its
     base model's: the same adapter files over other base weights answer otherwise. Anything
     else (a hub name): the name."""
-    from sparring.backends.base import read_meta
-    from sparring.backends.builtins import BUILTINS, builtin_dir
-
     if name in BUILTINS:
         path = builtin_dir(name)
         parts = [name]
@@ -126,8 +128,6 @@ def cpu_kind() -> dict[str, Any]:
     change sampled tokens (19 of 64 completions of one seed differed between 1 and 2 threads,
     2026-12-03), so an entry sampled with one is never handed to a run computing with another."""
     try:
-        from sparring.backends import lineage
-
         return {"cpu_threads": lineage.torch_threads(), "cpu_capability": lineage.cpu_capability()}
     except ImportError:
         return {}
@@ -177,8 +177,6 @@ class CompletionCache:
 
     def put(self, key: str, texts: list[list[str]], note: str = "") -> None:
         """Store a call's completions; a full disk or read-only cache only loses the entry."""
-        from sparring.atomic import write_file
-
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             write_file(self._path(key), json.dumps({"note": note, "texts": texts}).encode())

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sparring.evaluation.humaneval import run_jobs
+from sparring.problems.programs import complete_humaneval, extract_code
 
 if TYPE_CHECKING:
     from sparring.problems import Problem
@@ -21,8 +22,6 @@ if TYPE_CHECKING:
 
 def solution_code(problem: Problem, completion: str) -> str:
     """The code the sandbox runs for a completion ('' when nothing parses: every test fails)."""
-    from sparring.problems.programs import complete_humaneval, extract_code
-
     if problem.prompt:
         return complete_humaneval(problem.prompt, completion, problem.entry_point)
     return extract_code(completion, problem.function_name) or ""

@@ -33,8 +33,13 @@ from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple
 
 from sparring import progress
+from sparring.backends.budget import completion_tokens
+from sparring.backends.sampler import load_answerer
 from sparring.evaluation.intervals import task_gain
+from sparring.problems.prompts import generator_messages
 from sparring.rewards import code_duel
+from sparring.sandbox import Sandbox
+from sparring.sandbox.limits import untrusted_limits
 
 HELDOUT_SET = "new_tasks"  # the held-out set measured: fresh tasks of the trained families
 SEED_OFFSET = 2  # the generators sample with cfg.seed + 2 (the answers: + 1), base and final alike
@@ -181,10 +186,6 @@ def sample_tests(
     """`samples` completions per problem (`[i]`: problems[i]'s) of the generator `model_name`
     (a name or a model artifact), through the generator's prompt (prompts.generator_messages)
     and budget, at the training temperature and top_p: as the generator phase samples."""
-    from sparring.backends.budget import completion_tokens
-    from sparring.backends.sampler import load_answerer  # loads any model artifact to sample from
-    from sparring.problems.prompts import generator_messages
-
     loaded = load_answerer(
         model_name, device=cfg.model_for("generator").device, rows=cfg.grpo.rollout_batch_size
     )
@@ -248,9 +249,6 @@ def heldout_generators(
     """The generator held-out measures of `models` ({"base": name, "final": artifact}) on
     `problems` against `pool`: `generator_summary`'s groups, and `generator_heldout` (the
     models and, per side, per problem, the numbers) for the report."""
-    from sparring.sandbox import Sandbox
-    from sparring.sandbox.limits import untrusted_limits
-
     seed = cfg.seed + SEED_OFFSET
     samples = cfg.data.generator_samples
     # both models sample before the sandbox starts: one model in memory at a time

@@ -35,10 +35,13 @@ them is `log_headline`.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sparring.evaluation.learning import VS_START
+from sparring import progress, tracking
+from sparring.evaluation.intervals import MIN_PER_SIDE
+from sparring.evaluation.learning import VS_START, stage_gain
 
 Point = tuple[str, float, int]  # (metric key, value, step)
 
@@ -85,9 +88,6 @@ def _heldout(base: Mapping[str, Any], champion: Mapping[str, Any], seed: int) ->
     """Held-out rates of base and champion (one answer per problem: what every run measures),
     and when both were also sampled (`val_sampled`: evaluate samples the base and the last
     round) the gain over sampled answers with its paired-bootstrap interval."""
-    from sparring.evaluation.intervals import MIN_PER_SIDE
-    from sparring.evaluation.learning import stage_gain
-
     out: list[Point] = []
     for measure, key in MEASURES.items():
         out += _point(f"heldout.{measure}.base", base.get(key))
@@ -211,10 +211,6 @@ def log_headline(cfg, run, parent_run_id: str, points: list[tuple[str, float, in
     decision) plus those read from the parent's child runs (per round, per phase kind, wall
     times). Returns how many were queued. When MLflow cannot list the child runs (after the
     usual wait), only `points` go, and one line says so: the headline never fails a phase."""
-    import time
-
-    from sparring import progress, tracking
-
     points = list(points)
     try:
         children, started = tracking.phase_rows(cfg, parent_run_id)

@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparring.errors import SparringError
+from sparring.problems import load_humaneval
 from sparring.problems.programs import humaneval_job
 from sparring.records import read_records
+from sparring.sandbox import RunReport, Sandbox
 from sparring.sandbox.limits import trusted_limits
 
 if TYPE_CHECKING:
@@ -56,8 +58,6 @@ def run_jobs(jobs: list[tuple[str, list[str]]], limits: Any = None) -> list[Any]
     """Run (solution, tests) jobs in one Sandbox; RunReports in order."""
     if not jobs:
         return []
-    from sparring.sandbox import Sandbox
-
     with Sandbox(limits or trusted_limits()) as sandbox:
         return sandbox.run_many(jobs)
 
@@ -68,8 +68,6 @@ def run_jobs_fail_fast(jobs: list[tuple[str, list[str]]], limits: Any = None) ->
     that fails early gets a report holding just that first result."""
     if not jobs:
         return []
-    from sparring.sandbox import RunReport, Sandbox
-
     with Sandbox(limits or trusted_limits()) as sandbox:
         first = sandbox.run_many([(code, tests[:1]) for code, tests in jobs])
         rest_index = [
@@ -117,8 +115,6 @@ def evaluate_humaneval_samples(
     """Verdicts for official-format samples, one result per sample in input order, plus pass@k
     (averaged over tasks) for every k that every evaluated task has enough samples for."""
     if problems is None:
-        from sparring.problems import load_humaneval
-
         problems = load_humaneval()
     by_id = {p.id: p for p in problems}
     jobs = []

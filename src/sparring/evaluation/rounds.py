@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from sparring import rewards
 from sparring.rewards.bank import read_bank, tests_by_problem
+from sparring.sandbox import Sandbox
+from sparring.sandbox.limits import SandboxLimits
+from sparring.sandbox.validation import judge_tests
 
 if TYPE_CHECKING:
     from sparring.problems import Problem
@@ -109,10 +112,6 @@ def validate_rows(
     judge_tests, under `limits`: pass the untrusted ones a round's tests ran under), its `test`
     the test as judged (with `reference_expected`, the reference's expected value); rows of
     unknown problems are invalid. So a round's validity here is the validate phase's."""
-    from sparring.sandbox import Sandbox
-    from sparring.sandbox.limits import SandboxLimits
-    from sparring.sandbox.validation import judge_tests
-
     out = [{**r, "valid": False} for r in rows]
     at: dict[str, list[int]] = {}
     for i, r in enumerate(rows):

@@ -18,8 +18,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from sparring.backends.lineage import start_of
 from sparring.config import Config
+from sparring.engine.credit import flat_group_share
 from sparring.errors import SparringError
+from sparring.phases.schedule import planned_phase
 from sparring.problems import Problem, read_jsonl
 
 
@@ -35,8 +38,6 @@ def derived_seed(cfg: Config, round_index: int, phase: str) -> int:
 def planned_steps(cfg: Config, phase: str, kind: str, round_index: int) -> int:
     """GRPO steps of the `kind` phase labelled `phase`: its count in the plan (1 for an
     alternating pair's), or `steps.<kind>` for a free label (a phase run by hand)."""
-    from sparring.phases.schedule import planned_phase
-
     planned = planned_phase(cfg, phase, kind, round_index)
     return planned.steps if planned is not None else int(getattr(cfg.steps, kind))
 
@@ -87,8 +88,6 @@ def reward_metrics(values: list[float | None], history: list[dict[str, float]], 
         "reward": sum(kept) / len(kept) if kept else 0.0,
         "reward_none": float(len(values) - len(kept)),
     }
-    from sparring.engine.credit import flat_group_share
-
     out["flat_group_share"] = flat_group_share(values, cfg.grpo.num_generations)
     keys = {k for h in history for k in h}
     for k in sorted(keys):
@@ -109,8 +108,6 @@ def trained_record(
     with the start record its init model carries (sparring.backends.lineage), so the run's last
     model
     still says where the run began."""
-    from sparring.backends.lineage import start_of
-
     start = start_of(init_model)
     return {"base": base, "role": role, "topology": cfg.topology, **meta,
             **({"start": start} if start else {})}  # fmt: skip

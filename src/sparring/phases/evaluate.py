@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sparring import tracking
+from sparring import progress, tracking
 from sparring.backends import lineage
 from sparring.config import Config, to_dict
 from sparring.evaluation import arms, generator_heldout, intervals, learning
@@ -33,7 +33,9 @@ from sparring.evaluation.hacking import hacking_signals
 from sparring.evaluation.heldout import HELDOUT_FILE, STORED_MEASURES, new_heldout
 from sparring.evaluation.learning import GATE, VS_START
 from sparring.evaluation.selection import choose_best
-from sparring.evaluation.snapshots import evaluate_snapshots, model_metrics
+from sparring.evaluation.snapshots import evaluate_snapshots, model_metrics, sampled_scores
+from sparring.phases.sandboxed import require_isolation
+from sparring.phases.schedule import plan_phases
 from sparring.phases.snapshot import resolve_snapshots
 from sparring.problems import Problem, heldout_sets, read_jsonl
 from sparring.rewards.bank import BANK_FILE, bank_tests
@@ -52,8 +54,6 @@ def evaluate(
 ) -> dict[str, float]:
     """Evaluate every answerer snapshot; report.json in out_dir; flat metrics for MLflow/KFP.
     With a parent run, the report also holds every phase's per-step curves from MLflow."""
-    from sparring.phases.sandboxed import require_isolation
-
     require_isolation(cfg)  # before six minutes of sampling, not after
     val, sets, tasks = heldout_problems(data_dir)
     base_pool: dict[str, list] = {}  # the base answerer's sampled held-out answers, labelled
@@ -263,8 +263,6 @@ def versus_start(
     fetched by `start_model`), sampled on the held-out problems like the final one (free when
     the run before evaluated it: the completion cache). {} (the LEARN line n/a, a line saying
     why) when it cannot be."""
-    from sparring import progress
-
     gains = report["learning"]["gains"]
     champion = (start or {}).get("champion")
     if not champion:
@@ -279,8 +277,6 @@ def versus_start(
     if not model:
         progress.say(f"evaluate: {why}: vs start n/a")
         return {}
-    from sparring.evaluation.snapshots import sampled_scores
-
     name, version = champion["name"], champion["version"]
     # every held-out problem, as the run before sampled its final snapshot: the same
     # call, so a start that was that snapshot is read from the completion cache
@@ -308,9 +304,6 @@ def start_gate_sample(
     "problems"}, or {"why": ...} when it cannot be measured (the gate then refuses). Apart from
     the reported gain (VS_START), which the gate does not read: a run is not promoted on the
     very numbers it reports."""
-    from sparring import progress
-    from sparring.evaluation.snapshots import sampled_scores
-
     ids = set(sets.get("new_tasks") or [])
     problems = [p for p in val if p.id in ids]
     if not problems:
@@ -342,8 +335,6 @@ def writer_only(cfg: Config) -> bool:
 def has_generator_phase(cfg: Config) -> bool:
     """Whether the run trains its generator (phase_schedule answerer does not: its final
     generator is the base one)."""
-    from sparring.phases.schedule import plan_phases
-
     return any(p.kind == "generator" for p in plan_phases(cfg))
 
 
@@ -376,8 +367,6 @@ def _generators_heldout(
     if why_not:
         log.info("generators not measured held out: %s", why_not)
         return {}
-    from sparring import progress
-
     models = {"base": cfg.model_for("generator").name, "final": final}
     out = generator_heldout.heldout_generators(cfg, problems, pool, models, tasks)
     catch = out["generator_catch_heldout"]

@@ -26,11 +26,17 @@ from typing import Any
 
 from sparring import backends, progress
 from sparring.backends.base import copy_model
+from sparring.backends.sampler import load_answerer, sample_answers
 from sparring.config import Config
 from sparring.phases.common import derived_seed, train_problems, trained_record
 from sparring.phases.sandboxed import require_isolation
 from sparring.phases.schedule import reasoning_stages
 from sparring.problems import Problem, prompts
+from sparring.problems.given_tests import given_view
+from sparring.problems.programs import extract_code
+from sparring.sandbox import Sandbox
+from sparring.sandbox.limits import untrusted_limits
+from sparring.sandbox.result_cache import run_cached
 
 
 def kept_answers(
@@ -109,8 +115,6 @@ def _sample(
 ) -> list[list[str]]:
     """`filtered_sft.samples` answers a problem of `start` through the one answerer sampler, at
     the training temperature, top-p and completion budget."""
-    from sparring.backends.sampler import load_answerer, sample_answers
-
     answerer = load_answerer(
         start, device=cfg.model_for("answerer").device, rows=cfg.grpo.rollout_batch_size
     )
@@ -170,12 +174,6 @@ def _judge(
 ) -> tuple[list[list[bool]], list[list[bool]]]:
     """(passes every test, passes the given tests) per problem per answer: every test of the
     problem runs once on each answer, in one sandbox."""
-    from sparring.problems.given_tests import given_view
-    from sparring.problems.programs import extract_code
-    from sparring.sandbox import Sandbox
-    from sparring.sandbox.limits import untrusted_limits
-    from sparring.sandbox.result_cache import run_cached
-
     pairs = list(zip(problems, texts, strict=True))
     codes = [[extract_code(t, p.function_name) for t in outs] for p, outs in pairs]
     jobs = [(c, list(p.baseline_tests)) for p, cs in zip(problems, codes, strict=True) for c in cs]

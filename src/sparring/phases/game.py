@@ -18,16 +18,19 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from sparring import tracking
+from sparring import backends, tracking
 from sparring.config import Config
+from sparring.engine.game import configured_roles
+from sparring.evaluation import headline
+from sparring.evaluation.report import log_to_mlflow, pyplot
+from sparring.games.registry import check
+from sparring.phases.game_loop import build_arena, evaluate, run_game
 
 ADAPTERS = "adapters"
 
 
 def train_game(cfg: Config, out_dir: str) -> dict[str, Any]:
     """Train the roles of `cfg.game` for `game.steps` steps; write adapters and metrics.json."""
-    from sparring.phases.game_loop import run_game
-
     train_cfg = dataclasses.replace(cfg, game=dataclasses.replace(cfg.game, eval_episodes=0))
     result = run_game(train_cfg, out_dir)
     last = result["history"][-1] if result["history"] else {}
@@ -37,11 +40,6 @@ def train_game(cfg: Config, out_dir: str) -> dict[str, Any]:
 def evaluate_game(cfg: Config, model_dir: str, out_dir: str) -> dict[str, Any]:
     """Held-out episodes by the base and by the trained adapters; report.json, report.md and
     rewards.png in out_dir. Returns flat metrics (reward per role, gain per trainable role)."""
-    from sparring import backends
-    from sparring.engine.game import configured_roles
-    from sparring.games.registry import check
-    from sparring.phases.game_loop import build_arena, evaluate
-
     game = check(cfg)
     roles = configured_roles(game, cfg.game)
     base = cfg.game.model or cfg.models.answerer.name
@@ -68,8 +66,6 @@ def evaluate_game(cfg: Config, model_dir: str, out_dir: str) -> dict[str, Any]:
     (out / "report.json").write_text(json.dumps(report, indent=1))
     (out / "report.md").write_text(report_markdown(report))
     plot_rewards(history, out / "rewards.png")
-    from sparring.evaluation.report import log_to_mlflow
-
     log_to_mlflow(out)  # report.md and rewards.png on the phase's MLflow run, when one is open
     metrics: dict[str, Any] = {}
     for label in ("base", "trained"):
@@ -101,8 +97,6 @@ def plot_rewards(history: list[dict[str, Any]], path: Path) -> None:
 
 def plot_games(histories: dict[str, list[dict[str, Any]]], path: str | Path) -> Path:
     """One panel per game (title = its name): mean reward per role at each training step."""
-    from sparring.evaluation.report import pyplot
-
     plt = pyplot()
     n = len(histories)
     cols = min(n, 4)
@@ -156,7 +150,5 @@ def select_game(
 def game_headline(report_dir: str, result: dict[str, Any]) -> list[tuple[str, float, int]]:
     """The headline metrics of a game run the report and select's decision give
     (sparring.evaluation.headline.from_game_report)."""
-    from sparring.evaluation import headline
-
     report = json.loads((Path(report_dir) / "report.json").read_text())
     return headline.from_game_report(report, result)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -27,18 +28,24 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tqdm.auto import tqdm
+
+from sparring import backends, tracking
 from sparring.engine.arena import Arena
 from sparring.engine.core import Rollout
-from sparring.engine.credit import make_credit
+from sparring.engine.credit import levels, make_credit
 from sparring.engine.game import Game, configured_roles
 from sparring.engine.local import LocalClient, Policy
+from sparring.games.registry import check
+from sparring.phases.sandboxed import require_isolation
+from sparring.sandbox import Sandbox, SandboxLimits
+from sparring.serving.game import GameServer
+from sparring.storage import atomic_dir
 
 
 def reward_stats(roots: Sequence[Rollout], trainable_only: bool = False) -> dict[str, float]:
     """Mean and spread of each role's reward, and the share of GRPO groups (per level) in which
     every member got the same reward: such a group teaches nothing."""
-    from sparring.engine.credit import levels
-
     by_role: dict[str, list[float]] = defaultdict(list)
     groups: dict[tuple, list[float]] = defaultdict(list)
     for level in levels(roots):
@@ -68,9 +75,6 @@ def build_arena(cfg: Any, game: Game, policy: Policy, client: Any = None) -> Are
         arena.add_role(role)
     arena.judge_adapter = cfg.game.judge or None
     if game.needs_sandbox:
-        from sparring.phases.sandboxed import require_isolation
-        from sparring.sandbox import Sandbox, SandboxLimits
-
         require_isolation(cfg)  # says which bwrap, or stops in one line before any episode
         game.sandbox = Sandbox(SandboxLimits.from_config(cfg.sandbox))
     game.setup(arena)
@@ -101,14 +105,10 @@ def run_game(
     """Train the roles of `cfg.game`; returns {"history", "before", "after", "roles", ...} and
     writes it (with the adapters) to `out_dir` when given. `policy` replaces the backend's (tests
     use a scripted one); `init_dir` holds adapters of an earlier run to start from."""
-    from sparring.games.registry import check
-
     game = check(cfg)
     roles = configured_roles(game, cfg.game)
     base = cfg.game.model or cfg.models.answerer.name
     if policy is None:
-        from sparring import backends
-
         policy = backends.get(cfg.backend).load_policy(cfg, base, [r.id for r in roles], init_dir)
     with tempfile.TemporaryDirectory(prefix="sparring-served-") as served_dir:
         result = asyncio.run(
@@ -124,8 +124,6 @@ async def _play(cfg, game, policy, base, served_dir, *, on_step, progress) -> di
     """Evaluate, train, evaluate, in one event loop (a server's client lives in one loop)."""
     server = None
     if cfg.serving.mode == "server":
-        from sparring.serving.game import GameServer
-
         server = GameServer(cfg, policy, base, served_dir)
         server.publish({"game": game.name, "seed": cfg.seed})  # version 1: the starting adapters
     arena = build_arena(cfg, game, policy, server.client if server else None)
@@ -151,8 +149,6 @@ async def _play(cfg, game, policy, base, served_dir, *, on_step, progress) -> di
 
 
 async def _train(cfg, game, arena, credit, policy, server, on_step, progress) -> list[dict]:
-    from tqdm.auto import tqdm
-
     history: list[dict[str, float]] = []
     bar = tqdm(range(cfg.game.steps), desc=f"{game.name}", unit="step", disable=not progress)
     for step in bar:
@@ -192,12 +188,8 @@ async def _train(cfg, game, arena, credit, policy, server, on_step, progress) ->
 def _log(metrics: dict[str, float], step: int) -> None:
     """Per-step metrics into the phase's MLflow run (buffered through an outage), when there
     is one; a bare `run_game` (tests, scripts) logs nowhere."""
-    import sys
-
     if "mlflow" not in sys.modules:  # nothing opened a run: do not import MLflow for nothing
         return
-    from sparring import tracking
-
     if tracking.active():
         tracking.log_metrics(metrics, step=step + 1)
 
@@ -210,8 +202,6 @@ def _example(rollout: Rollout) -> dict[str, Any]:
 
 
 def _write(out_dir: str, policy: Policy, result: dict[str, Any], cfg: Any) -> None:
-    from sparring.storage import atomic_dir
-
     with atomic_dir(out_dir) as tmp:
         save = getattr(policy, "save", None)
         if save is not None:

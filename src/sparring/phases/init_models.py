@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from sparring import backends, tracking
+from sparring import backends, progress, tracking
 from sparring.backends import lineage
 from sparring.config import Config
 
@@ -58,8 +58,6 @@ def init_models(cfg: Config, out_answerer: str, out_generator: str, champion: bo
             log.warning("could not download the champion (%s); starting from the base model", exc)
             got = None
     if got:
-        from sparring import progress
-
         # the run's measures of "base" are the configured model's, not this start's
         progress.say(
             f"init-models: the answerer starts from {got['name']}@{got['alias']} (version "

@@ -23,6 +23,7 @@ import yaml
 
 from sparring import storage, tracking
 from sparring.config import Config, from_dict
+from sparring.problems import datasets
 
 log = logging.getLogger(__name__)
 
@@ -126,8 +127,6 @@ def log_problem_sets(
     dataset inputs of the phase's run `run` (a PhaseRun, so an outage only delays them), and of
     `parent_run_id` when given. A dataset that cannot be described is a warning, never a
     failed phase."""
-    from sparring.problems import datasets
-
     try:
         found = datasets.inputs(cfg, data_dir, keys)
     except Exception as exc:  # the phase's work matters more than its Dataset column

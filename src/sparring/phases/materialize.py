@@ -20,8 +20,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from sparring import storage
+from sparring import progress, storage
 from sparring.config import Config
+from sparring.phases.sandboxed import require_isolation
 from sparring.problems import Problem, heldout_sets, write_jsonl
 from sparring.problems.sources import checked_sets
 from sparring.rewards.bank import (
@@ -37,6 +38,8 @@ from sparring.rewards.bank import (
     tests_by_problem,
     write_rows,
 )
+from sparring.sandbox import Sandbox
+from sparring.sandbox import validate_tests as sandbox_validate
 from sparring.sandbox.limits import SandboxLimits, trusted_limits, untrusted_limits
 
 log = logging.getLogger(__name__)
@@ -44,8 +47,6 @@ log = logging.getLogger(__name__)
 
 def materialize(cfg: Config, out_dir: str, bank_in: str | None = None) -> dict[str, float]:
     """Write train/val/eval datasets, the carried-in bank and a manifest into `out_dir`."""
-    from sparring.phases.sandboxed import require_isolation
-
     require_isolation(cfg)  # the first phase: a machine that cannot isolate stops here
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -107,10 +108,6 @@ def inherit(cfg: Config, rows: list[Any], train: list[Problem], limits: SandboxL
     `steps.bank_per_problem` where that is smaller, are retired),
     each re-validated on its problem's reference in the sandbox: one it now fails is retired as
     `invalid` (a sandbox failure proves nothing: those are kept)."""
-    from sparring import progress
-    from sparring.sandbox import Sandbox
-    from sparring.sandbox import validate_tests as sandbox_validate
-
     if not keep_tests(rows):
         return Carried(rows=[], inherited=0)
     refs = {p.id: reference_digest(p.reference_solution) for p in train}

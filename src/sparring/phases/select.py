@@ -19,8 +19,11 @@ from typing import Any
 
 from sparring import storage, tracking
 from sparring.config import Config
+from sparring.evaluation import headline as headline_mod
+from sparring.evaluation.selection import choose_best
 from sparring.phases.snapshot import localize
 from sparring.rewards.bank import bank_text, dump_rows, parse_rows, stamp_run
+from sparring.serving.kserve import deploy_champion
 from sparring.tracking.registry import WRITER_SUFFIX
 
 
@@ -34,8 +37,6 @@ def select_and_register(
 ) -> dict[str, Any]:
     """Choose the best snapshot, copy it to out_champion, register it under the alias, save the
     bank. Returns what was decided (for metrics and logs)."""
-    from sparring.evaluation.selection import choose_best
-
     report = json.loads((Path(report_dir) / "report.json").read_text())
     if cfg.phase_schedule == "generator":
         return register_writer(cfg, report, manifest_path, bank_path, out_champion, parent_run_id)
@@ -56,8 +57,6 @@ def select_and_register(
         if str(version).isdigit():  # a metric: the chain's LEARN champion line reads it
             result["registered_version"] = float(version)
         if cfg.serving.deploy_champion:  # KServe InferenceService of the new champion
-            from sparring.serving.kserve import deploy_champion
-
             deploy_champion(cfg, out_champion, version)
             result["deployed"] = 1.0
     else:
@@ -123,7 +122,5 @@ def save_bank(cfg: Config, bank_path: str, run_id: str = "") -> bool:
 def headline(cfg: Config, report_dir: str, result: dict[str, Any]) -> list[tuple[str, float, int]]:
     """The headline metrics the report and the decision give
     (sparring.evaluation.headline.from_report)."""
-    from sparring.evaluation import headline as headline_mod
-
     report = json.loads((Path(report_dir) / "report.json").read_text())
     return headline_mod.from_report(report, result, cfg.seed)

@@ -22,6 +22,7 @@ import logging
 from typing import Any
 
 from sparring import backends
+from sparring.backends.base import copy_model
 from sparring.config import Config
 from sparring.phases.common import derived_seed, train_problems, trained_record
 from sparring.problems import Problem, prompts
@@ -69,8 +70,6 @@ def warm_start(
         "dry_run": float(cfg.dry_run),
     }
     if cfg.dry_run or ws.steps == 0:
-        from sparring.backends.base import copy_model
-
         copy_model(
             init_model or cfg.model_for("answerer").name, out_model, {**meta, "role": "answerer"}
         )
