@@ -214,10 +214,11 @@ def write_text(uri: str, text: str) -> None:
     write_bytes(uri, text.encode("utf-8"))
 
 
-def write_records(uri: str, rows: list[dict[str, Any]]) -> None:
+def write_records(uri: str | Path, rows: list[dict[str, Any]]) -> None:
     """Write `rows` as JSON Lines, one object or file written whole (a killed writer leaves the
-    old one); a full disk is a one-line SparringError naming the file."""
-    write_text(uri, "".join(json.dumps(r) + "\n" for r in rows))
+    old one); a full disk is a one-line SparringError naming the file. A local Path is taken as
+    its string, as the phases' old writer took it."""
+    write_text(str(uri), "".join(json.dumps(r) + "\n" for r in rows))
 
 
 def exists(uri: str) -> bool:

@@ -5,6 +5,9 @@ the endpoint itself are the faults tier's (tests/faults)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from sparring import storage
@@ -176,3 +179,12 @@ def test_a_problems_file_on_s3_that_is_not_utf8_is_one_error_naming_it(bucket):
         ProblemError, match=r"s3://unit/latin1/p\.jsonl: not UTF-8 text \(byte 11\)"
     ):
         load_source(uri)
+
+
+def test_write_records_writes_json_lines_to_a_local_path_or_its_string(tmp_path):
+    """The phases write their test and frozen-answer files through it, named as strings or Paths."""
+    rows = [{"problem_id": "p1", "tests": ["assert f(1) == 1"]}, {"problem_id": "p2", "tests": []}]
+    for target in (tmp_path / "a.jsonl", str(tmp_path / "b.jsonl")):
+        storage.write_records(target, rows)
+        lines = Path(target).read_text().splitlines()
+        assert [json.loads(line) for line in lines] == rows
