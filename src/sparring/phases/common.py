@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -94,11 +93,6 @@ def reward_metrics(values: list[float | None], history: list[dict[str, float]], 
         vals = [h[k] for h in history if k in h]
         out[k] = sum(vals) / len(vals)
     return out
-
-
-def copy_file(src: str, dst: str) -> None:
-    Path(dst).parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(src, dst)
 
 
 def trained_record(
