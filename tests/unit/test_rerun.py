@@ -46,6 +46,21 @@ def test_the_issue_rerun_is_reported_line_by_line():
     assert report[-1] == f"RERUN 4 of {len(filed) + 1} LEARN lines differ"
 
 
+def test_a_registry_version_is_not_a_difference_but_the_champion_is():
+    """The W t3 rerun of 2026-12-07 registered into the filed run's store: version 5, not 3."""
+    filed = {"champion": "promoted=yes version=3 (sparring-learn-writer)", "bank": "size=127"}
+    rerun = {"champion": "promoted=yes version=5 (sparring-learn-writer)", "bank": "size=127"}
+    report = learn_diff.report_lines(learn_diff.differences(filed, rerun))
+    assert report[0] == ("RERUN same champion: promoted=yes version=3 (sparring-learn-writer) "
+                         "(rerun: version=5, a registry counter, not compared)")  # fmt: skip
+    assert report[-1] == "RERUN 0 of 2 LEARN lines differ"
+    rerun["champion"] = "promoted=no (no promotable snapshot)"
+    report = learn_diff.report_lines(learn_diff.differences(filed, rerun))
+    assert report[-1] == "RERUN 1 of 2 LEARN lines differ"
+    rerun["champion"] = "promoted=yes version=5 (sparring-learn)"
+    assert learn_diff.report_lines(learn_diff.differences(filed, rerun))[-1].startswith("RERUN 1 ")
+
+
 def test_the_filed_learn_lines_are_found_beside_the_record():
     record = ROOT / "docs" / "results" / "study-S-t1-2026-12-02-record.json"
     assert filed_learn_path(record) == FILED

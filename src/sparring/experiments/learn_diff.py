@@ -2,15 +2,25 @@
 
 Covers: `learn_lines` (the LEARN lines of a text, keyed by their measure: the first word after
 `LEARN`), `differences` (every measure of either side, same or not, in the filed run's order,
-then the rerun's new ones) and `report_lines` (what `sparring rerun` prints). Pure: plain
-strings in and out.
+then the rerun's new ones) and `report_lines` (what `sparring rerun` prints). A model registry's
+version number (`version=N`, the champion line) is not compared: it counts the registrations
+its store saw before, so a rerun into the same store gets another whatever it computed; the
+report shows both. Pure: plain strings in and out.
 Does not cover: running the rerun (sparring.cli.rerun) or what a difference means.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import NamedTuple
+
+_REGISTRY_VERSION = re.compile(r"\bversion=\d+")
+
+
+def _measured(values: str | None) -> str | None:
+    """`values` with a registry version number blanked: what a rerun must repeat."""
+    return None if values is None else _REGISTRY_VERSION.sub("version=*", values)
 
 
 class Difference(NamedTuple):
@@ -20,7 +30,7 @@ class Difference(NamedTuple):
 
     @property
     def same(self) -> bool:
-        return self.filed == self.rerun
+        return _measured(self.filed) == _measured(self.rerun)
 
 
 def learn_lines(text: Iterable[str] | str) -> dict[str, str]:
@@ -50,10 +60,19 @@ def report_lines(diffs: list[Difference]) -> list[str]:
 
     >>> report_lines(differences({"a": "1", "b": "2"}, {"a": "1", "b": "3"}))[1:]
     ['RERUN differs b: filed 2 | rerun 3', 'RERUN 1 of 2 LEARN lines differ']
+    >>> r = report_lines(differences({"c": "on version=3"}, {"c": "on version=5"}))
+    >>> r[0]
+    'RERUN same c: on version=3 (rerun: version=5, a registry counter, not compared)'
+    >>> r[1]
+    'RERUN 0 of 1 LEARN lines differ'
     """
     out = []
     for d in diffs:
-        if d.same:
+        if d.same and d.filed != d.rerun:
+            counter = ", ".join(_REGISTRY_VERSION.findall(d.rerun or ""))
+            out.append(f"RERUN same {d.measure}: {d.filed} (rerun: {counter}, a registry counter, "
+                       "not compared)")  # fmt: skip
+        elif d.same:
             out.append(f"RERUN same {d.measure}: {d.filed}")
         else:
             filed = "(no line)" if d.filed is None else d.filed
