@@ -58,7 +58,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
             if child is None:
                 child = node[part] = {}
             if not isinstance(child, dict):
-                raise ConfigError(f"--set {text}: '{part}' is not a section")
+                raise ConfigError(f"--set {_shown(text)}: '{part}' is not a section")
             node = child
         node[path[-1]] = value
     return data
@@ -108,8 +108,14 @@ def _blamed(message: str, overrides: list[str], path: str | Path | None) -> str:
     for text in reversed(overrides):
         key = text.partition("=")[0].strip().split(".")
         if field[: len(key)] == key or key[: len(field)] == field:
-            return f"--set {text}: "
+            return f"--set {_shown(text)}: "
     return f"{path}: " if path else ""
+
+
+def _shown(text: str) -> str:
+    """An override as an error quotes it: as typed, or quoted with its escapes where it holds a
+    newline or another unprintable character (an error stays one line)."""
+    return text if text.isprintable() else repr(text)
 
 
 def dump_yaml(cfg: Config) -> str:
