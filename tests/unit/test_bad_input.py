@@ -69,7 +69,7 @@ def test_problem_files(tmp_path, data, suffix):
 
 @SETTINGS
 @given(text=st.text(max_size=60))
-@example("0=\n")  # found by CI 2026-12-07: the unknown key's error quoted the newline raw
+@example("0=\n")  # found by make test 2026-12-07: the error quoted the newline raw
 @example("lora.r.x\n=1")  # a key below a value: the "is not a section" error
 def test_set_values(text):
     try:
