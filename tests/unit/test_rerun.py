@@ -59,6 +59,8 @@ def test_a_registry_version_is_not_a_difference_but_the_champion_is():
     assert report[-1] == "RERUN 1 of 2 LEARN lines differ"
     rerun["champion"] = "promoted=yes version=5 (sparring-learn)"
     assert learn_diff.report_lines(learn_diff.differences(filed, rerun))[-1].startswith("RERUN 1 ")
+    other = {"bank": "size=3 version=1"}  # only the champion line's version is a counter
+    assert learn_diff.differences(other, {"bank": "size=3 version=2"})[0].same is False
 
 
 def test_the_filed_learn_lines_are_found_beside_the_record():
