@@ -74,6 +74,7 @@ def _run_one(cfg, tmp_path):
     return parent, good, train
 
 
+@pytest.mark.slow  # two chained runs' phases: about a minute on 2 cores (make test-slow, CI)
 def test_a_second_run_starts_from_the_first_champion_and_inherits_its_bank(
     chain, tmp_path, monkeypatch
 ):

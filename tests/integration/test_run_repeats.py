@@ -22,7 +22,8 @@ from sparring.phases.generator import train_generator
 from sparring.phases.materialize import materialize
 from sparring.phases.validate import validate_tests
 
-pytestmark = pytest.mark.integration
+# slow tier (make test-slow, CI): each test runs the phases twice beside busy cores
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 SETS = ["data.max_problems=6", "data.humaneval_limit=2", "steps.problems_per_phase=3",
         "sandbox.workers=2", "steps.answerer=2"]  # fmt: skip

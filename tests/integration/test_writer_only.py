@@ -16,7 +16,8 @@ from pipelines.selfplay import build_pipeline
 from sparring import local_run
 from sparring.config import load_config
 
-pytestmark = pytest.mark.integration
+# slow tier (make test-slow, CI): a whole kfp.local run, a minute on 2 cores
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 def test_a_writer_only_run_trains_validates_and_registers_the_writer_alone(

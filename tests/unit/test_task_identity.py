@@ -106,6 +106,7 @@ def _every_task():
                     yield name, level, op.key, dict(zip(op.consts, combo, strict=True))
 
 
+@pytest.mark.slow  # every task of the catalogue: half a minute (make test-slow, CI)
 def test_every_catalogue_task_makes_a_valid_instance_drawn_directly():
     """Drawn one by one, not through generate (which redraws what fails its checks): no
     reference fails its own tests, every op has valid instances, and at most 2% of tasks need
