@@ -11,16 +11,20 @@ phase the peak's median, min and max, and
   BENCH answerer_peak_ratio median=X min=Y max=Z n=N   (before over after, paired per rep)
   BENCH generator_peak_ratio ...
 
-What a phase holds at its peak: the model (fp32, ~0.5 GiB), the KV cache of the widest
-sampling (rows x tokens x 46 KiB for SmolLM2-135M: `steps.frozen_rows` rows for the frozen
-answerer's samples and the trained generator's final tests, `grpo.rollout_batch_size` in a
-step) and the GRPO update's autograd graph (`grpo.per_device_batch_size` rows, or
-`grpo.loss_micro_batch` rows a part).
+Where the peak is, measured apart (`stage peaks`: a thread samples the process's resident
+memory every 20 ms, each sample labelled by the stage the phase is in): the model (fp32,
+~0.5 GiB) and the libraries (~0.65 GiB after imports) are held throughout; the widest sampling
+holds a KV cache of rows x tokens x 46 KiB for SmolLM2-135M (`steps.frozen_rows` rows for the
+frozen answerer's samples and the trained generator's final tests, `grpo.rollout_batch_size`
+in a step); the GRPO update holds the autograd graph of `grpo.loss_micro_batch` rows (all
+`grpo.per_device_batch_size` rows at 0). On 2026-12-07 the update was the answerer phase's
+peak at 16-row parts (6.3-6.4 GiB, its sampling 2.2-2.6), 5.4 at 8 and 3.4 at 4.
 
 - before: configs/learn.yaml as of 2026-12-06 (the update over all 64 rows of a step at once,
   the frozen answerer and the final tests sampled 256 rows at a time).
-- after: the same with `grpo.loss_micro_batch=16` and `steps.frozen_rows=64`
-  (configs/learn.yaml since).
+- parts16: `grpo.loss_micro_batch=16`, `steps.frozen_rows=64` (configs/learn.yaml from
+  2026-12-06 to 2026-12-07).
+- after: `grpo.loss_micro_batch=4`, `steps.frozen_rows=64` (configs/learn.yaml since).
 
 Both phases, every arm: levels 2 and 3 of the 14 trained families, one instance a family and
 level (28 problems), the answerer's pool screen (28 x 4 frozen samples), one GRPO step of 64
@@ -30,7 +34,7 @@ for every training problem: 112 rows). Model: smollm2-135m, or --model tiny-rand
 the harness in a minute.
 
 Usage: .venv/bin/python benchmarks/bench_memory.py [--model smollm2-135m] [--reps 3]
-       [--arms before,after] [--phases answerer,generator]
+       [--arms before,after] [--phases answerer,generator]   (arms: before, parts16, after)
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import benchstats
@@ -64,9 +70,72 @@ COMMON = [
 ]
 ARMS = {
     "before": ["grpo.loss_micro_batch=0", "steps.frozen_rows=256"],
-    "after": ["grpo.loss_micro_batch=16", "steps.frozen_rows=64"],
+    "parts16": ["grpo.loss_micro_batch=16", "steps.frozen_rows=64"],
+    "after": ["grpo.loss_micro_batch=4", "steps.frozen_rows=64"],
 }
 PHASES = ("answerer", "generator")
+
+
+class StagePeaks:
+    """The process's resident memory sampled every 20 ms by a thread, each sample counted
+    toward the stage the phase is in (`hook` wraps a function: while it runs, its stage is
+    current); `peaks()` gives each stage's peak in GiB. A stage that ends within 20 ms may be
+    missed; the phase's own peak is the kernel's VmHWM (PhaseCost), not this."""
+
+    def __init__(self) -> None:
+        import psutil
+
+        self.stack = ["phase"]
+        self.gib: dict[str, float] = {}
+        self.process = psutil.Process()
+        self.running = True
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    def _sample(self) -> None:
+        while self.running:
+            rss = self.process.memory_info().rss / 2**30
+            stage = self.stack[-1]
+            self.gib[stage] = max(self.gib.get(stage, 0.0), rss)
+            time.sleep(0.02)
+
+    def hook(self, owner: object, name: str, stage: str) -> None:
+        inner = getattr(owner, name)
+
+        def staged(*args, **kwargs):
+            self.stack.append(stage)
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.stack.pop()
+
+        setattr(owner, name, staged)
+
+    def peaks(self) -> dict[str, float]:
+        self.running = False
+        self.thread.join()
+        return {stage: round(gib, 2) for stage, gib in self.gib.items()}
+
+
+def staged_phase() -> StagePeaks:
+    """A StagePeaks over the stages of an answerer or generator phase on the torch backend: the
+    pool screen's and the frozen answerer's sampling, the final tests' sampling, the model load,
+    a GRPO step's generation and scoring, and its update (forward and backward of every part)."""
+    from transformers import Trainer
+
+    import sparring.phases.generator as generator
+    import sparring.phases.screen as screen
+    from sparring.backends.torch import TorchBackend
+    from sparring.backends.torch.grpo_trainer import SparringGRPOTrainer
+
+    stages = StagePeaks()
+    stages.hook(screen, "sample_frozen_pool", "screen sampling")
+    stages.hook(generator, "sample_frozen_pool", "frozen sampling")
+    stages.hook(generator, "sampling_rows", "final tests sampling")
+    stages.hook(TorchBackend, "load_trainable", "model load")
+    stages.hook(SparringGRPOTrainer, "_generate_and_score_completions", "step: generate+score")
+    stages.hook(Trainer, "training_step", "step: update")
+    return stages
 
 
 def child(role: str, model: str, arm: str, data_dir: str, out: str) -> None:
@@ -77,6 +146,7 @@ def child(role: str, model: str, arm: str, data_dir: str, out: str) -> None:
     sets = [f"models.answerer.name={model}", f"models.generator.name={model}"]
     sets += ["tracking.mlflow_uri=sqlite:///" + os.path.join(out, "mlflow.db")]
     cfg = load_config(ROOT / "configs" / "learn.yaml", [*sets, *COMMON, *ARMS[arm]])
+    stages = staged_phase()
     cost = PhaseCost()
     if role == "answerer":
         from sparring.phases.answerer import train_answerer
@@ -90,6 +160,7 @@ def child(role: str, model: str, arm: str, data_dir: str, out: str) -> None:
             os.path.join(out, "tests.jsonl"), os.path.join(out, "frozen.jsonl"),
         )  # fmt: skip
     figures = cost.figures()
+    figures["stage_peaks_gib"] = stages.peaks()
     keep = ("completions_trained", "train_seconds", "generation_seconds", "step_time_s")
     figures.update({k: metrics[k] for k in keep if k in metrics})
     print("RESULT " + json.dumps(figures), flush=True)
@@ -112,7 +183,9 @@ def run_child(role: str, model: str, arm: str, data_dir: str, out: str) -> dict[
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="smollm2-135m")
-    parser.add_argument("--arms", default="before,after", help="comma-separated, of: before, after")
+    parser.add_argument(
+        "--arms", default="before,after", help="comma-separated, of: " + ", ".join(ARMS)
+    )
     parser.add_argument("--phases", default=",".join(PHASES), help="answerer, generator or both")
     parser.add_argument("--child", choices=PHASES, help=argparse.SUPPRESS)
     parser.add_argument("--arm", choices=sorted(ARMS), help=argparse.SUPPRESS)
@@ -151,7 +224,8 @@ def main() -> None:
                     f"  rep {rep + 1} {arm} {role}: peak {peak:.2f} GiB, cpu "
                     f"{m['phase/cpu_s']:.0f} s, wall {m['phase/wall_s']:.0f} s, trained "
                     f"{m.get('completions_trained', 0):.0f} completions in "
-                    f"{m.get('train_seconds', 0):.0f} s",
+                    f"{m.get('train_seconds', 0):.0f} s; stage peaks (GiB) "
+                    + ", ".join(f"{k} {v:.2f}" for k, v in m["stage_peaks_gib"].items()),
                     flush=True,
                 )
     for (arm, role), values in peaks.items():
