@@ -8,7 +8,8 @@ phase the peak's median, min and max, and
 
   BENCH answerer_peak_gib_<arm> median=X min=Y max=Z n=N
   BENCH generator_peak_gib_<arm> ...
-  BENCH answerer_peak_ratio median=X min=Y max=Z n=N   (before over after, paired per rep)
+  BENCH answerer_peak_ratio median=X min=Y max=Z n=N   (before over after, paired per rep;
+                                                       _peak_ratio_parts16: parts16 over after)
   BENCH generator_peak_ratio ...
 
 Where the peak is, measured apart (`stage peaks`: a thread samples the process's resident
@@ -230,10 +231,13 @@ def main() -> None:
                 )
     for (arm, role), values in peaks.items():
         print(benchstats.bench_line(f"{role}_peak_gib_{arm}", values))
-    if "before" in arms and "after" in arms:
+    # each other arm's peak over the after arm's, paired per repetition (`_peak_ratio` for
+    # before, `_peak_ratio_<arm>` for any other)
+    for arm in [a for a in arms if a != "after"] if "after" in arms else []:
+        suffix = "" if arm == "before" else f"_{arm}"
         for role in phases:
-            ratios = benchstats.paired_ratios(peaks[("before", role)], peaks[("after", role)])
-            print(benchstats.bench_line(f"{role}_peak_ratio", ratios))
+            ratios = benchstats.paired_ratios(peaks[(arm, role)], peaks[("after", role)])
+            print(benchstats.bench_line(f"{role}_peak_ratio{suffix}", ratios))
 
 
 if __name__ == "__main__":
