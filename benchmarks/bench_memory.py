@@ -132,7 +132,7 @@ def staged_phase() -> StagePeaks:
     stages = StagePeaks()
     stages.hook(screen, "sample_frozen_pool", "screen sampling")
     stages.hook(generator, "sample_frozen_pool", "frozen sampling")
-    stages.hook(generator, "sampling_rows", "final tests sampling")
+    stages.hook(generator, "sample_final_tests", "final tests sampling")
     stages.hook(TorchBackend, "load_trainable", "model load")
     stages.hook(SparringGRPOTrainer, "_generate_and_score_completions", "step: generate+score")
     stages.hook(Trainer, "training_step", "step: update")
