@@ -73,3 +73,30 @@ def test_learn_benchmark_refuses_unknown_arms_in_one_line():
     )  # fmt: skip
     assert result.returncode == 2 and "--arms fast,nope" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_memory_benchmark_counts_a_stages_memory_toward_that_stage(monkeypatch):
+    """make bench-memory's stage peaks: while a hooked function runs, the resident memory it
+    takes is counted toward its stage, not toward the phase around it."""
+    import time
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # its own `import benchstats`
+    from benchmarks import bench_memory
+
+    class Phase:
+        @staticmethod
+        def allocate() -> int:
+            block = bytearray(256 * 2**20)  # 256 MiB, touched so it is resident
+            for i in range(0, len(block), 4096):
+                block[i] = 1
+            time.sleep(0.3)  # several of the sampler's 20 ms ticks
+            return len(block)
+
+    stages = bench_memory.StagePeaks()
+    time.sleep(0.1)
+    stages.hook(Phase, "allocate", "allocate")
+    assert Phase.allocate() == 256 * 2**20
+    time.sleep(0.1)
+    peaks = stages.peaks()
+    assert set(peaks) == {"phase", "allocate"}
+    assert peaks["allocate"] >= peaks["phase"] + 0.2, peaks
