@@ -250,7 +250,7 @@ def phase_run_data(cfg, isolation_mode: str, capsys):
     from mlflow import MlflowClient
 
     from sparring import tracking
-    from sparring.phases.sandboxed import require_isolation
+    from sparring.sandbox.gate import require_isolation
 
     with tracking.phase_run(cfg, "", "validate-tests", 1) as run:
         require_isolation(cfg)

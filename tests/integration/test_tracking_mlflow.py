@@ -211,7 +211,7 @@ def test_values_buffered_in_one_millisecond_all_arrive(cfg, mlflow_server, monke
 
 
 def test_phase_params_and_tags_arrive_through_an_outage(cfg, mlflow_server, monkeypatch):
-    """`tracking.log_params` in a phase: params and tags (what sparring.phases.sandboxed records
+    """`tracking.log_params` in a phase: params and tags (what sparring.sandbox.gate records
     about isolation) go through the phase run's buffer, so a phase that started while MLflow was
     down still gets them, sent with its metrics when the server answers again; logging the same
     value twice (a second sandbox in the phase) is no conflict."""

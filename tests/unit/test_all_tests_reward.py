@@ -2,7 +2,7 @@
 reward study): 1.0 when the answer defines the asked-for function and passes every test the
 reward sees (the `data.given_tests` given tests, plus the banked ones with the bank in the
 reward), else 0.0. Judged end to end as training judges it: the answerer phase's rows
-(phases.answerer.answerer_rows) scored by `code_duel.AnswererRewardFn` in the real sandbox, on
+(rewards.answerer_rows.answerer_rows) scored by `code_duel.AnswererRewardFn` in the real sandbox, on
 real problems (bundled ones and problem-family instances) cut to their given tests as
 materialization cuts them (given_tests.given_view after compute_trivial_passes).
 
@@ -20,11 +20,11 @@ import pytest
 
 from sparring import rewards
 from sparring.config import ConfigError, RewardsConfig, from_dict, load_config
-from sparring.phases.answerer import answerer_rows
 from sparring.problems import Problem, compute_trivial_passes, families, load_bundled, programs
 from sparring.problems.given_tests import given_view
 from sparring.problems.trivial import argument_count, trivial_family
 from sparring.rewards import code_duel
+from sparring.rewards.answerer_rows import answerer_rows
 from sparring.sandbox import Sandbox, SandboxLimits
 from sparring.sandbox.limits import INFRA_ERROR, RunReport, TestResult
 from tests.unit.test_code_duel import Counted  # the real pool, counting its runs

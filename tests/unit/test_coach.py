@@ -212,7 +212,8 @@ def problem(family: str, level: int, i: int = 0) -> Problem:
 
 
 def test_the_answerer_phase_draws_at_the_coach_levels_and_continues_its_state(tmp_path):
-    from sparring.phases.answerer import answerer_rows, coach_for
+    from sparring.phases.answerer import coach_for
+    from sparring.rewards.answerer_rows import answerer_rows
 
     problems = [problem("a", 1), problem("a", 2), problem("b", 0), problem("b", 3), problem("", 0)]
     off = load_config(None, [])

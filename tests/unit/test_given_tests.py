@@ -8,7 +8,6 @@ from dataclasses import replace
 import pytest
 
 from sparring.config import from_dict
-from sparring.phases.answerer import answerer_rows
 from sparring.problems import Problem, compute_trivial_passes, problem_from_dict
 from sparring.problems.families import SPECS, generate
 from sparring.problems.given_tests import (
@@ -19,6 +18,7 @@ from sparring.problems.given_tests import (
     typical_first,
 )
 from sparring.rewards import code_duel
+from sparring.rewards.answerer_rows import answerer_rows
 from sparring.sandbox import Sandbox
 from sparring.sandbox.limits import SandboxLimits
 

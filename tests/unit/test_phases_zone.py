@@ -55,8 +55,8 @@ def test_easy_first_orders_the_untried_by_difficulty():
 def test_screened_flat_rows_are_marked_for_the_trainer():
     """The answerer's rows say which problems the frozen screen saw flat (the trainer's skip
     starts from those); a problem in the zone or never screened is not marked."""
-    from sparring.phases.answerer import answerer_rows
     from sparring.phases.zone import screened_flat
+    from sparring.rewards.answerer_rows import answerer_rows
 
     ps = [_problem(i, "easy") for i in ("flat", "zone", "untried")]
     zone = {"flat": zone_stats([1.0, 1.0]), "zone": zone_stats([0.0, 1.0])}
@@ -90,8 +90,9 @@ def test_the_generator_phase_samples_outside_training_at_steps_frozen_rows():
 
 def test_catchable_problems_are_those_with_an_answer_passing_every_given_test():
     """In the real sandbox: an answer passing both given tests makes its problem catchable; one
-    passing one of two, a crash or no answer at all does not."""
-    from sparring.rewards.frozen import catchable_problems
+    passing one of two, a crash or no answer at all does not; the zone's statistics come from
+    the same runs."""
+    from sparring.rewards.frozen import frozen_zone
     from sparring.sandbox import Sandbox, SandboxLimits
 
     def problem(pid: str) -> Problem:
@@ -104,4 +105,7 @@ def test_catchable_problems_are_those_with_an_answer_passing_every_given_test():
         "crash": ["def f(x):\n    raise ValueError"],
     }
     with Sandbox(SandboxLimits(timeout_s=5.0)) as sb:
-        assert catchable_problems(problems, solutions, sb) == {"both"}
+        catchable: set[str] = set()
+        zone = frozen_zone(2, {p.id: p for p in problems}, solutions, sb, catchable=catchable)
+    assert catchable == {"both"}
+    assert zone["both"]["n"] == 2.0 and zone["one"]["n"] == 2.0  # an unparseable sample earns 0

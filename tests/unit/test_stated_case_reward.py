@@ -1,7 +1,7 @@
 """The honest reward with the stated case weighed on its own (`rewards.stated_case_share`): on a
 family problem at level 2 or 3 every test given (the room study's D arm), an answer's share of
 its other tests times (1 - share) + share x its stated-case pass. Judged as training judges
-it: the answerer phase's rows (phases.answerer.answerer_rows, whose `stated_tests` column says
+it: the answerer phase's rows (rewards.answerer_rows.answerer_rows, whose `stated_tests` column says
 which tests are the stated case's) scored by `code_duel.AnswererRewardFn` in the real sandbox.
 
 Degenerate answers first: a constant returning the stated value (the statement names it, so it
@@ -17,10 +17,10 @@ import ast
 import pytest
 
 from sparring.config import ConfigError, from_dict
-from sparring.phases.answerer import answerer_rows
 from sparring.problems import compute_trivial_passes, programs
 from sparring.problems.families import generate, stated_case_tests
 from sparring.rewards import code_duel
+from sparring.rewards.answerer_rows import answerer_rows
 from sparring.sandbox import Sandbox, SandboxLimits
 from tests.unit.test_precheck import _wrong_at
 

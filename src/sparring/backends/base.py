@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from sparring.backends.lineage import start_of
 from sparring.storage import atomic_dir
 
 if TYPE_CHECKING:
@@ -149,6 +150,18 @@ def base_name(cfg: Config, role: str, init_model: str | None) -> str:
     if meta is None:
         return source
     return str(meta.get("base") or source)
+
+
+def trained_record(
+    cfg: Config, role: str, meta: dict[str, Any], init_model: str | None = None
+) -> dict[str, Any]:
+    """What a trained model artifact records in sparring_model.json besides the backend's own:
+    its base model (`base_name`), role and topology, `meta`, and the start record its init model
+    carries (sparring.backends.lineage), so the run's last model still says where the run
+    began."""
+    start = start_of(init_model)
+    return {"base": base_name(cfg, role, init_model), "role": role, "topology": cfg.topology,
+            **meta, **({"start": start} if start else {})}  # fmt: skip
 
 
 def copy_model(src: str, out_dir: str, meta: dict[str, Any]) -> None:

@@ -335,7 +335,7 @@ def _local_root(args, cfg) -> Path:
 
 def _run(args: argparse.Namespace) -> int:
     from sparring import tracking
-    from sparring.phases.sandboxed import require_isolation
+    from sparring.sandbox.gate import require_isolation
 
     cfg = config_from_args(args)
     root = _local_root(args, cfg)

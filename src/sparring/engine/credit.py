@@ -1,7 +1,8 @@
 """Credit assignment: advantages from rewards, level by level through the episode tree.
 
 Covers: `group_advantages` (GRPO: reward minus its group's mean, over the group's std),
-`flat_group_share` (groups with no signal), and three assigners that set `Rollout.advantages`
+`flat_group_share` (groups with no signal), `reward_metrics` (what a training phase logs of
+its rewards), and three assigners that set `Rollout.advantages`
 per role: `GRPOCredit` (top-level rollouts grouped by their request's group, children only with
 their siblings under the same parent: a solver is compared with the other solvers of the same
 proposed problem, never with solvers of another), `RAECredit` (role-conditioned advantage
@@ -156,3 +157,22 @@ def make_credit(name: str) -> CreditAssigner:
     if name == "constant":
         return ConstantCredit()
     raise ValueError(f"unknown credit assigner {name!r}; choose one of {', '.join(CREDIT_NAMES)}")
+
+
+def reward_metrics(
+    values: Sequence[float | None], history: Sequence[dict[str, float]], group_size: int
+) -> dict[str, float]:
+    """What a training phase logs of its rewards: their mean and how many were None (no
+    signal), the share of flat groups of `group_size` (`flat_group_share`), and the mean of each
+    metric its reward function's calls recorded (`history`)."""
+    kept = [v for v in values if v is not None]
+    out = {
+        "reward": sum(kept) / len(kept) if kept else 0.0,
+        "reward_none": float(len(values) - len(kept)),
+    }
+    out["flat_group_share"] = flat_group_share(values, group_size)
+    keys = {k for h in history for k in h}
+    for k in sorted(keys):
+        vals = [h[k] for h in history if k in h]
+        out[k] = sum(vals) / len(vals)
+    return out

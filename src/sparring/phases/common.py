@@ -1,10 +1,9 @@
-"""What the phases share: seeds, datasets on disk, problem draws, reward metrics.
+"""What the phases share: seeds, datasets on disk, problem draws.
 
 Covers: `derived_seed` (per round and phase, stable across processes), a phase's planned step
 count (`planned_steps`), JSONL lines read (sparring.storage.write_records writes them), the
 training problems of a materialized dataset, seeded problem draws and their digest
-(`drawn_digest`, recorded with the model so runners can be compared), the reward metrics every
-training phase logs, the record a trained model artifact carries.
+(`drawn_digest`, recorded with the model so runners can be compared).
 Does not cover: any phase (one module each beside this one), the adversarial bank
 (sparring.rewards.bank).
 """
@@ -17,9 +16,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from sparring.backends.lineage import start_of
 from sparring.config import Config
-from sparring.engine.credit import flat_group_share
 from sparring.errors import SparringError
 from sparring.phases.schedule import planned_phase
 from sparring.problems import Problem, read_jsonl
@@ -79,29 +76,3 @@ def check_shared_beta(cfg: Config) -> None:
             "grpo.beta: the shared topology trains named adapters and needs beta 0 "
             "(TRL's reference adapter assumes a single 'default' adapter)"
         )
-
-
-def reward_metrics(values: list[float | None], history: list[dict[str, float]], cfg: Config):
-    kept = [v for v in values if v is not None]
-    out = {
-        "reward": sum(kept) / len(kept) if kept else 0.0,
-        "reward_none": float(len(values) - len(kept)),
-    }
-    out["flat_group_share"] = flat_group_share(values, cfg.grpo.num_generations)
-    keys = {k for h in history for k in h}
-    for k in sorted(keys):
-        vals = [h[k] for h in history if k in h]
-        out[k] = sum(vals) / len(vals)
-    return out
-
-
-def trained_record(
-    cfg: Config, role: str, base: str, meta: dict[str, Any], init_model: str | None = None
-) -> dict[str, Any]:
-    """What a trained model artifact records in sparring_model.json besides the backend's own:
-    with the start record its init model carries (sparring.backends.lineage), so the run's last
-    model
-    still says where the run began."""
-    start = start_of(init_model)
-    return {"base": base, "role": role, "topology": cfg.topology, **meta,
-            **({"start": start} if start else {})}  # fmt: skip

@@ -34,11 +34,11 @@ from sparring.evaluation.heldout import HELDOUT_FILE, STORED_MEASURES, new_heldo
 from sparring.evaluation.learning import GATE, VS_START
 from sparring.evaluation.selection import choose_best
 from sparring.evaluation.snapshots import evaluate_snapshots, model_metrics, sampled_scores
-from sparring.phases.sandboxed import require_isolation
 from sparring.phases.schedule import plan_phases
 from sparring.phases.snapshot import resolve_snapshots
 from sparring.problems import Problem, heldout_sets, read_jsonl
 from sparring.rewards.bank import BANK_FILE, bank_tests
+from sparring.sandbox.gate import require_isolation
 from sparring.sandbox.limits import trusted_limits
 
 log = logging.getLogger(__name__)

@@ -25,16 +25,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from sparring import backends, progress
-from sparring.backends.base import copy_model
+from sparring.backends.base import copy_model, trained_record
 from sparring.backends.sampler import load_answerer, sample_answers
 from sparring.config import Config
-from sparring.phases.common import derived_seed, train_problems, trained_record
-from sparring.phases.sandboxed import require_isolation
+from sparring.phases.common import derived_seed, train_problems
 from sparring.phases.schedule import reasoning_stages
 from sparring.problems import Problem, prompts
 from sparring.problems.given_tests import given_view
 from sparring.problems.programs import extract_code
 from sparring.sandbox import Sandbox
+from sparring.sandbox.gate import require_isolation
 from sparring.sandbox.limits import untrusted_limits
 from sparring.sandbox.result_cache import run_cached
 
@@ -104,8 +104,7 @@ def filtered_sft(
     if not rows:
         copy_model(start, out_model, {**meta, "role": "answerer"})
         return metrics
-    base = backends.base_name(cfg, "answerer", init_model)
-    record = trained_record(cfg, "answerer", base, meta, init_model)
+    record = trained_record(cfg, "answerer", meta, init_model)
     metrics.update(_fine_tune(cfg, init_model, rows, seed, out_model, record))
     return metrics
 

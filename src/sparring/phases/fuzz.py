@@ -40,11 +40,11 @@ from sparring import storage
 from sparring.backends.base import copy_model
 from sparring.config import Config
 from sparring.phases.common import derived_seed, train_problems
-from sparring.phases.sandboxed import require_isolation
 from sparring.phases.validate import trivially_passed_in
 from sparring.problems import Problem, fuzz
 from sparring.rewards.bank import BankMerge, read_rows
 from sparring.sandbox import Sandbox
+from sparring.sandbox.gate import require_isolation
 from sparring.sandbox.limits import untrusted_limits
 from sparring.sandbox.oracle import with_reference_expected
 from sparring.sandbox.validation import judge_tests

@@ -37,8 +37,8 @@ from sparring.engine.credit import levels, make_credit
 from sparring.engine.game import Game, configured_roles
 from sparring.engine.local import LocalClient, Policy
 from sparring.games.registry import check
-from sparring.phases.sandboxed import require_isolation
 from sparring.sandbox import Sandbox, SandboxLimits
+from sparring.sandbox.gate import require_isolation
 from sparring.serving.game import GameServer
 from sparring.storage import atomic_dir
 

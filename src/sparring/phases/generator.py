@@ -24,11 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparring import backends, storage
-from sparring import progress as lines
-from sparring.backends.base import copy_model
-from sparring.backends.budget import completion_tokens
-from sparring.config import Config, RewardsConfig
+from sparring.backends.base import copy_model, trained_record
+from sparring.config import Config
 from sparring.distributed import ranks
+from sparring.engine.credit import reward_metrics
 from sparring.errors import SparringError
 from sparring.evaluation.intervals import side_summary
 from sparring.phases.common import (
@@ -36,21 +35,19 @@ from sparring.phases.common import (
     derived_seed,
     drawn_digest,
     planned_steps,
-    reward_metrics,
     train_problems,
-    trained_record,
 )
 from sparring.phases.final_tests import final_problems, writer_rows
 from sparring.phases.proposer import train_proposer
-from sparring.phases.sandboxed import require_isolation
 from sparring.phases.schedule import reasoning_stages
 from sparring.phases.zone import draw_in_zone, in_zone, problems_in_zone
 from sparring.problems import Problem, prompts
 from sparring.rewards import code_duel
-from sparring.rewards.frozen import catchable_problems, frozen_zone
+from sparring.rewards.frozen import frozen_zone
 from sparring.sandbox import Sandbox
+from sparring.sandbox.gate import require_isolation
 from sparring.sandbox.limits import untrusted_limits
-from sparring.serving.duel import sample_frozen_pool, sampling_rows
+from sparring.serving.duel import sample_final_tests, sample_frozen_pool
 
 
 def _equality(test: str) -> tuple[ast.expr, ast.expr] | None:
@@ -99,53 +96,78 @@ def train_generator(
 ) -> dict[str, float]:
     """GRPO of the generator against a frozen answerer snapshot (sampled once), for the planned
     steps of `phase` (its `Phase.name`, which also seeds its draws and the frozen sampling; a
-    free label runs `cfg.steps.generator` steps). The table runs sparring.phases.fuzz instead."""
+    free label runs `cfg.steps.generator` steps). Its steps: the plan and the draw, the
+    isolation gate (when it trains), then `grpo_generator`, or in a dry run (or a phase of no
+    steps) `write_dry_run`. The table runs sparring.phases.fuzz instead in fuzz mode."""
     if cfg.generator_mode == "fuzz":  # nothing learns: the phase table runs that mode instead
         raise SparringError("generator_mode fuzz: run sparring.phases.fuzz.fuzz_generator")
     init_model = init_model or None
     steps = planned_steps(cfg, phase, "generator", round_index)
-    seed = derived_seed(cfg, round_index, phase)
-    stages, frozen_seed = frozen_sampling(cfg, round_index, phase)
     pool = train_problems(data_dir)
     problems = draw_in_zone(cfg, pool, {}, round_index, phase)
     metrics: dict[str, float] = {"problems": float(len(problems)), "dry_run": float(cfg.dry_run)}
-    if cfg.dry_run or steps == 0:
-        tested = final_problems(cfg, problems, pool)
-        meta = generator_record(round_index, phase, cfg.generator_mode, problems)
-        return {**metrics, "generated_tests": write_dry_run(
-            problems, tested, round_index, meta, init_model or cfg.model_for("generator").name,
-            out_model, out_tests, out_frozen_solutions,
-        )}  # fmt: skip
-    check_shared_beta(cfg)
-    require_isolation(cfg)  # before the models load: its tests run against the answers
-    limits = untrusted_limits(cfg)  # of every sandbox the phase opens
-    backend = backends.get(cfg.backend)
-    base = backends.base_name(cfg, "generator", init_model)
+    outs = (out_model, out_tests, out_frozen_solutions)
+    trains = bool(steps) and not cfg.dry_run
+    if trains:
+        check_shared_beta(cfg)
+    limits = None
+    if trains:  # before the models load: its tests run against the answers
+        require_isolation(cfg)
+        limits = untrusted_limits(cfg)  # of every sandbox the phase opens
+    if trains:
+        answerer = frozen_answerer or cfg.model_for("answerer").name
+        drawn = (pool, problems, answerer)
+        trained = grpo_generator(cfg, limits, drawn, (round_index, phase, steps), init_model, outs)
+        return {**metrics, **trained}
+    tested = final_problems(cfg, problems, pool)
+    meta = generator_record(round_index, phase, cfg.generator_mode, problems)
+    start = init_model or cfg.model_for("generator").name
+    return {**metrics, "generated_tests": write_dry_run(problems, tested, meta, start, outs)}
+
+
+def grpo_generator(
+    cfg: Config,
+    limits: Any,
+    drawn: tuple[list[Problem], list[Problem], str],
+    planned: tuple[int, str, int],
+    init_model: str | None,
+    outs: tuple[str, str, str],
+) -> dict[str, float]:
+    """The generator's training from the `drawn` (training pool, first draw, frozen answerer):
+    the frozen answerer sampled once (`sample_frozen`), the draw its answers order
+    (`order_by_frozen`), GRPO of the test writer (`train_test_writer`) or of the proposer, then
+    its tests and the trained model written to `outs` (model, tests, frozen answers). `planned`:
+    (round, the phase's name, its steps); `limits`: of every sandbox the phase opens."""
+    pool, problems, answerer = drawn
+    round_index, phase, steps = planned
+    out_model, out_tests, out_frozen_solutions = outs
+    seed = derived_seed(cfg, round_index, phase)
+    stages, frozen_seed = frozen_sampling(cfg, round_index, phase)
     screened = pool if cfg.steps.screen_pool else problems  # screened: the whole pool's zone
-    answerer = frozen_answerer or cfg.model_for("answerer").name
     solutions, frozen, ftok, sampled = sample_frozen(
-        cfg, backend, answerer, screened, stages, frozen_seed, out_frozen_solutions
+        cfg, answerer, screened, stages, frozen_seed, out_frozen_solutions
     )
     catch_only = cfg.rewards.generator == "catch" and cfg.generator_mode != "problems"
-    drawn, ordered = order_by_frozen(
+    drawn_by, ordered = order_by_frozen(
         cfg, limits, pool, problems, solutions, round_index, phase, catch_only
     )
+    meta = generator_record(round_index, phase, cfg.generator_mode, drawn_by.problems)
+    record = trained_record(cfg, "generator", meta, init_model)
+    backend = backends.get(cfg.backend)
     if cfg.generator_mode == "problems":  # the proposer
         model, tok, out_rows, trained = train_proposer(
-            cfg, backend, limits, init_model, (frozen, ftok), drawn.problems, steps, seed,
+            cfg, backend, limits, init_model, (frozen, ftok), drawn_by.problems, steps, seed,
             round_index,
         )  # fmt: skip
     else:
         frozen = None  # the cached solutions are all the phase needs (a shared base stays cached)
         gc.collect()
         model, tok, out_rows, trained = train_test_writer(
-            cfg, backend, limits, init_model, drawn, steps, seed, round_index
+            cfg, backend, limits, init_model, drawn_by, steps, seed, round_index
         )
-    meta = generator_record(round_index, phase, cfg.generator_mode, drawn.problems)
-    record = trained_record(cfg, "generator", base, meta, init_model)
     written = write_tests(out_tests, out_rows)
     backend.save_trained(cfg, model, tok, out_model, record)
-    return {**metrics, **sampled, **ordered, **trained, "generated_tests": written}
+    return {**sampled, **ordered, **trained, "generated_tests": written}
 
 
 def frozen_sampling(cfg: Config, round_index: int, phase: str) -> tuple[list[str], int]:
@@ -173,27 +195,25 @@ def write_tests(path: str, rows: list[dict[str, Any]]) -> float:
 def write_dry_run(
     problems: list[Problem],
     tested: list[Problem],
-    round_index: int,
     meta: dict[str, Any],
     start: str,
-    out_model: str,
-    out_tests: str,
-    out_frozen_solutions: str,
+    outs: tuple[str, str, str],
 ) -> float:
-    """A dry run's outputs (or a phase of no steps'): no frozen answers for `problems`, the
-    `fallback_tests` of each problem of `tested`, and the model `start` copied as the trained
-    one; how many tests were written."""
-    rows = [{"problem_id": p.id, "tests": fallback_tests(p), "round": round_index} for p in tested]
+    """A dry run's outputs (or a phase of no steps') in `outs` (model, tests, frozen answers):
+    the model `start` copied as the trained one, the `fallback_tests` of each problem of
+    `tested` and no frozen answers for `problems`; how many tests were written."""
+    out_model, out_tests, out_frozen_solutions = outs
+    copy_model(start, out_model, {**meta, "role": "generator"})
+    rows = [
+        {"problem_id": p.id, "tests": fallback_tests(p), "round": meta["round"]} for p in tested
+    ]
     none = [{"problem_id": p.id, "solutions": []} for p in problems]
     storage.write_records(out_frozen_solutions, none)
-    written = write_tests(out_tests, rows)
-    copy_model(start, out_model, {**meta, "role": "generator"})
-    return written
+    return write_tests(out_tests, rows)
 
 
 def sample_frozen(
     cfg: Config,
-    backend: Any,
     answerer: str,
     screened: list[Problem],
     stages: list[str],
@@ -204,6 +224,7 @@ def sample_frozen(
     `seed` (sparring.serving.duel.sample_frozen_pool: with several training processes each
     samples a share, all get every row), its answers written to `out_frozen_solutions`. Returns
     (the parsed answers per problem, the loaded model, its tokenizer, the sampling's metrics)."""
+    backend = backends.get(cfg.backend)
     rows, frozen, ftok, sampling = sample_frozen_pool(
         cfg, backend, answerer, screened, stages, seed, "train-generator"
     )
@@ -246,11 +267,17 @@ def order_by_frozen(
     its sandboxes'."""
     zone: dict[str, dict[str, float]] = {}
     metrics: dict[str, float] = {}
+    catchable: set[str] = set()
     # validation recomputes this zone for zone.json in its own task (seconds of sandbox time);
-    # here it only orders the generator's draw
-    if cfg.steps.screen_pool:  # the generator writes tests where the answers differ, first
+    # here it orders the generator's draw, and the same runs say which problems are catchable
+    if cfg.steps.screen_pool or catch_only:
         with Sandbox(limits) as sb:
-            zone = frozen_zone(cfg.steps.frozen_samples, {p.id: p for p in pool}, solutions, sb)
+            screen = frozen_zone(
+                cfg.steps.frozen_samples, {p.id: p for p in pool}, solutions, sb,
+                catchable=catchable if catch_only else None,
+            )  # fmt: skip
+        zone = screen if cfg.steps.screen_pool else {}
+    if zone:  # the generator writes tests where the answers differ, first
         problems = draw_in_zone(cfg, pool, zone, round_index, phase)
         metrics["problems_in_zone"] = float(problems_in_zone(problems, zone))
         metrics["pool_in_zone"] = float(sum(in_zone(z) for z in zone.values()))
@@ -259,8 +286,6 @@ def order_by_frozen(
         # only (at levels 2-3 about 4 problems in 10 hold one of 8 answers; drawn at random, a
         # step's 4 problems held 0 to 3 of them, 2026-12-03; TRL shuffles the dataset, so an
         # order would not do). Final tests still cover the rest (steps.final_tests_all).
-        with Sandbox(limits) as sb:
-            catchable = catchable_problems(pool, solutions, sb)
         metrics["pool_catchable"] = float(len(catchable))
         metrics["problems_catchable"] = float(sum(p.id in catchable for p in problems))
         problems = [p for p in problems if p.id in catchable] or problems
@@ -288,7 +313,7 @@ def train_test_writer(
     rows, asked_rows = writer_rows(cfg, problems, drawn.zone, drawn.pool)  # asked once trained
     model, tok, peft_config = backend.load_trainable(cfg, "generator", init_model)
     with Sandbox(limits) as sb, tempfile.TemporaryDirectory() as tmp:
-        reward_fn = writer_reward(cfg.rewards, sb, drawn.solutions, problems)
+        reward_fn = code_duel.writer_reward(cfg.rewards, sb, drawn.solutions, problems)
         model, trl_metrics = backend.train(
             cfg, model, tok, Dataset.from_list(rows), reward_fn, steps, tmp, seed, peft_config,
             problems, "generator",
@@ -298,51 +323,11 @@ def train_test_writer(
     generated = ranks.merge_lists(reward_fn.scorer.generated)  # every process's completions
     # the catch at the first and last step: every process's scoring calls
     calls = ranks.all_gather(reward_fn.catch_calls) if cfg.rewards.generator == "catch" else None
-    metrics = {**trl_metrics, **reward_metrics(reward_fn.rewards, reward_fn.history, cfg)}
-    metrics.update(catch_step_metrics(calls) if calls is not None else {})
     out_rows = written_tests(tested, generated, asked_rows, final, round_index)
-    return model, tok, out_rows, {**metrics, "final_tests_problems": float(len(asked_rows))}
-
-
-def writer_reward(
-    w: RewardsConfig, sandbox: Any, solutions: dict[str, list[str]], problems: list[Problem]
-) -> code_duel.GeneratorRewardFn:
-    """The test writer's reward (`rewards:` as `w`): its tests on each problem of `problems`
-    scored against the frozen answers `solutions` of it (sparring.rewards.generator_scoring)."""
-    weights = {k: getattr(w, k) for k in ("validity", "hardness", "diversity", "consistency")}
-    infos = {p.id: code_duel.problem_info(p, solutions[p.id]) for p in problems}
-    scorer = code_duel.GeneratorScorer(
-        infos, sandbox, weights, w.duplicate_similarity,
-        reference_expected=w.reference_expected, reward=w.generator,
-    )  # fmt: skip
-    return code_duel.GeneratorRewardFn(scorer)
-
-
-def sample_final_tests(
-    cfg: Config,
-    backend: Any,
-    model: Any,
-    tok: Any,
-    asked_rows: list[dict[str, Any]],
-    problems: list[Problem],
-    seed: int,
-) -> list[list[str]]:
-    """`steps.final_samples` completions of the trained generator for each row of `asked_rows`
-    ([] for none), said first: minutes on a CPU, then a bar."""
-    if not asked_rows:
-        return []
-    batch_size = sampling_rows(cfg)
-    max_new_tokens = completion_tokens(cfg, tok, problems, "generator")
-    lines.say(
-        f"{lines.LABEL or 'train-generator'} final tests: {len(asked_rows)} problems x "
-        f"{cfg.steps.final_samples} completions"
-    )
-    return backend.sample(
-        model, tok, [r["prompt"] for r in asked_rows],
-        max_new_tokens=max_new_tokens, temperature=cfg.grpo.temperature, top_p=cfg.grpo.top_p,
-        num_samples=cfg.steps.final_samples, seed=seed, batch_size=batch_size,
-        progress=True,
-    ).texts  # fmt: skip
+    caught = catch_step_metrics(calls) if calls is not None else {}
+    rewarded = reward_metrics(reward_fn.rewards, reward_fn.history, cfg.grpo.num_generations)
+    metrics = {**trl_metrics, **rewarded, **caught, "final_tests_problems": float(len(asked_rows))}
+    return model, tok, out_rows, metrics
 
 
 def written_tests(

@@ -22,7 +22,6 @@ from typing import Any
 
 from sparring import progress, storage
 from sparring.config import Config
-from sparring.phases.sandboxed import require_isolation
 from sparring.problems import Problem, heldout_sets, write_jsonl
 from sparring.problems.sources import checked_sets
 from sparring.rewards.bank import (
@@ -40,6 +39,7 @@ from sparring.rewards.bank import (
 )
 from sparring.sandbox import Sandbox
 from sparring.sandbox import validate_tests as sandbox_validate
+from sparring.sandbox.gate import require_isolation
 from sparring.sandbox.limits import SandboxLimits, trusted_limits, untrusted_limits
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from typing import Any
 from sparring.backends import sampler
 from sparring.backends.budget import completion_tokens
 from sparring.config import Config
-from sparring.phases.common import reward_metrics
+from sparring.engine.credit import reward_metrics
 from sparring.problems import Problem, prompts
 from sparring.rewards.code_duel import completion_text, proposer_rewards
 from sparring.sandbox import Sandbox
@@ -48,7 +48,10 @@ def train_proposer(
             cfg, model, tok, Dataset.from_list(rows), reward_fn, steps, tmp, seed, peft_config,
             problems, "proposer",
         )  # fmt: skip
-        metrics = {**trl_metrics, **reward_metrics(reward_fn.rewards, reward_fn.history, cfg)}
+        metrics = {
+            **trl_metrics,
+            **reward_metrics(reward_fn.rewards, reward_fn.history, cfg.grpo.num_generations),
+        }
         backend.use_role(model, "generator")
     out_rows = [
         {

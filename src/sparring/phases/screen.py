@@ -3,8 +3,8 @@ answerer`, the given-tests arm of issue 45), so that it draws its problems as th
 does: the answerer it starts from is sampled `steps.frozen_samples` times on every training
 problem, and the problems whose samples earned different rewards come first.
 
-Covers: `screen_zone` (the isolation gate, then sample, run the samples on the tests the reward
-sees, summarise).
+Covers: `screen_zone` (sample, run the samples on the tests the reward sees, summarise; the
+phase has passed the isolation gate before it).
 Does not cover: the sampling itself, the generator phase's too (sparring.serving.duel,
 `sample_frozen_pool`: in process or behind the server with `serving.mode: server`), whose own
 screen is the frozen answers its tests are rewarded against (sparring.phases.generator); the
@@ -20,24 +20,22 @@ from sparring import backends
 from sparring import progress as lines
 from sparring.config import Config
 from sparring.distributed import ranks
-from sparring.phases.sandboxed import require_isolation
 from sparring.phases.zone import in_zone
 from sparring.problems import Problem
 from sparring.rewards.frozen import frozen_zone
 from sparring.sandbox import Sandbox
-from sparring.sandbox.limits import untrusted_limits
+from sparring.sandbox.limits import SandboxLimits
 from sparring.serving.duel import sample_frozen_pool
 
 
 def screen_zone(
-    cfg: Config, model: str, pool: list[Problem], stages: list[str], seed: int
-) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+    cfg: Config, limits: SandboxLimits, model: str, pool: list[Problem], stages: list[str],
+    seed: int,
+) -> tuple[dict[str, dict[str, float]], dict[str, float]]:  # fmt: skip
     """Per problem of `pool`, the zone statistics of `model`'s samples (with the reasoning
-    `stages` and the `seed` the phase gives; sparring.rewards.frozen), and the screen's metrics:
-    completions sampled, seconds, problems in the zone. Fails closed first where the samples
-    could not run isolated (sparring.phases.sandboxed)."""
-    require_isolation(cfg)  # the screen runs the answerer's samples
-    limits = untrusted_limits(cfg)
+    `stages` and the `seed` the phase gives; sparring.rewards.frozen), run in sandboxes of
+    `limits`, and the screen's metrics: completions sampled, seconds, problems in the zone. The
+    caller has passed the isolation gate (sparring.sandbox.gate) before it."""
     start = time.perf_counter()
     rows = sample_frozen_pool(
         cfg, backends.get(cfg.backend), model, pool, stages, seed, "train-answerer"

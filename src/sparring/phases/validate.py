@@ -25,7 +25,6 @@ from typing import Any
 
 from sparring.config import Config
 from sparring.phases.common import read_lines, train_problems
-from sparring.phases.sandboxed import require_isolation
 from sparring.phases.zone import ZONE_FILE, in_zone
 from sparring.problems import Problem
 from sparring.rewards.bank import (
@@ -44,6 +43,7 @@ from sparring.rewards.bank import (
 from sparring.rewards.frozen import frozen_zone
 from sparring.rewards.generator_scoring import problem_info
 from sparring.sandbox import Sandbox
+from sparring.sandbox.gate import require_isolation
 from sparring.sandbox.limits import untrusted_limits
 from sparring.sandbox.result_cache import ResultCache, run_cached
 from sparring.sandbox.validation import TestVerdict, judge_tests

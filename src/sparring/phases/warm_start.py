@@ -22,9 +22,9 @@ import logging
 from typing import Any
 
 from sparring import backends
-from sparring.backends.base import copy_model
+from sparring.backends.base import copy_model, trained_record
 from sparring.config import Config
-from sparring.phases.common import derived_seed, train_problems, trained_record
+from sparring.phases.common import derived_seed, train_problems
 from sparring.problems import Problem, prompts
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,6 @@ def warm_start(
     init_model = init_model or None  # "" from a pipeline means "the base model"
     problems = train_problems(data_dir)
     ws = cfg.warm_start
-    base = backends.base_name(cfg, "answerer", init_model)
     meta = {
         "round": 0,
         "phase": PHASE,
@@ -87,6 +86,6 @@ def warm_start(
         metrics.get("loss_last", float("nan")),
     )  # fmt: skip
     backend.save_trained(
-        cfg, trained, tok, out_model, trained_record(cfg, "answerer", base, meta, init_model)
+        cfg, trained, tok, out_model, trained_record(cfg, "answerer", meta, init_model)
     )
     return metrics

@@ -5,8 +5,8 @@ Covers: the per-problem rollout statistics that validation writes next to the ba
 first, then untried ones (easy first), flat ones last, and `screened_flat`: the drawn problems
 the screen saw flat.
 Does not cover: the statistics themselves, from the frozen answerer's samples run in a sandbox
-(sparring.rewards.frozen: `frozen_zone`, `zone_stats`, and for the catch reward
-`catchable_problems`), the batch-level refill and skip (sparring.backends.torch.grpo_sampling).
+(sparring.rewards.frozen: `frozen_zone`, `zone_stats`, and for the catch reward the
+catchable problems), the batch-level refill and skip (sparring.backends.torch.grpo_sampling).
 Pure.
 """
 

@@ -201,7 +201,7 @@ Row = dict[str, Any]
 class Reserve:
     """Training rows per (family, level), handed out in turn: what a sampled group of a
     family is swapped for once the coach has moved the family off the level the group's row is
-    at. Rows carry `family` and `level` keys (sparring.phases.answerer.answerer_rows)."""
+    at. Rows carry `family` and `level` keys (sparring.rewards.answerer_rows.answerer_rows)."""
 
     def __init__(self, rows: Iterable[Mapping[str, Any]]) -> None:
         self._rows: dict[tuple[str, int], list[Row]] = {}

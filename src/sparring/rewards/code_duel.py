@@ -8,29 +8,18 @@ Covers:
   same results);
 - the proposer's reward (generator_mode: problems): validity gate on the proposed problem's own
   tests, then `rewards.goldilocks_reward` on the frozen solver's pass rate;
-- TRL reward-function adapters (`AnswererRewardFn`, `GeneratorRewardFn`) that take the dataset
-  columns as keyword arguments and return one float or None per completion.
+- TRL reward-function adapters (`AnswererRewardFn`, `GeneratorRewardFn`, `writer_reward`) that
+  take dataset columns as keyword arguments and return one float or None per completion.
 
-Two parts live in modules below this one, which import nothing from here (no import runs back
-up): the generator's reward (parse the tests, run only the new ones on the reference
-solution, the frozen answerer's cached solutions and the trivial ones, diversity, consistency,
-then `rewards.generator_reward`) is sparring.rewards.generator_scoring, and the per (solution, test)
-result cache both roles share is sparring.sandbox.result_cache. The generator's reward is defined by
-what the frozen answerer's solutions earn, but only through their cached sandbox results, never
-through the answerer's reward code, so it needs nothing from here. Its public names stay
-reachable here (`code_duel.GeneratorScorer`, `code_duel.ProblemInfo`, `code_duel.problem_info`,
-`code_duel.generator_score`, `code_duel.reference_in_domain`, `code_duel.run_cached`,
-`code_duel.ResultCache`), as callers name them. What stays together here: the answerer's and
-the proposer's rewards and the TRL adapters of both roles (`GeneratorRewardFn` wraps a
-`GeneratorScorer`).
+Below it, importing nothing from here: the writer's scoring on the frozen answers' cached results
+(sparring.rewards.generator_scoring; its names stay reachable here, e.g. `code_duel.
+GeneratorScorer`) and the result cache both roles share (sparring.sandbox.result_cache).
 
-Pure assembly (`rewards.answerer_credit`, `generator_score`) is separated from running so it is
-unit-tested with fake results. Honest credit: an answer earns only on tests that no trivial
-solution passes (sparring.problems.trivial), and a generated test earns break credit only when the
-reference passes it and every trivial solution fails it. None means "no signal" (sandbox
-failure), never 0.
-Does not cover: sampling (sparring.backends.sampler) or training (sparring.phases,
-sparring.backends).
+Pure assembly (`rewards.answerer_credit`, `generator_score`) is unit-tested apart from running.
+Honest credit: an answer earns only on tests no trivial solution passes (sparring.problems
+.trivial); a generated test earns break credit only when the reference passes it and every
+trivial solution fails it. None means "no signal" (sandbox failure), never 0. Does not cover:
+sampling (sparring.backends.sampler) or training (sparring.phases, sparring.backends).
 """
 
 from __future__ import annotations
@@ -496,3 +485,16 @@ class GeneratorRewardFn:
         out = [s.reward for s in scores]
         self.rewards.extend(out)
         return out
+
+
+def writer_reward(
+    w: Any, sandbox: Any, solutions: dict[str, list[str]], problems: Sequence[Any]
+) -> GeneratorRewardFn:
+    """The test writer's reward (`rewards:` as `w`): its tests on each of `problems` scored
+    against the frozen answers `solutions` of it (sparring.rewards.generator_scoring)."""
+    weights = {k: getattr(w, k) for k in ("validity", "hardness", "diversity", "consistency")}
+    infos = {p.id: problem_info(p, solutions[p.id]) for p in problems}
+    kind = {"reference_expected": w.reference_expected, "reward": w.generator}
+    return GeneratorRewardFn(
+        GeneratorScorer(infos, sandbox, weights, w.duplicate_similarity, **kind)
+    )

@@ -20,7 +20,7 @@ with a RuntimeWarning. No file system, network or /proc isolation in that mode.
 
 Covers: choosing, probing and describing the bwrap, building its command line, the fail-closed
 decision. Does not cover: the pool (pool.py), what happens inside (worker.py), saying which bwrap a
-phase uses in its progress output and MLflow run (sparring.phases.sandboxed).
+phase uses in its progress output and MLflow run (sparring.sandbox.gate).
 """
 
 from __future__ import annotations

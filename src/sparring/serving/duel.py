@@ -4,7 +4,8 @@
 Covers: `sample_frozen_pool` (the frozen answerer loaded and sampled on a pool, each training
 process sampling a share; the generator phase's frozen answers and the answerer phase's screen),
 `sample_frozen_solutions` (one share's samples, through the completion cache when it is on),
-`sampling_rows` (the rows decoded at once outside a GRPO step), and `ServedAnswerer`
+`sample_final_tests` (the trained test writer's final tests), `sampling_rows` (the rows decoded
+at once outside a GRPO step), and `ServedAnswerer`
 (sparring.backends.sampler's Answerer for the frozen answerer behind a server: publish its LoRA
 artifact to the server as the next version of `answerer`, then sample through it with
 `serving.concurrency` requests in flight; a base-model name samples the served base; on mlx-lm
@@ -116,14 +117,16 @@ def sample_frozen_solutions(
     stages: list[str],
     seed: int,
     progress: bool = True,
-    cache_model: str | None = None,
+    cached_as: str | None = None,
 ) -> tuple[list[dict[str, Any]], Sampled]:
     """`steps.frozen_samples` solutions per problem, sampled once ("" when unparseable), and
     what sampling them took; `answerer` is the frozen snapshot loaded in process or, with
     `serving.mode: server`, behind the server. The phase gives the reasoning `stages` its prompts
-    hold and the sampling's `seed`. With `cache_model` (a completion_cache.model_identity), the
-    completions come from, or go to, the completion cache: the arms of a study that start from
-    one base model with one seed sample its pool once (a hit reports no sampling time)."""
+    hold and the sampling's `seed`. With `cached_as` (the model's name or folder) and the
+    completion cache on, the completions come from, or go to, the cache under that model's
+    identity: the arms of a study that start from one base model with one seed sample its pool
+    once (a hit reports no sampling time)."""
+    cache_model = identity_if_enabled(cached_as) if cached_as else None
     settings = {
         "max_new_tokens": completion_tokens(cfg, answerer.tokenizer, problems),
         "temperature": cfg.grpo.temperature, "top_p": cfg.grpo.top_p,
@@ -182,12 +185,10 @@ def sample_frozen_pool(
         answerer = ServedAnswerer(cfg, model, tok)
     stats: list[Sampled] = []
     # served answers are the server's to reproduce; in process, the cache's
-    cached = None if cfg.serving.mode == "server" else identity_if_enabled(model)
+    cached = None if cfg.serving.mode == "server" else model
 
     def sample_share(part: list[Problem]) -> list[dict[str, Any]]:
-        rows, sampled = sample_frozen_solutions(
-            cfg, answerer, part, stages, seed, cache_model=cached
-        )
+        rows, sampled = sample_frozen_solutions(cfg, answerer, part, stages, seed, cached_as=cached)
         stats.append(sampled)
         return rows
 
@@ -201,3 +202,30 @@ def sample_frozen_pool(
         )
     tokens_per_s = stats[0].tokens_per_s if stats else 0.0
     return rows, frozen, tok, {"seconds": seconds, "tokens_per_s": tokens_per_s}
+
+
+def sample_final_tests(
+    cfg: Any,
+    backend: Any,
+    model: Any,
+    tok: Any,
+    asked_rows: list[dict[str, Any]],
+    problems: list[Problem],
+    seed: int,
+) -> list[list[str]]:
+    """`steps.final_samples` completions of the trained generator for each row of `asked_rows`
+    ([] for none), said first: minutes on a CPU, then a bar."""
+    if not asked_rows:
+        return []
+    batch_size = sampling_rows(cfg)
+    max_new_tokens = completion_tokens(cfg, tok, problems, "generator")
+    lines.say(
+        f"{lines.LABEL or 'train-generator'} final tests: {len(asked_rows)} problems x "
+        f"{cfg.steps.final_samples} completions"
+    )
+    return backend.sample(
+        model, tok, [r["prompt"] for r in asked_rows],
+        max_new_tokens=max_new_tokens, temperature=cfg.grpo.temperature, top_p=cfg.grpo.top_p,
+        num_samples=cfg.steps.final_samples, seed=seed, batch_size=batch_size,
+        progress=True,
+    ).texts  # fmt: skip
