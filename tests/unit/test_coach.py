@@ -6,6 +6,7 @@ moved family; the answerer phase's helpers draw at the coach's levels and read i
 
 from __future__ import annotations
 
+import dataclasses
 import doctest
 import json
 import random
@@ -235,3 +236,36 @@ def test_the_answerer_phase_draws_at_the_coach_levels_and_continues_its_state(tm
     (model / "sparring_model.json").write_text(json.dumps({"coach": {"levels": [1]}}))
     with pytest.raises(SparringError, match=r"sparring_model\.json: coach state: malformed"):
         coach_for(cfg, problems, str(model))
+
+
+def test_the_reserve_holds_every_coached_problem_as_a_row_in_the_seeds_order():
+    """The phase's rows and the coach's reserve, made together (rewards.answerer_rows
+    .training_rows): the rows are the drawn problems' with what the screen saw flat; the reserve
+    is the rows of every problem of a coached family, none marked flat, shuffled by the phase's
+    seed (the problems shuffled, then made rows: the order the coach hands them out in), and a
+    problem of another family, withheld tests and all, stays out of it. Break check: sampling
+    every problem, not the coached ones, or the rows before the filter, fails it."""
+    from sparring.phases.answerer import coach_for
+    from sparring.rewards.answerer_rows import answerer_rows, training_rows
+
+    everything = [problem("a", level, i) for level in (1, 2) for i in range(3)]
+    everything += [problem("b", 1, i) for i in range(2)]
+    everything.append(dataclasses.replace(problem("", 0), withheld_tests=["assert f(2) == 2"]))
+    coach = coach_for(
+        load_config(None, ["coach.enabled=true", "coach.start_level=1"]), everything, None
+    )
+    drawn, flat, bank = (
+        everything[:2],
+        {everything[0].id: 0.5},
+        {everything[1].id: ["assert f(3) == 3"]},
+    )
+    rows, reserve = training_rows(drawn, flat, coach, everything, bank, ["code"], seed=7)
+    assert rows == answerer_rows(drawn, bank, ["code"], flat) and rows[0]["screened_flat"]
+    coached = [p for p in everything if p.tags]
+    expected = Reserve(
+        answerer_rows(random.Random(7).sample(coached, len(coached)), bank, ["code"])
+    )
+    assert vars(reserve) == vars(expected)
+    held = [row for group in vars(reserve)["_rows"].values() for row in group]
+    assert len(held) == 8 and not any(r["screened_flat"] or "withheld_tests" in r for r in held)
+    assert training_rows(drawn, flat, None, everything, bank, ["code"], seed=7) == (rows, None)
