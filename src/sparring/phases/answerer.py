@@ -151,10 +151,10 @@ def grpo_answerer(
     backend = backends.get(cfg.backend)
     model, tok, peft_config = backend.load_trainable(cfg, "answerer", init_model)
     with Sandbox(limits) as sb, tempfile.TemporaryDirectory() as tmp:
-        reward_fn = AnswererRewardFn(sb, cfg.rewards, coach=drawn.coach)
-        rows, reward_fn.reserve = training_rows(
+        rows, reserve = training_rows(
             drawn.problems, flat, drawn.coach, drawn.everything, bank, stages, seed
         )
+        reward_fn = AnswererRewardFn(sb, cfg.rewards, coach=drawn.coach, reserve=reserve)
         model, trl_metrics = backend.train(
             cfg, model, tok, Dataset.from_list(rows), reward_fn, steps, tmp, seed, peft_config,
             drawn.problems, "answerer",
@@ -163,7 +163,7 @@ def grpo_answerer(
     if drawn.coach is not None:
         meta["coach"] = drawn.coach.to_dict()
     metrics = {"problems_screened_flat": float(len(flat)), **trl_metrics}
-    metrics.update(trained_metrics(cfg, reward_fn, drawn, bank, reward_fn.reserve))
+    metrics.update(trained_metrics(cfg, reward_fn, drawn, bank, reserve))
     record = trained_record(cfg, "answerer", meta, init_model)
     backend.save_trained(cfg, model, tok, out_model, record)
     return metrics
