@@ -103,7 +103,7 @@ def train_answerer(
     stages = reasoning_stages(cfg, round_index)
     seed, screen_seed = (derived_seed(cfg, round_index, f) for f in (phase, f"{phase}-screen"))
     trains = bool(steps) and not cfg.dry_run
-    if trains:
+    if trains:  # a config it cannot train with stops before anything is read
         check_shared_beta(cfg)
     everything = train_problems(data_dir)
     coach = coach_for(cfg, everything, init_model)
@@ -123,8 +123,9 @@ def train_answerer(
     metrics = drawn_metrics(drawn, bank, stages, cfg.dry_run)
     if trains:
         trained = grpo_answerer(
-            cfg, limits, drawn, (bank, stages, seed), steps, (init_model, out_model), meta
-        )
+            cfg, limits, drawn, bank=bank, stages=stages, seed=seed, steps=steps,
+            init_model=init_model, out_model=out_model, meta=meta,
+        )  # fmt: skip
         return {**metrics, **trained}
     copy_model(start, out_model, {**meta, "role": "answerer"})
     return metrics
@@ -134,19 +135,22 @@ def grpo_answerer(
     cfg: Config,
     limits: Any,
     drawn: AnswererDraw,
-    rows_by: tuple[dict[str, list[str]], list[str], int],
+    *,
+    bank: dict[str, list[str]],
+    stages: list[str],
+    seed: int,
     steps: int,
-    models: tuple[str | None, str],
+    init_model: str | None,
+    out_model: str,
     meta: dict[str, Any],
 ) -> dict[str, float]:
-    """GRPO of the answerer on the `drawn` problems for `steps` steps, its rows made `rows_by`
-    (the bank's tests, the reasoning stages, the phase's seed), its rewards run in sandboxes of
-    `limits`; `models`: (the init model, None for the base model; where the trained one goes,
-    saved with its record: `meta` and what training added). Returns the training's metrics."""
+    """GRPO of the answerer from `init_model` (None: the base model) on the `drawn` problems for
+    `steps` steps with the phase's `seed`, its rows holding the `bank`'s tests and prompts of the
+    reasoning `stages`, its rewards run in sandboxes of `limits`; the trained model goes to
+    `out_model` with its record (`meta` and what training added). Returns the training's
+    metrics."""
     from datasets import Dataset  # heavy (pyarrow): imported when a phase trains
 
-    bank, stages, seed = rows_by
-    init_model, out_model = models
     flat = screened_flat(drawn.problems, drawn.zone) if cfg.steps.screen_pool else {}
     backend = backends.get(cfg.backend)
     model, tok, peft_config = backend.load_trainable(cfg, "answerer", init_model)

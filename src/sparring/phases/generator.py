@@ -107,17 +107,15 @@ def train_generator(
     problems = draw_in_zone(cfg, pool, {}, round_index, phase)
     metrics: dict[str, float] = {"problems": float(len(problems)), "dry_run": float(cfg.dry_run)}
     outs = (out_model, out_tests, out_frozen_solutions)
-    trains = bool(steps) and not cfg.dry_run
-    if trains:
+    if steps and not cfg.dry_run:
         check_shared_beta(cfg)
-    limits = None
-    if trains:  # before the models load: its tests run against the answers
-        require_isolation(cfg)
+        require_isolation(cfg)  # before the models load: its tests run against the answers
         limits = untrusted_limits(cfg)  # of every sandbox the phase opens
-    if trains:
-        answerer = frozen_answerer or cfg.model_for("answerer").name
-        drawn = (pool, problems, answerer)
-        trained = grpo_generator(cfg, limits, drawn, (round_index, phase, steps), init_model, outs)
+        trained = grpo_generator(
+            cfg, limits, pool=pool, problems=problems,
+            answerer=frozen_answerer or cfg.model_for("answerer").name,
+            round_index=round_index, phase=phase, steps=steps, init_model=init_model, outs=outs,
+        )  # fmt: skip
         return {**metrics, **trained}
     tested = final_problems(cfg, problems, pool)
     meta = generator_record(round_index, phase, cfg.generator_mode, problems)
@@ -128,18 +126,21 @@ def train_generator(
 def grpo_generator(
     cfg: Config,
     limits: Any,
-    drawn: tuple[list[Problem], list[Problem], str],
-    planned: tuple[int, str, int],
+    *,
+    pool: list[Problem],
+    problems: list[Problem],
+    answerer: str,
+    round_index: int,
+    phase: str,
+    steps: int,
     init_model: str | None,
     outs: tuple[str, str, str],
 ) -> dict[str, float]:
-    """The generator's training from the `drawn` (training pool, first draw, frozen answerer):
-    the frozen answerer sampled once (`sample_frozen`), the draw its answers order
-    (`order_by_frozen`), GRPO of the test writer (`train_test_writer`) or of the proposer, then
-    its tests and the trained model written to `outs` (model, tests, frozen answers). `planned`:
-    (round, the phase's name, its steps); `limits`: of every sandbox the phase opens."""
-    pool, problems, answerer = drawn
-    round_index, phase, steps = planned
+    """The generator's training: the frozen `answerer` sampled once (`sample_frozen`) on the
+    training `pool` (or the first draw, `problems`, without a pool screen), the draw its answers
+    order (`order_by_frozen`), GRPO of the test writer (`train_test_writer`) or of the proposer
+    from `init_model` for `steps` steps, then its tests and the trained model written to `outs`
+    (model, tests, frozen answers); `limits`: of every sandbox the phase opens."""
     out_model, out_tests, out_frozen_solutions = outs
     seed = derived_seed(cfg, round_index, phase)
     stages, frozen_seed = frozen_sampling(cfg, round_index, phase)
