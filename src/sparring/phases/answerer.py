@@ -113,11 +113,12 @@ def train_answerer(
         require_isolation(cfg)
         limits = untrusted_limits(cfg)  # of every sandbox the phase opens
     start = init_model or cfg.model_for("answerer").name  # the model the phase starts from
-    # the phase screens its pool only when it trains (and no zone came with the bank)
-    screen = (start if trains and cfg.steps.screen_pool else None, limits, stages, screen_seed)
     drawn = draw_answerer_problems(
-        cfg, (everything, pool), coach, read_zone(bank_path), screen, round_index, phase
-    )
+        cfg, everything, pool, coach, read_zone(bank_path),
+        # the phase screens its pool only when it trains (and no zone came with the bank)
+        screened=start if trains and cfg.steps.screen_pool else None, limits=limits,
+        stages=stages, screen_seed=screen_seed, round_index=round_index, phase=phase,
+    )  # fmt: skip
     bank = bank_tests(bank_path) if cfg.rewards.answerer_bank else {}
     meta = drawn_record(drawn, round_index, phase, stages)
     metrics = drawn_metrics(drawn, bank, stages, cfg.dry_run)
@@ -189,20 +190,22 @@ class AnswererDraw:
 
 def draw_answerer_problems(
     cfg: Config,
-    problems: tuple[list[Problem], list[Problem]],
+    everything: list[Problem],
+    pool: list[Problem],
     coach: Coach | None,
     zone: dict[str, dict[str, float]],
-    screen: tuple[str | None, Any, list[str], int],
+    *,
+    screened: str | None,
+    limits: Any,
+    stages: list[str],
+    screen_seed: int,
     round_index: int,
     phase: str,
 ) -> AnswererDraw:
-    """The phase's draw (`draw_in_zone`) from `problems`: (the training problems, those of them
-    at the `coach`'s levels: the pool); with no `zone` yet, the pool's screen
-    (sparring.phases.screen) orders it, when `screen` names a model: (the model, the limits of
-    the sandboxes its answers run in, the reasoning stages of its prompts, the seed it samples
-    with)."""
-    everything, pool = problems
-    screened, limits, stages, screen_seed = screen
+    """The phase's draw (`draw_in_zone`) from the `pool` (the training problems, `everything`,
+    at the `coach`'s levels); with no `zone` yet, the pool's screen (sparring.phases.screen)
+    orders it when `screened` names a model: sampled with the reasoning `stages` and
+    `screen_seed`, its answers run in sandboxes of `limits`."""
     moves_before = coach.moves if coach else 0
     screened_metrics: dict[str, float] = {}
     if screened is not None and not zone:
