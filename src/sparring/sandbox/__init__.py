@@ -2,8 +2,9 @@
 
 Public API: `SandboxLimits`, `TestResult`, `RunReport`, `Sandbox`, `run_tests`, `TestVerdict`,
 `ValidationReport`, `validate_tests`, `parse_tests_file`. See the module docstrings of `plan`
-(trusted pass/fail), `worker` (inside the sandbox), `isolation` (bwrap), `pool` (workers) and
-`validation`. Not covered here: reward computation (sparring.rewards) and Kubernetes pod isolation.
+(trusted pass/fail), `worker` (inside the sandbox), `isolation` (bwrap), `gate` (the isolation
+check a phase passes first), `pool` (workers) and `validation`. Not covered here: reward
+computation (sparring.rewards) and Kubernetes pod isolation.
 """
 
 from sparring.sandbox.limits import (
