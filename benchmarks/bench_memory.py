@@ -55,19 +55,22 @@ import benchstats
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 
-COMMON = [
-    "data.families.levels=[2,3]",
-    "data.families.per_family=1",
-    "steps.answerer=1",
-    "steps.generator=1",
-    # the room study's S arm (configs/study/2026-12-03-room.yaml): the generator phase that
-    # peaked at 15.97 GB
+# the room study's S arm (configs/study/2026-12-03-room.yaml): the generator phase that peaked
+# at 15.97 GB (scripts/phase_equivalence.py runs its generator phase with these too)
+S_ARM = [
     "rewards.generator=catch",
     "steps.frozen_samples=8",
     "steps.final_tests_all=true",
     "steps.bank_per_problem=3",
     "steps.generator_stated_cases=true",
     "steps.final_samples=4",
+]
+COMMON = [
+    "data.families.levels=[2,3]",
+    "data.families.per_family=1",
+    "steps.answerer=1",
+    "steps.generator=1",
+    *S_ARM,
 ]
 ARMS = {
     "before": ["grpo.loss_micro_batch=0", "steps.frozen_rows=256"],

@@ -29,6 +29,9 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_memory import S_ARM  # noqa: E402 (the benchmark's S-arm generator settings)
+
 TIMING = re.compile(r"(_s$|seconds|per_s|_time|peak|cpu|wall)")
 COMMON = [
     "data.families.levels=[2,3]",
@@ -37,14 +40,6 @@ COMMON = [
     "steps.generator=1",
     "models.answerer.name=smollm2-135m",
     "models.generator.name=smollm2-135m",
-]
-GENERATOR = [  # the room study's S arm (configs/study/2026-12-03-room.yaml)
-    "rewards.generator=catch",
-    "steps.frozen_samples=8",
-    "steps.final_tests_all=true",
-    "steps.bank_per_problem=3",
-    "steps.generator_stated_cases=true",
-    "steps.final_samples=4",
 ]
 ANSWERER = ["coach.enabled=true"]
 
@@ -76,7 +71,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         sets = [*COMMON, f"tracking.mlflow_uri=sqlite:///{out / 'mlflow.db'}"]
-        cfg = load_config(ROOT / "configs" / "learn.yaml", [*sets, *GENERATOR])
+        cfg = load_config(ROOT / "configs" / "learn.yaml", [*sets, *S_ARM])
         materialize(cfg, str(out / "data"))
         m = train_generator(
             cfg, 1, str(out / "data"), "", None, str(out / "gen"), str(out / "tests.jsonl"),
