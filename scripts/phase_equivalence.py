@@ -60,6 +60,12 @@ def say(name: str, metrics: dict[str, float], files: dict[str, Path]) -> None:
 
 
 def main() -> None:
+    import argparse
+
+    argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Run it at two commits (PYTHONPATH=<checkout>/src) and diff the two outputs.",
+    ).parse_args()
     import torch
 
     from sparring.config import load_config
