@@ -17,7 +17,8 @@ from collections import defaultdict
 class LengthReward:
     __name__ = "length_reward"
 
-    def __init__(self, sandbox, rewards_cfg):
+    def __init__(self, sandbox, rewards_cfg, coach=None, reserve=None):
+        # the real constructor's keywords: the answerer phase always passes coach and reserve
         self.rewards: list[float] = []
         self.history: list[dict[str, float]] = []
         # the answerer phase reads which problems the trainer sampled from the reward function
@@ -33,7 +34,9 @@ class LengthReward:
 
 if __name__ == "__main__":
     from sparring.cluster import entry
+    from sparring.phases import answerer
     from sparring.rewards import code_duel
 
-    code_duel.AnswererRewardFn = LengthReward
+    # both names: the phase binds the class at import (`from ... import AnswererRewardFn`)
+    code_duel.AnswererRewardFn = answerer.AnswererRewardFn = LengthReward
     sys.exit(entry.main(sys.argv[1:]))
