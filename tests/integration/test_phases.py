@@ -20,6 +20,7 @@ from sparring import backends
 from sparring.backends.sampler import LoadedAnswerer
 from sparring.backends.torch import models
 from sparring.config import load_config
+from sparring.errors import SparringError
 from sparring.phases.answerer import train_answerer
 from sparring.phases.common import derived_seed
 from sparring.phases.generator import train_generator
@@ -588,11 +589,15 @@ def test_resume_after_sigkill_mid_phase(tmp_path):
 def test_proposer_mode_trains_the_generator_through_grpo(data_dir, tmp_path):
     """generator_mode: problems: the generator proposes problems, rewarded by goldilocks on the
     frozen solver's pass rate (a random model proposes nothing valid: reward 0, not an error)."""
+    from sparring.phases import table
+
     cfg = cfg_for("generator_mode=problems", "grpo.max_prompt_length=1024")
     out = tmp_path / "gen"
-    metrics = train_generator(
-        cfg, 1, str(data_dir), "", None, str(out), str(tmp_path / "t.jsonl"), str(tmp_path / "f")
-    )
+    with pytest.raises(SparringError, match="generator_mode problems: run its own phase"):
+        train_generator(cfg, 1, str(data_dir), "", None, str(out), "t", "f")
+    outputs = {"model": str(out), "tests": str(tmp_path / "t.jsonl"),
+               "frozen_solutions": str(tmp_path / "f")}  # fmt: skip
+    metrics = table.run("train-generator", cfg, 1, {"data": str(data_dir)}, outputs)
     assert metrics["steps"] == 1.0 and metrics["proposal_validity"] == 0.0
     rows = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
     assert rows and all("proposed" in r for r in rows)

@@ -5,8 +5,8 @@ in the real sandbox pool (bubblewrap, 2 workers: seconds), no model."""
 import pytest
 
 from sparring import rewards
+from sparring.engine.credit import catch_step_metrics
 from sparring.evaluation import learning
-from sparring.phases.generator import catch_step_metrics
 from sparring.problems import Problem
 from sparring.rewards import code_duel
 

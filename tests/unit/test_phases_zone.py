@@ -71,7 +71,7 @@ def test_screened_flat_rows_are_marked_for_the_trainer():
 def test_the_trained_generator_writes_final_tests_only_where_the_screen_saw_answers_differ():
     """With a screen the generator's last sampling skips problems seen flat (the answerer
     samples them last, if at all); without one it asks every row."""
-    from sparring.phases.final_tests import tested_problems
+    from sparring.phases.zone import tested_problems
 
     problems = PROBLEMS[:4]
     zone = {"p0": zone_stats([0.0, 1.0]), "p1": zone_stats([1.0, 1.0]), "p3": zone_stats([0.5])}
@@ -81,11 +81,9 @@ def test_the_trained_generator_writes_final_tests_only_where_the_screen_saw_answ
 
 def test_the_generator_phase_samples_outside_training_at_steps_frozen_rows():
     """steps.frozen_rows widens the screen and the final tests; 0 keeps the rollout's rows."""
-    from sparring.serving.duel import sampling_rows
-
-    assert sampling_rows(load_config(None, ["grpo.rollout_batch_size=64"])) == 64
+    assert load_config(None, ["grpo.rollout_batch_size=64"]).sampling_rows() == 64
     wide = load_config(None, ["grpo.rollout_batch_size=64", "steps.frozen_rows=256"])
-    assert sampling_rows(wide) == 256 and wide.grpo.rollout_batch_size == 64
+    assert wide.sampling_rows() == 256 and wide.grpo.rollout_batch_size == 64
 
 
 def test_catchable_problems_are_those_with_an_answer_passing_every_given_test():

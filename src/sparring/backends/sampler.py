@@ -1,4 +1,5 @@
-"""The one answerer sampler: every answer a model writes to a problem is sampled here.
+"""The one sampler outside GRPO: every answer a model writes to a problem is sampled here, and
+the trained test writer's final tests.
 
 Covers: `Answerer` (what samples: `LoadedAnswerer`, a model a backend loaded, or
 sparring.serving.duel.ServedAnswerer, a model behind an OpenAI-compatible server),
@@ -8,7 +9,8 @@ sparring.serving.duel.ServedAnswerer, a model behind an OpenAI-compatible server
 `label`, more than FEW problems go in chunks of CHUNK with a progress line per chunk (chunk k
 samples with seed + k * CHUNK, so a batch of FEW or fewer samples exactly what it did before).
 Evaluation, the generator phase's frozen answerer and proposer, `sparring infer` and
-`sparring eval` all sample answers through it.
+`sparring eval` all sample answers through it; `sample_final_tests`: `steps.final_samples`
+completions of the trained test writer for each of its asked rows.
 
 Does not cover: extracting or scoring the code (the callers), sampling inside GRPO training
 (TRL's trainer drives the backend's decoder), the engine's games (the engine's policies).
@@ -21,7 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from sparring import progress as lines
 from sparring.backends.base import Messages, Sampled
+from sparring.backends.budget import completion_tokens
 from sparring.problems import Problem
 from sparring.problems.prompts import answerer_messages
 
@@ -100,3 +104,30 @@ def sample_answers(
         out = out + answerer.sample(part, seed=seed + start, **kwargs)
         countdown.done(f"answers {len(out.texts)}/{len(messages)} problems", units=len(part))
     return out
+
+
+def sample_final_tests(
+    cfg: Any,
+    backend: Any,
+    model: Any,
+    tok: Any,
+    asked_rows: list[dict[str, Any]],
+    problems: list[Problem],
+    seed: int,
+) -> list[list[str]]:
+    """`steps.final_samples` completions of the trained generator for each row of `asked_rows`
+    ([] for none), said first: minutes on a CPU, then a bar."""
+    if not asked_rows:
+        return []
+    batch_size = cfg.sampling_rows()
+    max_new_tokens = completion_tokens(cfg, tok, problems, "generator")
+    lines.say(
+        f"{lines.LABEL or 'train-generator'} final tests: {len(asked_rows)} problems x "
+        f"{cfg.steps.final_samples} completions"
+    )
+    return backend.sample(
+        model, tok, [r["prompt"] for r in asked_rows],
+        max_new_tokens=max_new_tokens, temperature=cfg.grpo.temperature, top_p=cfg.grpo.top_p,
+        num_samples=cfg.steps.final_samples, seed=seed, batch_size=batch_size,
+        progress=True,
+    ).texts  # fmt: skip

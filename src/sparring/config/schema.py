@@ -140,6 +140,11 @@ class Config:
             return dataclasses.replace(base, name=self.shared_model)
         return getattr(self.models, role)
 
+    def sampling_rows(self) -> int:
+        """Rows a phase decodes at once outside its GRPO step: `steps.frozen_rows`, else
+        `grpo.rollout_batch_size`."""
+        return self.steps.frozen_rows or self.grpo.rollout_batch_size
+
     def digest(self) -> str:
         """A short stable hash of the resolved config (for checkpoints and caching)."""
         text = json.dumps(to_dict(self), sort_keys=True)

@@ -1,14 +1,15 @@
 """Credit assignment: advantages from rewards, level by level through the episode tree.
 
 Covers: `group_advantages` (GRPO: reward minus its group's mean, over the group's std),
-`flat_group_share` (groups with no signal), `reward_metrics` (what a training phase logs of
-its rewards), and three assigners that set `Rollout.advantages`
-per role: `GRPOCredit` (top-level rollouts grouped by their request's group, children only with
-their siblings under the same parent: a solver is compared with the other solvers of the same
-proposed problem, never with solvers of another), `RAECredit` (role-conditioned advantage
-estimation: reward minus a running mean per (episode, role), for games with no natural group)
-and `ConstantCredit` (every kept step gets the same advantage: supervised learning on filtered
-rollouts). `make_credit(name)` picks one by its config name.
+`flat_group_share` (groups with no signal), `reward_metrics` (what a training phase logs of its
+rewards), `side_summary` (a mean over problems with its standard error) and `catch_step_metrics`
+(the test writer's catch at its first and last step), and three assigners that set
+`Rollout.advantages` per role: `GRPOCredit` (top-level rollouts grouped by their request's group,
+children only with their siblings under the same parent: a solver is compared with the other
+solvers of the same proposed problem, never with solvers of another), `RAECredit` (role-conditioned
+advantage estimation: reward minus a running mean per (episode, role), for games with no natural
+group) and `ConstantCredit` (every kept step gets the same advantage: supervised learning on
+filtered rollouts). `make_credit(name)` picks one by its config name.
 Does not cover: which steps become training records (sparring.engine.arena). Pure.
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Protocol
 
 from sparring.engine.core import Rollout
@@ -175,4 +176,52 @@ def reward_metrics(
     for k in sorted(keys):
         vals = [h[k] for h in history if k in h]
         out[k] = sum(vals) / len(vals)
+    return out
+
+
+def side_summary(values: Sequence[float]) -> dict[str, float]:
+    """{"mean", "se", "n"} of one side (values over problems): `se` is the bootstrap standard
+    error of the mean over problems in closed form (the ideal bootstrap's: population standard
+    deviation / sqrt(n)), so a phase can log it as three numbers and the LEARN line combine
+    sides that different phases logged. Empty: n 0.
+
+    >>> side_summary([0.0, 1.0, 0.0, 1.0])
+    {'mean': 0.5, 'se': 0.25, 'n': 4.0}
+    >>> side_summary([])["n"]
+    0.0
+    """
+    n = len(values)
+    if not n:
+        return {"mean": 0.0, "se": 0.0, "n": 0.0}
+    mean = sum(values) / n
+    var = sum((v - mean) ** 2 for v in values) / n
+    return {"mean": mean, "se": (var / n) ** 0.5, "n": float(n)}
+
+
+def catch_step_metrics(per_process: Sequence[Sequence[Mapping[str, float]]]) -> dict[str, float]:
+    """The generator phase's `generator_catch_{first,last}{,_se,_n}` (mean catch over problems at
+    its first and last scoring call, with its standard error over problems and the problem
+    count: `side_summary`) and `generator_catch_calls`, from
+    `catch_by_problem` of each call, per training process (call i of every process together:
+    each scores its share of the step's problems). {} when nothing was scored.
+
+    >>> m = catch_step_metrics([[{"a": 0.0, "b": 0.5}, {"a": 1.0}], [{"c": 0.5}, {"c": 0.0}]])
+    >>> m["generator_catch_first"], m["generator_catch_last"], m["generator_catch_last_n"]
+    (0.3333333333333333, 0.5, 2.0)
+    """
+    calls: list[dict[str, float]] = []
+    for process in per_process:
+        for i, per_problem in enumerate(process):
+            if i == len(calls):
+                calls.append({})
+            calls[i].update(per_problem)
+    calls = [c for c in calls if c]
+    if not calls:
+        return {}
+    out = {"generator_catch_calls": float(len(calls))}
+    for side, call in (("first", calls[0]), ("last", calls[-1])):
+        summary = side_summary(list(call.values()))
+        out[f"generator_catch_{side}"] = summary["mean"]
+        out[f"generator_catch_{side}_se"] = summary["se"]
+        out[f"generator_catch_{side}_n"] = summary["n"]
     return out

@@ -5,9 +5,9 @@ Covers: `paired_delta` (a paired gain over problems), task identity from tags (`
 TASK_TAG), the check that runs evaluated alike (`check_comparable`: the same problems, the same
 base scores), the [run][task] table (`task_table`: a task's instances averaged first),
 `task_gain` (one config's gain, tasks and runs resampled), `train_reward_change` (the
-training reward's first quarter of steps against its last), `side_summary` / `sides_change`
-(a mean over problems with its standard error, and two such sides compared: the generator's
-training catch, `rewards.generator: catch`), `control_gain` (a treatment's gain
+training reward's first quarter of steps against its last), `sides_change` (two sides, each a
+mean over problems with its standard error, sparring.engine.credit.side_summary, compared: the
+generator's training catch, `rewards.generator: catch`), `control_gain` (a treatment's gain
 over its control's) and `control_gain_by_start` (pooled over starting models, each weighed
 equally), and how an interval is printed (`interval_text`, MIN_PER_SIDE).
 Does not cover: what a run's report or heldout.json holds, or which runs may be paired
@@ -329,25 +329,6 @@ def train_reward_change(
         "lo": deltas[int(0.025 * (n_boot - 1))],
         "hi": deltas[int(0.975 * (n_boot - 1))],
     }
-
-
-def side_summary(values: Sequence[float]) -> dict[str, float]:
-    """{"mean", "se", "n"} of one side (values over problems): `se` is the bootstrap standard
-    error of the mean over problems in closed form (the ideal bootstrap's: population standard
-    deviation / sqrt(n)), so a phase can log it as three numbers and the LEARN line combine
-    sides that different phases logged. Empty: n 0.
-
-    >>> side_summary([0.0, 1.0, 0.0, 1.0])
-    {'mean': 0.5, 'se': 0.25, 'n': 4.0}
-    >>> side_summary([])["n"]
-    0.0
-    """
-    n = len(values)
-    if not n:
-        return {"mean": 0.0, "se": 0.0, "n": 0.0}
-    mean = sum(values) / n
-    var = sum((v - mean) ** 2 for v in values) / n
-    return {"mean": mean, "se": (var / n) ** 0.5, "n": float(n)}
 
 
 def sides_change(

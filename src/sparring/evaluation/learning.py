@@ -183,7 +183,7 @@ TRAIN_CATCH = "generator_catch_train"
 
 def train_catch(phases: Sequence[Mapping[str, float]]) -> dict[str, float] | None:
     """The first generator phase's first step against the last phase's last step
-    (`sparring.phases.generator.catch_step_metrics`, each phase's metrics in round
+    (`sparring.engine.credit.catch_step_metrics`, each phase's metrics in round
     order), through `intervals.sides_change`; None when no phase measured the catch.
 
     >>> side = {"generator_catch_first": 0.1, "generator_catch_first_se": 0.0,

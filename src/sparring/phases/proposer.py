@@ -1,11 +1,13 @@
 """The generator phase's proposer mode (`generator_mode: problems`): the generator proposes whole
 problems, rewarded by goldilocks on the frozen answerer's pass rate on each.
 
-Covers: `train_proposer` (GRPO of the proposer; its output is what it proposed while training,
+Covers: `propose_problems`, the phase in this mode (the phase table runs it in the test
+writer's place): the test writer's steps (sparring.phases.generator: the plan and first draw,
+the dry run, the isolation gate, the frozen answers and the draw they order) with
+`train_proposer` in place of the writer's GRPO (its output is what it proposed while training,
 no final sampling) and its reward function (`ProposerRewardFn`: the frozen answerer, loaded in
-process, solves each proposal). Does not cover: the rest of the generator phase (the draw, the
-frozen answerer's sampling, the record: sparring.phases.generator), the proposal's rules and
-reward (sparring.rewards.code_duel.proposer_rewards).
+process, solves each proposal). Does not cover: those shared steps themselves, the proposal's
+rules and reward (sparring.rewards.code_duel.proposer_rewards).
 """
 
 from __future__ import annotations
@@ -13,13 +15,71 @@ from __future__ import annotations
 import tempfile
 from typing import Any
 
+from sparring import backends, storage
 from sparring.backends import sampler
+from sparring.backends.base import trained_record
 from sparring.backends.budget import completion_tokens
 from sparring.config import Config
 from sparring.engine.credit import reward_metrics
+from sparring.phases.common import check_shared_beta, derived_seed
+from sparring.phases.generator import (
+    final_problems,
+    first_draw,
+    frozen_draw,
+    generator_record,
+    write_dry_run,
+)
 from sparring.problems import Problem, prompts
 from sparring.rewards.code_duel import completion_text, proposer_rewards
 from sparring.sandbox import Sandbox
+from sparring.sandbox.gate import require_isolation
+from sparring.sandbox.limits import untrusted_limits
+
+
+def propose_problems(
+    cfg: Config,
+    round_index: int,
+    data_dir: str,
+    frozen_answerer: str,
+    init_model: str | None,
+    out_model: str,
+    out_tests: str,
+    out_frozen_solutions: str,
+    phase: str = "generator",
+) -> dict[str, float]:
+    """The generator phase with `generator_mode: problems`, its arguments the test writer's
+    (sparring.phases.generator.train_generator): the plan and the first draw, the isolation
+    gate, the frozen answers and the draw they order, then GRPO of the proposer against the
+    frozen answerer (`train_proposer`) and the outputs: the trained model, a row per problem
+    with what was proposed from it (`out_tests`), the frozen answers; in a dry run (or a phase
+    of no steps) `write_dry_run`."""
+    init_model = init_model or None
+    steps, pool, problems = first_draw(cfg, round_index, data_dir, phase)
+    metrics: dict[str, float] = {"problems": float(len(problems)), "dry_run": float(cfg.dry_run)}
+    outs = (out_model, out_tests, out_frozen_solutions)
+    if not steps or cfg.dry_run:
+        meta = generator_record(round_index, phase, cfg.generator_mode, problems)
+        start = init_model or cfg.model_for("generator").name
+        tested = final_problems(cfg, problems, pool)
+        return {**metrics, "generated_tests": write_dry_run(problems, tested, meta, start, outs)}
+    check_shared_beta(cfg)
+    backend = backends.get(cfg.backend)
+    require_isolation(cfg)  # before the models load: the proposals run in the sandbox
+    limits = untrusted_limits(cfg)  # of every sandbox the phase opens
+    answerer = frozen_answerer or cfg.model_for("answerer").name
+    drawn, solver, sampled = frozen_draw(
+        cfg, backend, limits, answerer, pool, problems, round_index, phase, catch_only=False
+    )
+    meta = generator_record(round_index, phase, cfg.generator_mode, drawn.problems)
+    record = trained_record(cfg, "generator", meta, init_model)
+    model, tok, rows, trained = train_proposer(
+        cfg, backend, limits, init_model, solver, drawn.problems, steps,
+        derived_seed(cfg, round_index, phase), round_index,
+    )  # fmt: skip
+    storage.write_records(out_frozen_solutions, drawn.rows)
+    storage.write_records(out_tests, rows)
+    backend.save_trained(cfg, model, tok, out_model, record)
+    return {**metrics, **sampled, **trained, "generated_tests": 0.0}  # it proposes, no tests
 
 
 def train_proposer(

@@ -87,8 +87,6 @@ def _train_answerer(cfg: Config, round_index: int, i: Paths, o: Paths, phase: st
 
 
 def _train_generator(cfg: Config, round_index: int, i: Paths, o: Paths, phase: str):
-    from sparring.phases.generator import train_generator
-
     if cfg.generator_mode == "fuzz":  # the generator that does not learn: drawn tests instead
         from sparring.phases.fuzz import fuzz_generator
 
@@ -96,7 +94,11 @@ def _train_generator(cfg: Config, round_index: int, i: Paths, o: Paths, phase: s
             cfg, round_index, i["data"], i.get("init_model") or None, o["model"], o["tests"],
             o["frozen_solutions"], phase or "generator",
         )  # fmt: skip
-    return train_generator(
+    if cfg.generator_mode == "problems":  # the proposer: whole problems instead of tests
+        from sparring.phases.proposer import propose_problems as train
+    else:
+        from sparring.phases.generator import train_generator as train
+    return train(
         cfg, round_index, i["data"], i.get("frozen_answerer") or "", i.get("init_model") or None,
         o["model"], o["tests"], o["frozen_solutions"], phase=phase or "generator",
     )  # fmt: skip

@@ -2,8 +2,8 @@
 
 Covers: the per-problem rollout statistics that validation writes next to the bank
 (`zone.json`, `read_zone`; `in_zone`, `problems_in_zone`), `draw_in_zone`: problems in the zone
-first, then untried ones (easy first), flat ones last, and `screened_flat`: the drawn problems
-the screen saw flat.
+first, then untried ones (easy first), flat ones last, `screened_flat`: the drawn problems the
+screen saw flat, and `tested_problems`: those the trained test writer writes final tests for.
 Does not cover: the statistics themselves, from the frozen answerer's samples run in a sandbox
 (sparring.rewards.frozen: `frozen_zone`, `zone_stats`, and for the catch reward the
 catchable problems), the batch-level refill and skip (sparring.backends.torch.grpo_sampling).
@@ -92,3 +92,13 @@ def draw_in_zone(
         return 1 + (_DIFFICULTY_ORDER.get(p.difficulty, 1) if cfg.steps.easy_first else 0)
 
     return sorted(shuffled, key=rank)[:n]
+
+
+def tested_problems(problems: list[Problem], zone: dict[str, dict[str, float]]) -> list[Problem]:
+    """The problems of a draw the trained generator writes its final tests for: with a screen
+    (`zone` not empty) those where the frozen answers differed, since the answerer samples the
+    ones seen flat only when nothing else is left and a test there is seldom used; without one,
+    every problem."""
+    if not zone:
+        return problems
+    return [p for p in problems if in_zone(zone.get(p.id))]

@@ -455,7 +455,7 @@ class AnswererRewardFn:
 class GeneratorRewardFn:
     """TRL reward function of the test writer: column `problem_id` names the problem.
     `catch_calls`: with the catch reward, each call's {problem: mean catch}
-    (sparring.phases.generator.catch_step_metrics reads its first and last)."""
+    (sparring.engine.credit.catch_step_metrics reads its first and last)."""
 
     __name__ = "generator_reward"
 

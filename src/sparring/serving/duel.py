@@ -4,8 +4,7 @@
 Covers: `sample_frozen_pool` (the frozen answerer loaded and sampled on a pool, each training
 process sampling a share; the generator phase's frozen answers and the answerer phase's screen),
 `sample_frozen_solutions` (one share's samples, through the completion cache when it is on),
-`sample_final_tests` (the trained test writer's final tests), `sampling_rows` (the rows decoded
-at once outside a GRPO step), and `ServedAnswerer`
+and `ServedAnswerer`
 (sparring.backends.sampler's Answerer for the frozen answerer behind a server: publish its LoRA
 artifact to the server as the next version of `answerer`, then sample through it with
 `serving.concurrency` requests in flight; a base-model name samples the served base; on mlx-lm
@@ -104,12 +103,6 @@ class ServedAnswerer:
         return Sampled(texts, seconds=time.perf_counter() - start)
 
 
-def sampling_rows(cfg: Any) -> int:
-    """Rows a phase decodes at once outside its GRPO step: `steps.frozen_rows`, else
-    `grpo.rollout_batch_size`."""
-    return cfg.steps.frozen_rows or cfg.grpo.rollout_batch_size
-
-
 def sample_frozen_solutions(
     cfg: Any,
     answerer: Any,
@@ -178,14 +171,16 @@ def sample_frozen_pool(
     sampled; `label` names the phase in it."""
     start = time.perf_counter()
     frozen, tok = backend.load_frozen(cfg, model)
-    # steps.frozen_rows, else a training rollout's rows: on a CPU a wider decode step costs
-    # little more (docs/training.md), and the frozen samples are most of this phase's time
-    answerer: Any = sampler.LoadedAnswerer(backend, frozen, tok, sampling_rows(cfg))
-    if cfg.serving.mode == "server":
+    served = cfg.serving.mode == "server"
+    answerer: Any
+    if served:
         answerer = ServedAnswerer(cfg, model, tok)
+    else:
+        # steps.frozen_rows, else a training rollout's rows: on a CPU a wider decode step costs
+        # little more (docs/training.md), and the frozen samples are most of this phase's time
+        answerer = sampler.LoadedAnswerer(backend, frozen, tok, cfg.sampling_rows())
     stats: list[Sampled] = []
-    # served answers are the server's to reproduce; in process, the cache's
-    cached = None if cfg.serving.mode == "server" else model
+    cached = None if served else model  # served answers are the server's to reproduce
 
     def sample_share(part: list[Problem]) -> list[dict[str, Any]]:
         rows, sampled = sample_frozen_solutions(cfg, answerer, part, stages, seed, cached_as=cached)
@@ -202,30 +197,3 @@ def sample_frozen_pool(
         )
     tokens_per_s = stats[0].tokens_per_s if stats else 0.0
     return rows, frozen, tok, {"seconds": seconds, "tokens_per_s": tokens_per_s}
-
-
-def sample_final_tests(
-    cfg: Any,
-    backend: Any,
-    model: Any,
-    tok: Any,
-    asked_rows: list[dict[str, Any]],
-    problems: list[Problem],
-    seed: int,
-) -> list[list[str]]:
-    """`steps.final_samples` completions of the trained generator for each row of `asked_rows`
-    ([] for none), said first: minutes on a CPU, then a bar."""
-    if not asked_rows:
-        return []
-    batch_size = sampling_rows(cfg)
-    max_new_tokens = completion_tokens(cfg, tok, problems, "generator")
-    lines.say(
-        f"{lines.LABEL or 'train-generator'} final tests: {len(asked_rows)} problems x "
-        f"{cfg.steps.final_samples} completions"
-    )
-    return backend.sample(
-        model, tok, [r["prompt"] for r in asked_rows],
-        max_new_tokens=max_new_tokens, temperature=cfg.grpo.temperature, top_p=cfg.grpo.top_p,
-        num_samples=cfg.steps.final_samples, seed=seed, batch_size=batch_size,
-        progress=True,
-    ).texts  # fmt: skip
