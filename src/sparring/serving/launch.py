@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 import signal
-import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,18 +114,22 @@ def plan(
 def run_until_signal(proc, announce: str = "") -> int:
     """Keep `proc` (a started EngineProcess) up until SIGINT/SIGTERM or its exit; then stop it.
     Returns 0 on a signal, else the engine's exit code."""
-    stop = threading.Event()
+    # The handler only appends to a list: a handler that takes a lock (threading.Event.set)
+    # deadlocks when the signal lands while the main thread holds that lock in Event.wait,
+    # which left `sparring serve` hanging after SIGTERM (2026-12-07).
+    signals: list[int] = []
     previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     for s in previous:
-        signal.signal(s, lambda *_: stop.set())
+        signal.signal(s, lambda signum, _frame: signals.append(signum))
     if announce:
         print(announce, flush=True)
     try:
-        while not stop.wait(0.5):
+        while not signals:
             code = proc.proc.poll()
             if code is not None:
                 print(f"engine exited with code {code}; log: {proc.log_path}", flush=True)
                 return int(code) or 1
+            time.sleep(0.5)  # the handler runs inside the sleep; the loop sees it within 0.5 s
         print("stopping the engine", flush=True)
         proc.stop()
         return 0
