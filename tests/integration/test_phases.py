@@ -467,6 +467,29 @@ def test_shared_topology_phases(data_dir, tmp_path):
     models.clear_shared()
 
 
+@pytest.mark.parametrize("mode", ["tests", "problems"])
+def test_a_dry_generator_phase_writes_tests_where_a_trained_one_would(data_dir, tmp_path, mode):
+    """Both generator modes' dry runs write the fallback tests of the problems a trained phase
+    writes tests for: the draw, or with steps.final_tests_all every training problem."""
+    from sparring.phases import table
+    from sparring.problems import read_jsonl
+
+    pool = {p.id for p in read_jsonl(data_dir / "train.jsonl")}
+    written = {}
+    for every in ("false", "true"):
+        cfg = cfg_for("dry_run=true", f"generator_mode={mode}", "steps.problems_per_phase=1",
+                      f"steps.final_tests_all={every}")  # fmt: skip
+        out = tmp_path / every
+        outputs = {"model": str(out / "model"), "tests": str(out / "t.jsonl"),
+                   "frozen_solutions": str(out / "f.jsonl")}  # fmt: skip
+        table.run("train-generator", cfg, 1, {"data": str(data_dir)}, outputs)
+        rows = [json.loads(x) for x in (out / "t.jsonl").read_text().splitlines()]
+        written[every] = {r["problem_id"] for r in rows}
+        meta = json.loads((out / "model" / "sparring_model.json").read_text())
+        assert meta["mode"] == mode and meta["role"] == "generator"
+    assert len(written["false"]) == 1 and written["true"] == pool and len(pool) > 1
+
+
 def test_dry_run_writes_summary_and_changes_no_weights(tmp_path, monkeypatch):
     from sparring.plain_runner.loop import run_selfplay
 

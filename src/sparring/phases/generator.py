@@ -5,7 +5,7 @@ isolation gate, the frozen answerer sampled once with the phase's reasoning stag
 seed (`frozen_sampling`) and the draw its answers order (`frozen_draw`: the zone first; for the
 catch reward the catchable problems only), then the test writer's GRPO against them and the
 phase's outputs (`train_test_writer`: its reward `writer_reward`, its final tests, the trained
-model with its record); a dry run writes `write_dry_run`'s outputs instead (the mutated baseline
+model with its record); a dry run writes `dry_run`'s outputs instead (the mutated baseline
 tests of `fallback_tests`). Does not cover: the frozen answerer's sampling itself, in process
 or behind the server (sparring.serving.duel), the rewards' rules (sparring.rewards.code_duel),
 the writer's rows (sparring.problems.writer_rows), validation (sparring.phases.validate) or the
@@ -94,7 +94,7 @@ def train_generator(
     planned steps of `phase` (its `Phase.name`, which also seeds its draws and the frozen
     sampling; a free label runs `cfg.steps.generator` steps). Its steps: the plan and the draw,
     the isolation gate, the frozen answers and the draw they order (`frozen_draw`), then
-    `train_test_writer`; in a dry run (or a phase of no steps) `write_dry_run`."""
+    `train_test_writer`; in a dry run (or a phase of no steps) `dry_run`."""
     if cfg.generator_mode != "tests":  # the phase table runs the other modes' phases
         raise SparringError(
             f"generator_mode {cfg.generator_mode}: run its own phase (sparring.phases.table)"
@@ -104,10 +104,7 @@ def train_generator(
     metrics: dict[str, float] = {"problems": float(len(problems)), "dry_run": float(cfg.dry_run)}
     outs = (out_model, out_tests, out_frozen_solutions)
     if not steps or cfg.dry_run:
-        meta = generator_record(round_index, phase, cfg.generator_mode, problems)
-        start = init_model or cfg.model_for("generator").name
-        tested = final_problems(cfg, problems, pool)
-        return {**metrics, "generated_tests": write_dry_run(problems, tested, meta, start, outs)}
+        return {**metrics, **dry_run(cfg, problems, pool, round_index, phase, init_model, outs)}
     seed = derived_seed(cfg, round_index, phase)
     check_shared_beta(cfg)
     backend = backends.get(cfg.backend)
@@ -165,6 +162,24 @@ def generator_record(
     """What the trained (or copied) model's record says of the phase and its draw."""
     return {"round": round_index, "phase": phase, "mode": mode,
             "problems_drawn": drawn_digest(problems)}  # fmt: skip
+
+
+def dry_run(
+    cfg: Config,
+    problems: list[Problem],
+    pool: list[Problem],
+    round_index: int,
+    phase: str,
+    init_model: str | None,
+    outs: tuple[str, str, str],
+) -> dict[str, float]:
+    """A generator phase's outputs without training (a dry run, or a phase of no steps), in
+    either mode: its start (`init_model`, else the base model) copied as the trained model and
+    `write_dry_run` for the first draw `problems`; its metric."""
+    meta = generator_record(round_index, phase, cfg.generator_mode, problems)
+    start = init_model or cfg.model_for("generator").name
+    tested = final_problems(cfg, problems, pool)
+    return {"generated_tests": write_dry_run(problems, tested, meta, start, outs)}
 
 
 def write_dry_run(

@@ -22,13 +22,7 @@ from sparring.backends.budget import completion_tokens
 from sparring.config import Config
 from sparring.engine.credit import reward_metrics
 from sparring.phases.common import check_shared_beta, derived_seed
-from sparring.phases.generator import (
-    final_problems,
-    first_draw,
-    frozen_draw,
-    generator_record,
-    write_dry_run,
-)
+from sparring.phases.generator import dry_run, first_draw, frozen_draw, generator_record
 from sparring.problems import Problem, prompts
 from sparring.rewards.code_duel import completion_text, proposer_rewards
 from sparring.sandbox import Sandbox
@@ -52,16 +46,13 @@ def propose_problems(
     gate, the frozen answers and the draw they order, then GRPO of the proposer against the
     frozen answerer (`train_proposer`) and the outputs: the trained model, a row per problem
     with what was proposed from it (`out_tests`), the frozen answers; in a dry run (or a phase
-    of no steps) `write_dry_run`."""
+    of no steps) `dry_run`."""
     init_model = init_model or None
     steps, pool, problems = first_draw(cfg, round_index, data_dir, phase)
     metrics: dict[str, float] = {"problems": float(len(problems)), "dry_run": float(cfg.dry_run)}
     outs = (out_model, out_tests, out_frozen_solutions)
     if not steps or cfg.dry_run:
-        meta = generator_record(round_index, phase, cfg.generator_mode, problems)
-        start = init_model or cfg.model_for("generator").name
-        tested = final_problems(cfg, problems, pool)
-        return {**metrics, "generated_tests": write_dry_run(problems, tested, meta, start, outs)}
+        return {**metrics, **dry_run(cfg, problems, pool, round_index, phase, init_model, outs)}
     check_shared_beta(cfg)
     backend = backends.get(cfg.backend)
     require_isolation(cfg)  # before the models load: the proposals run in the sandbox

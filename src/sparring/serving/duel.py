@@ -3,12 +3,11 @@
 
 Covers: `sample_frozen_pool` (the frozen answerer loaded and sampled on a pool, each training
 process sampling a share; the generator phase's frozen answers and the answerer phase's screen),
-`sample_frozen_solutions` (one share's samples, through the completion cache when it is on),
-and `ServedAnswerer`
-(sparring.backends.sampler's Answerer for the frozen answerer behind a server: publish its LoRA
-artifact to the server as the next version of `answerer`, then sample through it with
-`serving.concurrency` requests in flight; a base-model name samples the served base; on mlx-lm
-the adapter folder goes with each request). The server must already run (`sparring serve
+`sample_frozen_solutions` (one share's samples, through the completion cache when it is on), and
+`ServedAnswerer` (sparring.backends.sampler's Answerer for the frozen answerer behind a server:
+publish its LoRA artifact to the server as the next version of `answerer`, then sample through
+it with `serving.concurrency` requests in flight; a base-model name samples the served base; on
+mlx-lm the adapter folder goes with each request). The server must already run (`sparring serve
 BASE`), on the same base model.
 
 Does not cover: the phases, which say what is sampled and with which reasoning stages and seed
